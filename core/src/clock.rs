@@ -1,0 +1,300 @@
+//! Clocks: where the core gets its ticks, its tick rate and the CPU id.
+//!
+//! The core never reads a clock by itself: every recording call takes a [`Timestamp`]
+//! from a [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64, the
+//! DWT cycle counter or a hardware timer on Cortex-M, a fake clock in tests) and keeps
+//! the hot path free of indirection.
+
+use core::num::NonZeroU64;
+
+/// One reading of a clock: the tick count and the CPU (core) it was read on.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// let t = Timestamp { tsc: 1_000, cpu: 0 };
+/// assert_eq!(t.tsc, 1_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Timestamp {
+    /// Ticks since an arbitrary origin; 64 bits, so it does not wrap in practice.
+    pub tsc: u64,
+    /// The CPU (core) the reading was taken on; 0 on single-core targets.
+    pub cpu: u16,
+}
+
+/// A source of ticks.
+///
+/// Implementations must be cheap: [`Clock::now`] is called once per recorded event.
+///
+/// ```
+/// use flightrec_core::clock::{Clock, ManualClock};
+/// let mut clock = ManualClock::new(1_000_000_000);
+/// clock.advance(5);
+/// assert_eq!(clock.now().tsc, 5);
+/// assert_eq!(clock.ticks_per_second().get(), 1_000_000_000);
+/// ```
+pub trait Clock {
+    /// Reads the clock.
+    fn now(&mut self) -> Timestamp;
+    /// Ticks per second. Never zero: a trace with a zero frequency cannot be converted
+    /// to time, so every clock must know (or be told, after calibration) its rate.
+    fn ticks_per_second(&self) -> NonZeroU64;
+}
+
+/// A clock the caller sets by hand: for tests, simulations, and replaying recorded
+/// timestamps.
+///
+/// ```
+/// use flightrec_core::clock::{Clock, ManualClock};
+/// let mut clock = ManualClock::new(1_000);
+/// clock.set(42);
+/// clock.set_cpu(3);
+/// assert_eq!(clock.now().tsc, 42);
+/// assert_eq!(clock.now().cpu, 3);
+/// ```
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ManualClock {
+    now: Timestamp,
+    ticks_per_second: NonZeroU64,
+}
+
+impl ManualClock {
+    /// A clock at tick 0 on CPU 0. A `ticks_per_second` of 0 is taken as 1, since a
+    /// clock rate is never zero.
+    pub const fn new(ticks_per_second: u64) -> Self {
+        let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
+            Some(f) => f,
+            None => NonZeroU64::MIN,
+        };
+        Self {
+            now: Timestamp { tsc: 0, cpu: 0 },
+            ticks_per_second,
+        }
+    }
+
+    /// Sets the tick count.
+    pub fn set(&mut self, tsc: u64) {
+        self.now.tsc = tsc;
+    }
+
+    /// Moves the tick count forward by `ticks` (wrapping at `u64::MAX`).
+    pub fn advance(&mut self, ticks: u64) {
+        self.now.tsc = self.now.tsc.wrapping_add(ticks);
+    }
+
+    /// Sets the CPU id returned with the next readings.
+    pub fn set_cpu(&mut self, cpu: u16) {
+        self.now.cpu = cpu;
+    }
+}
+
+impl Clock for ManualClock {
+    #[inline]
+    fn now(&mut self) -> Timestamp {
+        self.now
+    }
+
+    #[inline]
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        self.ticks_per_second
+    }
+}
+
+/// Extends a 32-bit wrapping counter (the Cortex-M DWT `CYCCNT`, a SysTick-driven
+/// tick count, a free-running hardware timer) to 64 bits.
+///
+/// The reader function returns the raw counter. A wrap is detected when a reading is
+/// smaller than the previous one, so the clock must be read at least once per wrap
+/// period (at 64 MHz a 32-bit cycle counter wraps every 67 s): read it from a periodic
+/// interrupt if the traced code can be idle longer than that. Each execution context
+/// (thread, interrupt priority level) that records should own its own `Wrapping32`.
+///
+/// ```
+/// use flightrec_core::clock::{Clock, Wrapping32};
+/// let mut raw = 0xFFFF_FFF0u32;
+/// let mut clock = Wrapping32::new(|| 0, 48_000_000);
+/// // Feed readings by hand through `extend`, as a timer interrupt would.
+/// assert_eq!(clock.extend(raw), 0xFFFF_FFF0);
+/// raw = raw.wrapping_add(0x20);
+/// assert_eq!(clock.extend(raw), 0x1_0000_0010);
+/// ```
+pub struct Wrapping32<F: FnMut() -> u32> {
+    read: F,
+    high: u32,
+    last: u32,
+    ticks_per_second: NonZeroU64,
+    cpu: u16,
+}
+
+impl<F: FnMut() -> u32> Wrapping32<F> {
+    /// A clock reading `read`, which counts `ticks_per_second` (0 is taken as 1).
+    pub fn new(read: F, ticks_per_second: u64) -> Self {
+        Self {
+            read,
+            high: 0,
+            last: 0,
+            ticks_per_second: NonZeroU64::new(ticks_per_second).unwrap_or(NonZeroU64::MIN),
+            cpu: 0,
+        }
+    }
+
+    /// Sets the CPU id reported with every reading (for a per-core clock).
+    pub fn with_cpu(mut self, cpu: u16) -> Self {
+        self.cpu = cpu;
+        self
+    }
+
+    /// Extends one raw reading to 64 bits, counting a wrap when it went backwards.
+    #[inline]
+    pub fn extend(&mut self, raw: u32) -> u64 {
+        if raw < self.last {
+            self.high = self.high.wrapping_add(1);
+        }
+        self.last = raw;
+        (u64::from(self.high) << 32) | u64::from(raw)
+    }
+}
+
+impl<F: FnMut() -> u32> Clock for Wrapping32<F> {
+    #[inline]
+    fn now(&mut self) -> Timestamp {
+        let raw = (self.read)();
+        Timestamp {
+            tsc: self.extend(raw),
+            cpu: self.cpu,
+        }
+    }
+
+    #[inline]
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        self.ticks_per_second
+    }
+}
+
+/// The x86_64 time-stamp counter read with `rdtsc`. The CPU id is reported as 0
+/// (reading it costs an `rdtscp`; use [`TscP`] for that).
+///
+/// The frequency is an input: the std shell measures it; firmware knows it.
+///
+/// ```
+/// # #[cfg(target_arch = "x86_64")] {
+/// use flightrec_core::clock::{Clock, Tsc};
+/// let mut tsc = Tsc::new(3_000_000_000);
+/// let a = tsc.now().tsc;
+/// let b = tsc.now().tsc;
+/// assert!(b >= a);
+/// # }
+/// ```
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub struct Tsc {
+    ticks_per_second: NonZeroU64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Tsc {
+    /// A TSC clock counting `ticks_per_second` (0 is taken as 1).
+    pub const fn new(ticks_per_second: u64) -> Self {
+        let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
+            Some(f) => f,
+            None => NonZeroU64::MIN,
+        };
+        Self { ticks_per_second }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Clock for Tsc {
+    #[inline(always)]
+    fn now(&mut self) -> Timestamp {
+        // SAFETY: `rdtsc` is part of the x86_64 baseline and has no preconditions.
+        let tsc = unsafe { core::arch::x86_64::_rdtsc() };
+        Timestamp { tsc, cpu: 0 }
+    }
+
+    #[inline]
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        self.ticks_per_second
+    }
+}
+
+/// The x86_64 time-stamp counter read with `rdtscp`, which also returns the CPU id
+/// (Linux stores the CPU number in the low 12 bits of `IA32_TSC_AUX`).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub struct TscP {
+    ticks_per_second: NonZeroU64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl TscP {
+    /// A TSC clock counting `ticks_per_second` (0 is taken as 1).
+    pub const fn new(ticks_per_second: u64) -> Self {
+        let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
+            Some(f) => f,
+            None => NonZeroU64::MIN,
+        };
+        Self { ticks_per_second }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Clock for TscP {
+    #[inline(always)]
+    fn now(&mut self) -> Timestamp {
+        let mut aux = 0u32;
+        // SAFETY: `rdtscp` is available on every x86_64 CPU made since 2006 and on all
+        // hosts the std shell targets; it only writes the `aux` out-parameter.
+        let tsc = unsafe { core::arch::x86_64::__rdtscp(&mut aux) };
+        Timestamp {
+            tsc,
+            cpu: (aux & 0xfff) as u16,
+        }
+    }
+
+    #[inline]
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        self.ticks_per_second
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping32_counts_wraps() {
+        let mut c = Wrapping32::new(|| 0, 0);
+        assert_eq!(c.ticks_per_second().get(), 1);
+        assert_eq!(c.extend(10), 10);
+        assert_eq!(c.extend(5), (1 << 32) | 5);
+        assert_eq!(c.extend(5), (1 << 32) | 5);
+        assert_eq!(c.extend(u32::MAX), (1 << 32) | u64::from(u32::MAX));
+        assert_eq!(c.extend(0), 2 << 32);
+    }
+
+    #[test]
+    fn wrapping32_reads_through_function() {
+        let mut v = 0u32;
+        let mut c = Wrapping32::new(
+            move || {
+                v = v.wrapping_add(0x8000_0001);
+                v
+            },
+            1000,
+        )
+        .with_cpu(2);
+        let a = c.now();
+        let b = c.now();
+        let d = c.now();
+        assert_eq!(a.cpu, 2);
+        assert!(b.tsc > a.tsc && d.tsc > b.tsc);
+    }
+
+    #[test]
+    fn manual_clock_zero_frequency_is_one() {
+        assert_eq!(ManualClock::new(0).ticks_per_second().get(), 1);
+    }
+}

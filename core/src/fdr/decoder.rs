@@ -1,0 +1,1 @@
+//! Streaming FDR decoder and verifier.

@@ -1,0 +1,279 @@
+//! The 32-byte FDR file header.
+
+use core::num::NonZeroU64;
+
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The value of the header's `type` field for FDR mode (0 is XRay's "basic" mode).
+pub const FDR_LOG_TYPE: u16 = 1;
+
+/// Size of the file header in bytes.
+pub const HEADER_SIZE: usize = 32;
+
+/// An FDR format version this crate writes.
+///
+/// Version 5 is what LLVM's own runtime writes and the default; 1 and 3 are kept for
+/// older readers. The [decoder](super::decoder) reads 1 to 5.
+///
+/// ```
+/// use flightrec_core::fdr::Version;
+/// assert_eq!(Version::default(), Version::V5);
+/// assert_eq!(Version::V3.number(), 3);
+/// assert_eq!(Version::from_number(5), Some(Version::V5));
+/// assert_eq!(Version::from_number(6), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Version {
+    /// Version 1: no BufferExtents; buffers may end with EndOfBuffer.
+    V1,
+    /// Version 2: BufferExtents present but not enforced by readers.
+    V2,
+    /// Version 3: BufferExtents enforced; custom events carry an absolute TSC.
+    V3,
+    /// Version 4: as 3, custom events also carry the CPU id.
+    V4,
+    /// Version 5: custom events carry a TSC delta (the current LLVM format).
+    #[default]
+    V5,
+}
+
+impl Version {
+    /// The number written in the header.
+    pub const fn number(self) -> u16 {
+        match self {
+            Version::V1 => 1,
+            Version::V2 => 2,
+            Version::V3 => 3,
+            Version::V4 => 4,
+            Version::V5 => 5,
+        }
+    }
+
+    /// The version with that number, if it is one of 1 to 5.
+    pub const fn from_number(n: u16) -> Option<Self> {
+        match n {
+            1 => Some(Version::V1),
+            2 => Some(Version::V2),
+            3 => Some(Version::V3),
+            4 => Some(Version::V4),
+            5 => Some(Version::V5),
+            _ => None,
+        }
+    }
+
+    /// Whether each buffer starts with a BufferExtents record.
+    pub const fn has_extents(self) -> bool {
+        !matches!(self, Version::V1)
+    }
+
+    /// Whether custom and typed events carry a TSC delta that advances the base TSC
+    /// (version 5), rather than an absolute TSC.
+    pub const fn events_use_delta(self) -> bool {
+        matches!(self, Version::V5)
+    }
+}
+
+bitflags::bitflags! {
+    /// The header's TSC property bits.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::HeaderFlags;
+    /// let f = HeaderFlags::CONSTANT_TSC | HeaderFlags::NONSTOP_TSC;
+    /// assert_eq!(f.bits(), 3);
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct HeaderFlags: u32 {
+        /// The TSC ticks at a constant rate regardless of CPU frequency scaling.
+        const CONSTANT_TSC = 1 << 0;
+        /// The TSC keeps ticking in deep sleep states.
+        const NONSTOP_TSC = 1 << 1;
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for HeaderFlags {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "HeaderFlags({=u32:#x})", self.bits())
+    }
+}
+
+/// The header exactly as it lies in the file (little-endian, no padding).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct RawFileHeader {
+    /// Format version, 1 to 5.
+    pub version: U16,
+    /// Log type: 1 for FDR.
+    pub log_type: U16,
+    /// [`HeaderFlags`] bits; other bits are ignored by readers.
+    pub flags: U32,
+    /// TSC ticks per second.
+    pub cycle_frequency: U64,
+    /// The per-thread buffer size (compiler-rt writes it here; readers ignore it).
+    pub buffer_size: U64,
+    /// Eight zero bytes.
+    pub reserved: [u8; 8],
+}
+
+/// The file header: what an FDR file says about itself.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::{FileHeader, HeaderFlags, Version};
+/// let h = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 16384);
+/// let bytes = h.to_bytes();
+/// assert_eq!(&bytes[..8], &[5, 0, 1, 0, 3, 0, 0, 0]);
+/// assert_eq!(FileHeader::parse(&bytes), Ok(h));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FileHeader {
+    /// Format version.
+    pub version: Version,
+    /// TSC property bits.
+    pub flags: HeaderFlags,
+    /// Ticks per second of the clock that made the TSC values. Never zero.
+    pub cycle_frequency: NonZeroU64,
+    /// Size of each thread buffer in bytes (informational).
+    pub buffer_size: u64,
+}
+
+/// Why a header could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HeaderError {
+    /// Fewer than 32 bytes.
+    Truncated {
+        /// Bytes available.
+        len: usize,
+    },
+    /// The version is not 1 to 5.
+    UnsupportedVersion(u16),
+    /// The log type is not 1 (FDR).
+    NotFdr(u16),
+    /// The cycle frequency is 0, so no time can be computed.
+    ZeroFrequency,
+}
+
+impl core::fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            HeaderError::Truncated { len } => {
+                write!(f, "file header truncated: {len} of 32 bytes")
+            }
+            HeaderError::UnsupportedVersion(v) => {
+                write!(f, "unsupported FDR version {v} (1 to 5 are supported)")
+            }
+            HeaderError::NotFdr(t) => write!(f, "log type {t} is not FDR (1)"),
+            HeaderError::ZeroFrequency => write!(f, "cycle frequency is 0"),
+        }
+    }
+}
+
+impl FileHeader {
+    /// A version-5 header with constant and non-stop TSC flags set, as compiler-rt
+    /// writes it.
+    pub const fn new(cycle_frequency: NonZeroU64, buffer_size: u64) -> Self {
+        Self {
+            version: Version::V5,
+            flags: HeaderFlags::CONSTANT_TSC.union(HeaderFlags::NONSTOP_TSC),
+            cycle_frequency,
+            buffer_size,
+        }
+    }
+
+    /// The same header with another version.
+    pub const fn with_version(mut self, version: Version) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// The header as it lies in a file.
+    pub fn to_raw(&self) -> RawFileHeader {
+        RawFileHeader {
+            version: U16::new(self.version.number()),
+            log_type: U16::new(FDR_LOG_TYPE),
+            flags: U32::new(self.flags.bits()),
+            cycle_frequency: U64::new(self.cycle_frequency.get()),
+            buffer_size: U64::new(self.buffer_size),
+            reserved: [0; 8],
+        }
+    }
+
+    /// The 32 header bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
+        let mut out = [0u8; HEADER_SIZE];
+        out.copy_from_slice(self.to_raw().as_bytes());
+        out
+    }
+
+    /// Reads a header from the first 32 bytes of `bytes`.
+    ///
+    /// Unknown flag bits are dropped (readers ignore them); a zero frequency is an
+    /// error, since it makes every duration meaningless.
+    pub fn parse(bytes: &[u8]) -> Result<Self, HeaderError> {
+        let Ok((raw, _)) = RawFileHeader::read_from_prefix(bytes) else {
+            return Err(HeaderError::Truncated { len: bytes.len() });
+        };
+        Self::from_raw(&raw)
+    }
+
+    /// Validates a raw header.
+    pub fn from_raw(raw: &RawFileHeader) -> Result<Self, HeaderError> {
+        let version = Version::from_number(raw.version.get())
+            .ok_or(HeaderError::UnsupportedVersion(raw.version.get()))?;
+        if raw.log_type.get() != FDR_LOG_TYPE {
+            return Err(HeaderError::NotFdr(raw.log_type.get()));
+        }
+        let cycle_frequency =
+            NonZeroU64::new(raw.cycle_frequency.get()).ok_or(HeaderError::ZeroFrequency)?;
+        Ok(Self {
+            version,
+            flags: HeaderFlags::from_bits_truncate(raw.flags.get()),
+            cycle_frequency,
+            buffer_size: raw.buffer_size.get(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_layout_matches_compiler_rt() {
+        // Header of a trace written by compiler-rt 14 (spec §1).
+        let real: [u8; 32] = [
+            0x05, 0x00, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0xca, 0x9a, 0x3b, 0, 0, 0, 0,
+            0x00, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let h = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 16384);
+        assert_eq!(h.to_bytes(), real);
+        assert_eq!(core::mem::size_of::<RawFileHeader>(), HEADER_SIZE);
+    }
+
+    #[test]
+    fn header_errors() {
+        let h = FileHeader::new(NonZeroU64::new(1).unwrap(), 0).to_bytes();
+        assert_eq!(
+            FileHeader::parse(&h[..31]),
+            Err(HeaderError::Truncated { len: 31 })
+        );
+        let mut v6 = h;
+        v6[0] = 6;
+        assert_eq!(
+            FileHeader::parse(&v6),
+            Err(HeaderError::UnsupportedVersion(6))
+        );
+        let mut basic = h;
+        basic[2] = 0;
+        assert_eq!(FileHeader::parse(&basic), Err(HeaderError::NotFdr(0)));
+        let mut zero = h;
+        zero[8] = 0;
+        assert_eq!(FileHeader::parse(&zero), Err(HeaderError::ZeroFrequency));
+    }
+}

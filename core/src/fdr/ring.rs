@@ -1,0 +1,1 @@
+//! Rings of FDR buffers.

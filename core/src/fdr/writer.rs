@@ -1,0 +1,1 @@
+//! Writes FDR buffers.

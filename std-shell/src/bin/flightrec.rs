@@ -1,0 +1,2 @@
+//! The flightrec host command-line tool.
+fn main() {}

@@ -1,0 +1,7 @@
+//! # flightrec
+//!
+//! The std shell of flightrec: what an operating system supplies around the
+//! allocation-free [`flightrec_core`].
+#![warn(missing_docs)]
+
+pub use flightrec_core as core;
