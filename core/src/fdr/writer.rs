@@ -1,1 +1,878 @@
-//! Writes FDR buffers.
+//! [`BufferWriter`]: fills one caller buffer with a well-formed FDR buffer.
+//!
+//! A buffer is what one thread (core, task, interrupt level) writes between two buffer
+//! switches. Its layout, for every version, is the grammar `llvm-xray` 14 enforces:
+//!
+//! ```text
+//! v2..v5: BufferExtents NewBuffer WalltimeMarker [Pid] NewCPUId Body*
+//! v1    :               NewBuffer WalltimeMarker [Pid] NewCPUId Body* EndOfBuffer
+//! Body  := NewCPUId | TSCWrap | Function CallArgument* | CustomEvent | TypedEvent
+//! ```
+//!
+//! The writer keeps the BufferExtents value exact after every record, so the buffer
+//! is a valid FDR buffer at any instant: a debugger that halts the target and reads its
+//! RAM, or a fault handler that dumps it, gets a trace `llvm-xray` reads.
+//!
+//! Time is written as deltas from a base TSC. The writer emits NewCPUId before the
+//! first event and on a CPU change, and TSCWrap when a delta does not fit or the clock
+//! went backwards; the record after either carries delta 0.
+//!
+//! Short calls can be elided like compiler-rt's `func_duration_threshold_us`: an
+//! entry and its exit closer than [`WriterConfig::threshold_ticks`] are erased by
+//! moving the write position back. Only function records written since the last
+//! metadata record (CPU change, wrap, call argument, event, buffer start) can be
+//! erased, and an exit erases an entry only when the ids match, so arguments, events
+//! and metadata in between keep everything they follow.
+
+use core::num::NonZeroU64;
+
+use super::header::Version;
+use super::records::{
+    put, FunctionAction, FunctionId, MetadataKind, RawBufferExtents, RawCallArgument,
+    RawCustomEventV4, RawCustomEventV5, RawEndOfBuffer, RawFunctionRecord, RawNewBuffer,
+    RawNewCpuId, RawPid, RawTscWrap, RawTypedEvent, RawWalltimeMarker, FUNCTION_RECORD_SIZE,
+    METADATA_RECORD_SIZE,
+};
+use crate::clock::Timestamp;
+use zerocopy::little_endian::{I32, I64, U16, U32, U64};
+
+const META: usize = METADATA_RECORD_SIZE;
+const FUNC: usize = FUNCTION_RECORD_SIZE;
+/// `latest_cpu` before the first event: no CPU id matches it, so the first event
+/// writes NewCPUId.
+const NO_CPU: u32 = u32::MAX;
+
+/// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
+///
+/// ```
+/// use flightrec_core::fdr::writer::Walltime;
+/// let w = Walltime { seconds: 1_700_000_000, micros: 123_456 };
+/// assert_eq!(w.advanced_by_ticks(1_500_000, core::num::NonZeroU64::new(1_000_000).unwrap()),
+///            Walltime { seconds: 1_700_000_001, micros: 623_456 });
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Walltime {
+    /// Whole seconds.
+    pub seconds: i64,
+    /// Microseconds, below 1,000,000.
+    pub micros: u32,
+}
+
+impl Walltime {
+    /// This time moved forward by `ticks` of a clock counting `ticks_per_second`.
+    ///
+    /// Firmware rarely has a wall clock, so a ring derives each buffer's wall time from
+    /// one reference point and the TSC; all that readers use it for is ordering a
+    /// thread's buffers.
+    pub fn advanced_by_ticks(self, ticks: u64, ticks_per_second: NonZeroU64) -> Self {
+        let tps = ticks_per_second.get();
+        let secs = ticks / tps;
+        let rem = ticks % tps;
+        // rem < tps, so rem * 1e6 / tps < 1e6; u128 keeps it exact for any rate.
+        let extra_micros = (u128::from(rem) * 1_000_000 / u128::from(tps)) as u64;
+        let micros = u64::from(self.micros) + extra_micros;
+        Self {
+            seconds: self
+                .seconds
+                .saturating_add(i64::try_from(secs + micros / 1_000_000).unwrap_or(i64::MAX)),
+            micros: (micros % 1_000_000) as u32,
+        }
+    }
+}
+
+/// How a [`BufferWriter`] writes.
+///
+/// ```
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::Version;
+/// let cfg = WriterConfig::new(101).with_pid(4242).with_version(Version::V3);
+/// assert_eq!(cfg.tid, 101);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WriterConfig {
+    /// Format version; version 5 by default.
+    pub version: Version,
+    /// The thread id written in NewBuffer (a task, core or interrupt-level id on bare
+    /// metal). Readers group buffers by (pid, tid).
+    pub tid: i32,
+    /// The process id written in a Pid record, or `None` to write none (bare metal).
+    /// Keep it the same for every buffer of a process.
+    pub pid: Option<i32>,
+    /// Entry/exit pairs shorter than this many ticks are erased; 0 keeps everything.
+    pub threshold_ticks: u64,
+}
+
+impl WriterConfig {
+    /// Version 5, no Pid record, no elision.
+    pub const fn new(tid: i32) -> Self {
+        Self {
+            version: Version::V5,
+            tid,
+            pid: None,
+            threshold_ticks: 0,
+        }
+    }
+
+    /// Sets the version.
+    pub const fn with_version(mut self, version: Version) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Sets the process id.
+    pub const fn with_pid(mut self, pid: i32) -> Self {
+        self.pid = Some(pid);
+        self
+    }
+
+    /// Sets the short-call threshold in ticks.
+    pub const fn with_threshold_ticks(mut self, ticks: u64) -> Self {
+        self.threshold_ticks = ticks;
+        self
+    }
+
+    /// Bytes of the buffer preamble (BufferExtents, NewBuffer, WalltimeMarker, Pid).
+    pub const fn preamble_len(&self) -> usize {
+        let extents = if self.version.has_extents() { META } else { 0 };
+        let pid = if self.pid.is_some() { META } else { 0 };
+        extents + 2 * META + pid
+    }
+
+    /// Bytes kept free at the end of a version-1 buffer for its EndOfBuffer record.
+    const fn tail_reserve(&self) -> usize {
+        if self.version.has_extents() {
+            0
+        } else {
+            META
+        }
+    }
+
+    /// The smallest buffer a writer accepts: the preamble, a NewCPUId and one function
+    /// record (and EndOfBuffer in version 1).
+    pub const fn min_buffer_len(&self) -> usize {
+        self.preamble_len() + META + FUNC + self.tail_reserve()
+    }
+}
+
+/// The record did not fit in the rest of the buffer. Nothing was written; switch to a
+/// new buffer and write it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Full;
+
+impl core::fmt::Display for Full {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("buffer full")
+    }
+}
+
+/// Why a record with a variable size (arguments, event payloads) was not written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RecordError {
+    /// It does not fit in the rest of this buffer; it would fit in an empty one.
+    Full,
+    /// It would not fit even in an empty buffer of this size; it needs `needed` bytes.
+    TooLarge {
+        /// Bytes the record needs after the preamble.
+        needed: usize,
+    },
+    /// An event payload was empty (readers reject size 0).
+    EmptyPayload,
+}
+
+impl From<Full> for RecordError {
+    fn from(_: Full) -> Self {
+        RecordError::Full
+    }
+}
+
+impl core::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RecordError::Full => f.write_str("buffer full"),
+            RecordError::TooLarge { needed } => {
+                write!(f, "record of {needed} bytes is larger than a whole buffer")
+            }
+            RecordError::EmptyPayload => f.write_str("event payload is empty"),
+        }
+    }
+}
+
+/// The buffer cannot hold even the preamble, a NewCPUId and one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BufferTooSmall {
+    /// Bytes given.
+    pub len: usize,
+    /// Bytes needed at least.
+    pub needed: usize,
+}
+
+impl core::fmt::Display for BufferTooSmall {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "buffer of {} bytes is too small (at least {} needed)",
+            self.len, self.needed
+        )
+    }
+}
+
+/// Whether writing an event needs a NewCPUId or TSCWrap first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Preamble {
+    /// Same CPU and the delta fits: write the record only.
+    None,
+    /// The CPU changed (or this is the first event): NewCPUId first.
+    NewCpu,
+    /// The delta does not fit or the clock went backwards: TSCWrap first.
+    Wrap,
+}
+
+/// Writes one FDR buffer into a caller-provided byte slice.
+///
+/// Never allocates and never panics: a record that does not fit returns [`Full`] (or
+/// [`RecordError`]) and leaves the buffer as it was. [`BufferWriter::as_bytes`] is a
+/// complete, valid FDR buffer at any time once an event was written.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let mut buf = [0u8; 256];
+/// let cfg = WriterConfig::new(101).with_pid(4242);
+/// let mut w = BufferWriter::new(&mut buf, &cfg, Walltime { seconds: 1, micros: 0 }).unwrap();
+/// let f = FunctionId::new(1).unwrap();
+/// w.enter(f, Timestamp { tsc: 1000, cpu: 0 }).unwrap();
+/// w.exit(f, Timestamp { tsc: 1500, cpu: 0 }).unwrap();
+/// // extents + NewBuffer + Walltime + Pid + NewCPUId + 2 function records
+/// assert_eq!(w.as_bytes().len(), 5 * 16 + 2 * 8);
+/// ```
+pub struct BufferWriter<'b> {
+    buf: &'b mut [u8],
+    /// Bytes written so far.
+    pos: usize,
+    /// End of the space records may use (the buffer end, less the EndOfBuffer room
+    /// kept in version 1).
+    limit: usize,
+    version: Version,
+    /// Length of the preamble; records start here.
+    body_start: usize,
+    latest_cpu: u32,
+    latest_tsc: u64,
+    threshold: u64,
+    /// Start of the run of function records that short-call elision may erase.
+    undo_start: usize,
+}
+
+impl<'b> BufferWriter<'b> {
+    /// Starts a buffer in `buf`: writes the preamble (BufferExtents, NewBuffer with
+    /// the thread id, WalltimeMarker, Pid).
+    pub fn new(
+        buf: &'b mut [u8],
+        config: &WriterConfig,
+        walltime: Walltime,
+    ) -> Result<Self, BufferTooSmall> {
+        let needed = config.min_buffer_len();
+        if buf.len() < needed {
+            return Err(BufferTooSmall {
+                len: buf.len(),
+                needed,
+            });
+        }
+        let mut pos = 0;
+        if config.version.has_extents() {
+            // The value is set by `sync_extents` below.
+            put(
+                &mut buf[pos..],
+                &RawBufferExtents {
+                    tag: MetadataKind::BufferExtents.tag(),
+                    size: U64::new(0),
+                    reserved: [0; 7],
+                },
+            );
+            pos += META;
+        }
+        put(
+            &mut buf[pos..],
+            &RawNewBuffer {
+                tag: MetadataKind::NewBuffer.tag(),
+                tid: I32::new(config.tid),
+                reserved: [0; 11],
+            },
+        );
+        pos += META;
+        put(
+            &mut buf[pos..],
+            &RawWalltimeMarker {
+                tag: MetadataKind::WalltimeMarker.tag(),
+                seconds: I64::new(walltime.seconds),
+                micros: U32::new(walltime.micros % 1_000_000),
+                reserved: [0; 3],
+            },
+        );
+        pos += META;
+        if let Some(pid) = config.pid {
+            put(
+                &mut buf[pos..],
+                &RawPid {
+                    tag: MetadataKind::Pid.tag(),
+                    pid: I32::new(pid),
+                    reserved: [0; 11],
+                },
+            );
+            pos += META;
+        }
+        let limit = buf.len() - config.tail_reserve();
+        let mut w = Self {
+            buf,
+            pos,
+            limit,
+            version: config.version,
+            body_start: pos,
+            latest_cpu: NO_CPU,
+            latest_tsc: 0,
+            threshold: config.threshold_ticks,
+            undo_start: pos,
+        };
+        w.sync_extents();
+        Ok(w)
+    }
+
+    /// The buffer so far: a complete FDR buffer once [`has_events`](Self::has_events).
+    /// (In version 1 it lacks the optional EndOfBuffer that [`finish`](Self::finish)
+    /// adds.)
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.pos]
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+
+    /// Whether nothing but the preamble was written. (A buffer is never empty in the
+    /// byte sense: it always holds its preamble.)
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        !self.has_events()
+    }
+
+    /// Whether anything was written after the preamble. A buffer that ends in its
+    /// preamble is rejected by readers, so such a buffer should not be kept.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        self.pos > self.body_start
+    }
+
+    /// Bytes left for records.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.limit - self.pos
+    }
+
+    /// The format version being written.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Ends the buffer and returns its bytes. Version 1 gets its EndOfBuffer record
+    /// (room for it is always kept). A buffer without events gets a NewCPUId so it
+    /// stays valid.
+    pub fn finish(mut self) -> &'b [u8] {
+        if !self.has_events() {
+            // Room is guaranteed by `min_buffer_len`.
+            self.write_new_cpu(0, 0);
+        }
+        if !self.version.has_extents() {
+            put(
+                &mut self.buf[self.pos..],
+                &RawEndOfBuffer {
+                    tag: MetadataKind::EndOfBuffer.tag(),
+                    reserved: [0; 15],
+                },
+            );
+            self.pos += META;
+        }
+        let Self { buf, pos, .. } = self;
+        &buf[..pos]
+    }
+
+    /// Keeps the BufferExtents value equal to the bytes that follow it.
+    #[inline(always)]
+    fn sync_extents(&mut self) {
+        if self.version.has_extents() {
+            let n = (self.pos - META) as u64;
+            // Offset 1..9 of the first record is the extents' u64.
+            if let Some(dst) = self.buf.get_mut(1..9) {
+                dst.copy_from_slice(&n.to_le_bytes());
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn preamble_for(&self, ts: Timestamp, max_delta: u64) -> Preamble {
+        if u32::from(ts.cpu) != self.latest_cpu {
+            Preamble::NewCpu
+        } else if ts.tsc.wrapping_sub(self.latest_tsc) > max_delta {
+            // Covers both a delta too large and a clock that went backwards (the
+            // wrapping difference is then huge).
+            Preamble::Wrap
+        } else {
+            Preamble::None
+        }
+    }
+
+    /// Writes NewCPUId or TSCWrap; the caller has checked the room.
+    fn write_preamble(&mut self, p: Preamble, ts: Timestamp) {
+        match p {
+            Preamble::None => return,
+            Preamble::NewCpu => self.write_new_cpu(ts.cpu, ts.tsc),
+            Preamble::Wrap => {
+                put(
+                    &mut self.buf[self.pos..],
+                    &RawTscWrap {
+                        tag: MetadataKind::TscWrap.tag(),
+                        tsc: U64::new(ts.tsc),
+                        reserved: [0; 7],
+                    },
+                );
+                self.pos += META;
+                self.latest_tsc = ts.tsc;
+            }
+        }
+        // Metadata cannot be erased, nor can anything before it.
+        self.undo_start = self.pos;
+    }
+
+    fn write_new_cpu(&mut self, cpu: u16, tsc: u64) {
+        put(
+            &mut self.buf[self.pos..],
+            &RawNewCpuId {
+                tag: MetadataKind::NewCpuId.tag(),
+                cpu: U16::new(cpu),
+                tsc: U64::new(tsc),
+                reserved: [0; 5],
+            },
+        );
+        self.pos += META;
+        self.latest_cpu = u32::from(cpu);
+        self.latest_tsc = tsc;
+        self.undo_start = self.pos;
+    }
+
+    /// Stores one function record at the write position; the caller has checked room.
+    #[inline(always)]
+    fn put_function(&mut self, action: FunctionAction, id: FunctionId, tsc: u64) {
+        let delta = tsc.wrapping_sub(self.latest_tsc) as u32;
+        let word = RawFunctionRecord::to_u64(action, id, delta);
+        let end = self.pos + FUNC;
+        if let Some(dst) = self.buf.get_mut(self.pos..end) {
+            dst.copy_from_slice(&word.to_le_bytes());
+            self.pos = end;
+            self.latest_tsc = tsc;
+        }
+    }
+
+    /// Records a function entry.
+    #[inline]
+    pub fn enter(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
+        self.function(FunctionAction::Enter, id, ts)
+    }
+
+    /// Records a function exit (it may erase a short call, see the module docs).
+    #[inline]
+    pub fn exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
+        self.function(FunctionAction::Exit, id, ts)
+    }
+
+    /// Records an exit through a tail call.
+    #[inline]
+    pub fn tail_exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
+        self.function(FunctionAction::TailExit, id, ts)
+    }
+
+    /// Records a function record of any action. `EnterArg` without arguments is
+    /// written as such (readers accept it); use
+    /// [`enter_with_args`](Self::enter_with_args) to attach arguments.
+    #[inline(always)]
+    pub fn function(
+        &mut self,
+        action: FunctionAction,
+        id: FunctionId,
+        ts: Timestamp,
+    ) -> Result<(), Full> {
+        let p = self.preamble_for(ts, u64::from(u32::MAX));
+        if p == Preamble::None {
+            if self.threshold != 0
+                && matches!(action, FunctionAction::Exit | FunctionAction::TailExit)
+                && self.try_elide(id, ts.tsc)
+            {
+                self.sync_extents();
+                return Ok(());
+            }
+            if self.pos + FUNC > self.limit {
+                return Err(Full);
+            }
+            self.put_function(action, id, ts.tsc);
+            match action {
+                // A kept exit ends every undoable run before it.
+                FunctionAction::Exit => self.undo_start = self.pos,
+                FunctionAction::EnterArg => self.undo_start = self.pos,
+                FunctionAction::Enter | FunctionAction::TailExit => {}
+            }
+        } else {
+            if self.pos + META + FUNC > self.limit {
+                return Err(Full);
+            }
+            self.write_preamble(p, ts);
+            self.put_function(action, id, ts.tsc);
+            if !matches!(action, FunctionAction::Enter | FunctionAction::TailExit) {
+                self.undo_start = self.pos;
+            }
+        }
+        self.sync_extents();
+        Ok(())
+    }
+
+    /// Reads the function record at `at` (which the caller knows holds one).
+    fn function_at(&self, at: usize) -> Option<(FunctionAction, u32, u32)> {
+        let bytes = self.buf.get(at..at + FUNC)?;
+        let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let delta = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let action = FunctionAction::from_bits(((word >> 1) & 7) as u8)?;
+        Some((action, word >> 4, delta))
+    }
+
+    /// Short-call elision: erases the entry that `id`'s exit at `tsc` closes when the
+    /// call was shorter than the threshold, and returns whether the exit was absorbed.
+    ///
+    /// Only the record right before the write position can be that entry, because a
+    /// shorter nested call was erased when it returned and any longer one was kept
+    /// (and a kept exit ends the undoable run). A tail exit is treated like an exit, so
+    /// a short frame that tail-calls another vanishes at once; compiler-rt's extra
+    /// pass over earlier `Enter TailExit` pairs can never erase anything under this
+    /// rule, so there is none.
+    fn try_elide(&mut self, id: FunctionId, tsc: u64) -> bool {
+        if self.pos < self.undo_start + FUNC {
+            return false;
+        }
+        let Some((action, fid, delta)) = self.function_at(self.pos - FUNC) else {
+            return false;
+        };
+        // `latest_tsc` is the entry's own time: it is the last record written.
+        if action != FunctionAction::Enter
+            || fid != id.get()
+            || tsc.wrapping_sub(self.latest_tsc) >= self.threshold
+        {
+            return false;
+        }
+        self.pos -= FUNC;
+        self.latest_tsc = self.latest_tsc.wrapping_sub(u64::from(delta));
+        true
+    }
+
+    /// Records a function entry with its arguments: an EnterArg record followed by one
+    /// CallArgument per argument.
+    pub fn enter_with_args(
+        &mut self,
+        id: FunctionId,
+        ts: Timestamp,
+        args: &[u64],
+    ) -> Result<(), RecordError> {
+        let body = args.len().saturating_mul(META).saturating_add(META + FUNC);
+        if body > self.limit - self.body_start {
+            return Err(RecordError::TooLarge { needed: body });
+        }
+        if self.pos + body > self.limit {
+            return Err(RecordError::Full);
+        }
+        let p = self.preamble_for(ts, u64::from(u32::MAX));
+        self.write_preamble(p, ts);
+        self.put_function(FunctionAction::EnterArg, id, ts.tsc);
+        for &value in args {
+            put(
+                &mut self.buf[self.pos..],
+                &RawCallArgument {
+                    tag: MetadataKind::CallArgument.tag(),
+                    value: U64::new(value),
+                    reserved: [0; 7],
+                },
+            );
+            self.pos += META;
+        }
+        self.undo_start = self.pos;
+        self.sync_extents();
+        Ok(())
+    }
+
+    /// Checks an event payload and the room for marker, payload and a possible
+    /// NewCPUId/TSCWrap.
+    fn check_event(&self, payload: &[u8]) -> Result<(), RecordError> {
+        if payload.is_empty() {
+            return Err(RecordError::EmptyPayload);
+        }
+        let body = payload.len().saturating_add(2 * META);
+        if body > self.limit - self.body_start || i32::try_from(payload.len()).is_err() {
+            return Err(RecordError::TooLarge { needed: body });
+        }
+        if self.pos + body > self.limit {
+            return Err(RecordError::Full);
+        }
+        Ok(())
+    }
+
+    /// Records a custom event with a payload (1 byte at least).
+    ///
+    /// Version 5 writes a TSC delta; versions 1 to 4 write the absolute TSC (and, in
+    /// version 4, the CPU).
+    pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
+        self.check_event(payload)?;
+        let size = I32::new(payload.len() as i32);
+        if self.version.events_use_delta() {
+            let p = self.preamble_for(ts, i32::MAX as u64);
+            self.write_preamble(p, ts);
+            let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
+            put(
+                &mut self.buf[self.pos..],
+                &RawCustomEventV5 {
+                    tag: MetadataKind::CustomEventMarker.tag(),
+                    size,
+                    delta: I32::new(delta),
+                    reserved: [0; 7],
+                },
+            );
+            self.latest_tsc = ts.tsc;
+        } else {
+            // The absolute form does not move the base TSC, so only a CPU change (or
+            // the first event) needs a record first.
+            if u32::from(ts.cpu) != self.latest_cpu {
+                self.write_new_cpu(ts.cpu, ts.tsc);
+            }
+            put(
+                &mut self.buf[self.pos..],
+                &RawCustomEventV4 {
+                    tag: MetadataKind::CustomEventMarker.tag(),
+                    size,
+                    tsc: U64::new(ts.tsc),
+                    cpu: U16::new(if self.version == Version::V4 {
+                        ts.cpu
+                    } else {
+                        0
+                    }),
+                    reserved: [0; 1],
+                },
+            );
+        }
+        self.pos += META;
+        self.put_payload(payload);
+        Ok(())
+    }
+
+    /// Records a typed event: an event type and a payload (1 byte at least). Typed
+    /// events carry a TSC delta in every version.
+    pub fn typed_event(
+        &mut self,
+        ts: Timestamp,
+        event_type: u16,
+        payload: &[u8],
+    ) -> Result<(), RecordError> {
+        self.check_event(payload)?;
+        let p = self.preamble_for(ts, i32::MAX as u64);
+        self.write_preamble(p, ts);
+        let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
+        put(
+            &mut self.buf[self.pos..],
+            &RawTypedEvent {
+                tag: MetadataKind::TypedEventMarker.tag(),
+                size: I32::new(payload.len() as i32),
+                delta: I32::new(delta),
+                event_type: U16::new(event_type),
+                reserved: [0; 5],
+            },
+        );
+        self.latest_tsc = ts.tsc;
+        self.pos += META;
+        self.put_payload(payload);
+        Ok(())
+    }
+
+    fn put_payload(&mut self, payload: &[u8]) {
+        let end = self.pos + payload.len();
+        if let Some(dst) = self.buf.get_mut(self.pos..end) {
+            dst.copy_from_slice(payload);
+            self.pos = end;
+        }
+        self.undo_start = self.pos;
+        self.sync_extents();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W0: Walltime = Walltime {
+        seconds: 0,
+        micros: 0,
+    };
+
+    fn ts(tsc: u64) -> Timestamp {
+        Timestamp { tsc, cpu: 0 }
+    }
+
+    fn fid(n: u32) -> FunctionId {
+        FunctionId::new(n).unwrap()
+    }
+
+    #[test]
+    fn preamble_layout_v5() {
+        let mut buf = [0xAAu8; 128];
+        let cfg = WriterConfig::new(101).with_pid(4242);
+        let w = BufferWriter::new(
+            &mut buf,
+            &cfg,
+            Walltime {
+                seconds: 7,
+                micros: 8,
+            },
+        )
+        .unwrap();
+        assert_eq!(w.len(), 64);
+        let b = w.as_bytes();
+        assert_eq!(b[0], 0x0f);
+        assert_eq!(u64::from_le_bytes(b[1..9].try_into().unwrap()), 48);
+        assert_eq!(b[16], 0x01);
+        assert_eq!(&b[17..21], &101i32.to_le_bytes());
+        assert_eq!(b[32], 0x09);
+        assert_eq!(b[48], 0x13);
+    }
+
+    #[test]
+    fn too_small_buffer_is_an_error() {
+        let cfg = WriterConfig::new(1).with_pid(1);
+        let mut buf = [0u8; 87];
+        assert_eq!(
+            BufferWriter::new(&mut buf, &cfg, W0).err(),
+            Some(BufferTooSmall {
+                len: 87,
+                needed: 88
+            })
+        );
+        let mut buf = [0u8; 88];
+        assert!(BufferWriter::new(&mut buf, &cfg, W0).is_ok());
+    }
+
+    #[test]
+    fn first_event_writes_new_cpu_and_delta_zero() {
+        let mut buf = [0u8; 256];
+        let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), W0).unwrap();
+        w.enter(fid(1), ts(1000)).unwrap();
+        let b = w.as_bytes();
+        assert_eq!(b[48], 0x05); // NewCPUId after the 48-byte preamble (no pid)
+        assert_eq!(u64::from_le_bytes(b[51..59].try_into().unwrap()), 1000);
+        assert_eq!(&b[64..72], &[0x10, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn full_leaves_buffer_unchanged() {
+        let cfg = WriterConfig::new(1);
+        let mut buf = [0u8; 100];
+        let mut w = BufferWriter::new(&mut buf, &cfg, W0).unwrap();
+        let mut t = 0;
+        while w.enter(fid(1), ts(t)).is_ok() {
+            t += 1;
+        }
+        let mut before = [0u8; 100];
+        let n = w.len();
+        before[..n].copy_from_slice(w.as_bytes());
+        assert_eq!(w.exit(fid(1), ts(t)), Err(Full));
+        assert_eq!(w.custom_event(ts(t), b"x"), Err(RecordError::Full));
+        assert_eq!(
+            w.enter_with_args(fid(1), ts(t), &[1]),
+            Err(RecordError::Full)
+        );
+        assert_eq!(w.as_bytes(), &before[..n]);
+    }
+
+    #[test]
+    fn oversized_records_are_errors() {
+        let mut buf = [0u8; 256];
+        let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), W0).unwrap();
+        assert_eq!(
+            w.custom_event(ts(0), &[0u8; 200]),
+            Err(RecordError::TooLarge { needed: 232 })
+        );
+        assert_eq!(w.custom_event(ts(0), &[]), Err(RecordError::EmptyPayload));
+        assert!(matches!(
+            w.enter_with_args(fid(1), ts(0), &[0; 20]),
+            Err(RecordError::TooLarge { .. })
+        ));
+        assert!(!w.has_events());
+    }
+
+    #[test]
+    fn elides_short_calls_only() {
+        let mut buf = [0u8; 512];
+        let cfg = WriterConfig::new(1).with_threshold_ticks(100);
+        let mut w = BufferWriter::new(&mut buf, &cfg, W0).unwrap();
+        w.enter(fid(1), ts(1000)).unwrap(); // NewCPUId + enter
+        let after_outer = w.len();
+        w.enter(fid(2), ts(1010)).unwrap();
+        w.enter(fid(3), ts(1020)).unwrap();
+        w.exit(fid(3), ts(1030)).unwrap(); // erases enter 3
+        w.exit(fid(2), ts(1040)).unwrap(); // erases enter 2
+        assert_eq!(w.len(), after_outer);
+        // The NewCPUId before enter 1 stays; the entry itself is erasable.
+        w.exit(fid(1), ts(1099)).unwrap();
+        assert_eq!(w.len(), after_outer - 8);
+        w.enter(fid(4), ts(2000)).unwrap();
+        w.exit(fid(4), ts(2500)).unwrap(); // long: kept
+        assert_eq!(w.len(), after_outer + 8);
+        // An argument entry is never erased, nor is what precedes it.
+        w.enter(fid(5), ts(2600)).unwrap();
+        w.enter_with_args(fid(6), ts(2601), &[7]).unwrap();
+        let n = w.len();
+        w.exit(fid(6), ts(2602)).unwrap();
+        w.exit(fid(5), ts(2603)).unwrap();
+        assert_eq!(w.len(), n + 16);
+    }
+
+    #[test]
+    fn exit_of_other_function_does_not_elide() {
+        let mut buf = [0u8; 512];
+        let cfg = WriterConfig::new(1).with_threshold_ticks(100);
+        let mut w = BufferWriter::new(&mut buf, &cfg, W0).unwrap();
+        w.enter(fid(9), ts(0)).unwrap();
+        w.enter(fid(1), ts(10)).unwrap();
+        let n = w.len();
+        w.exit(fid(2), ts(20)).unwrap();
+        assert_eq!(w.len(), n + 8);
+    }
+
+    #[test]
+    fn tail_called_short_frames_are_erased_together() {
+        let mut buf = [0u8; 512];
+        let cfg = WriterConfig::new(1).with_threshold_ticks(100);
+        let mut w = BufferWriter::new(&mut buf, &cfg, W0).unwrap();
+        w.enter(fid(9), ts(0)).unwrap();
+        let base = w.len();
+        w.enter(fid(1), ts(10)).unwrap();
+        w.tail_exit(fid(1), ts(20)).unwrap(); // erases enter 1 at once (short)
+        assert_eq!(w.len(), base);
+        // A long first frame keeps its pair, the short tail-called one is erased.
+        w.enter(fid(2), ts(100)).unwrap();
+        w.enter(fid(5), ts(110)).unwrap();
+        w.exit(fid(5), ts(300)).unwrap(); // long: kept, ends the undoable run
+        w.tail_exit(fid(2), ts(310)).unwrap();
+        w.enter(fid(3), ts(320)).unwrap();
+        w.exit(fid(3), ts(330)).unwrap();
+        assert_eq!(w.len(), base + 4 * 8);
+    }
+}
