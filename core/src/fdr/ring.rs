@@ -248,6 +248,8 @@ impl<'a> Ring<'a> {
                 writer: None,
                 seq: 0,
                 seq_wrapped: false,
+                first_second: None,
+                buffers_started: 0,
                 unmarked_loss: 0,
                 records_dropped: 0,
                 broken: too_small,
@@ -304,7 +306,8 @@ pub struct RecorderConfig {
     pub writer: WriterConfig,
     /// The clock rate; written in the file header and used for wall times.
     pub ticks_per_second: NonZeroU64,
-    /// Wall time at TSC `epoch_tsc`: each buffer's WalltimeMarker is derived from it.
+    /// Wall time at TSC `epoch_tsc`: the first buffer's WalltimeMarker seconds are
+    /// derived from it (see [`Recorder`] for the later ones).
     pub epoch: Walltime,
     /// The TSC at `epoch`.
     pub epoch_tsc: u64,
@@ -388,6 +391,10 @@ pub struct Recorder<'r, 'a> {
     seq: u32,
     /// `seq` has wrapped past `u32::MAX` at least once.
     seq_wrapped: bool,
+    /// Wall-clock second of the first buffer (see `next_walltime`).
+    first_second: Option<i64>,
+    /// Buffers started so far.
+    buffers_started: u64,
     /// Records lost since the last loss marker was written.
     unmarked_loss: u64,
     /// All records dropped (the ring's counter is its low 32 bits).
@@ -545,6 +552,26 @@ impl<'r, 'a> Recorder<'r, 'a> {
             .store(self.records_dropped as u32, Ordering::Relaxed);
     }
 
+    /// The WalltimeMarker of the next buffer.
+    ///
+    /// `llvm-xray` 14 sorts a thread's buffers with `a.seconds < b.seconds &&
+    /// a.micros < b.micros`, which is not a strict weak order: with equal or
+    /// merely increasing real times, more than 16 buffers get shuffled and the call
+    /// stacks no longer match. So buffer `k` of a recorder gets `seconds = S + k` and
+    /// `micros = k mod 10^6`, where `S` is the real wall-clock second of the first
+    /// buffer. Both fields then increase together and every reader keeps the order.
+    fn next_walltime(&mut self, tsc: u64) -> Walltime {
+        let base = *self
+            .first_second
+            .get_or_insert_with(|| self.config.walltime_at(tsc).seconds);
+        let k = self.buffers_started;
+        self.buffers_started += 1;
+        Walltime {
+            seconds: base.saturating_add(i64::try_from(k).unwrap_or(i64::MAX)),
+            micros: (k % 1_000_000) as u32,
+        }
+    }
+
     /// Takes the next buffer if the policy allows and writes its preamble.
     fn acquire(&mut self, ts: Timestamp) -> bool {
         let n = self.ring.slots.len() as u32;
@@ -572,7 +599,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // flight-recorder mode no consumer reads buffers, and `for_each_buffer` needs
         // `&mut self`, so no shared borrow of this buffer is alive.
         let buf = unsafe { self.ring.buffer_mut(self.seq) };
-        let walltime = self.config.walltime_at(ts.tsc);
+        let walltime = self.next_walltime(ts.tsc);
         let Ok(mut w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
             self.broken = true;
             return false;
