@@ -181,3 +181,275 @@ fn single_byte_corruptions_of_crafted_v5_match_llvm_xray() {
         bad.join("\n")
     );
 }
+
+mod quirks {
+    //! Hand-made files for the corners of LLVM's reader. Our verdict and error are
+    //! asserted here whether or not `llvm-xray` is installed; when it is, its verdict
+    //! must agree (except for the one documented deviation, a zero cycle frequency).
+
+    use super::*;
+    use flightrec_core::fdr::decoder::{
+        BlockState, DecodeError, DecodeErrorKind, EventKind, RecordType, VerifyError,
+    };
+    use flightrec_core::fdr::header::HeaderError;
+    use flightrec_core::fdr::records::{CustomEventTime, MetadataKind, Record};
+    use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+
+    fn crafted(version: u16) -> Vec<u8> {
+        std::fs::read(data_dir().join(format!("crafted-v{version}.xray"))).unwrap()
+    }
+
+    fn enc(version: u16, records: &[Record<'_>]) -> Vec<u8> {
+        let v = Version::from_number(version).unwrap();
+        let mut out = Vec::new();
+        for r in records {
+            let mut buf = [0u8; 64];
+            let n = r.encode(v, &mut buf).unwrap();
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    }
+
+    fn extents(size: u64) -> Vec<u8> {
+        enc(5, &[Record::BufferExtents { size }])
+    }
+
+    fn enter() -> Record<'static> {
+        Record::Function {
+            action: FunctionAction::Enter,
+            id: FunctionId::new(1).unwrap(),
+            delta: 0,
+        }
+    }
+
+    type Want = Result<(), DecodeError>;
+
+    fn err(offset: usize, kind: DecodeErrorKind) -> Want {
+        Err(DecodeError { offset, kind })
+    }
+
+    /// (name, file, our expected result, whether llvm-xray agrees)
+    fn cases() -> Vec<(&'static str, Vec<u8>, Want, bool)> {
+        let v5 = crafted(5);
+        let (hdr, ext, body) = (&v5[..32], &v5[32..48], &v5[48..]);
+        let cat = |parts: &[&[u8]]| parts.concat();
+        let preamble = enc(
+            5,
+            &[
+                Record::NewBuffer { tid: 1 },
+                Record::Walltime {
+                    seconds: 1,
+                    micros: 0,
+                },
+            ],
+        );
+        let mut zero_freq = v5.clone();
+        zero_freq[8..16].fill(0);
+        let mut v2_bad_extents = crafted(2);
+        v2_bad_extents[33] = 5; // extents 5 instead of the real size: ignored in v2
+        let mut v3_cpu = crafted(3);
+        // Put a CPU into bytes 13..15 of the custom event marker (tag 0x0b, size 5),
+        // which LLVM reads for versions 1 to 4.
+        let custom_at = v3_cpu
+            .windows(5)
+            .position(|w| w == b"\x0b\x05\x00\x00\x00")
+            .unwrap();
+        v3_cpu[custom_at + 13] = 7;
+        vec![
+            // LLVM keeps the extents in a uint32_t: 2^32 + 229 reads as 229 ...
+            (
+                "extents mod 2^32",
+                cat(&[hdr, &extents((1 << 32) + 229), body]),
+                Ok(()),
+                true,
+            ),
+            // ... and 2^32 as 0, so the buffer's records are scanned as junk for a 0x0f
+            // byte (there is one at 101, in the WalltimeMarker), and the file fails.
+            (
+                "extents 2^32",
+                cat(&[hdr, &extents(1 << 32), body]),
+                err(277, DecodeErrorKind::MissingBufferExtents),
+                true,
+            ),
+            (
+                "junk between buffers",
+                cat(&[hdr, ext, body, &[0, 0], ext, body]),
+                Ok(()),
+                true,
+            ),
+            (
+                "junk before the first buffer",
+                cat(&[hdr, &[0xff, 0xfe], ext, body]),
+                Ok(()),
+                true,
+            ),
+            // A BufferExtents inside a buffer restarts the count without checking it.
+            (
+                "extents inside a buffer",
+                cat(&[
+                    hdr,
+                    &extents(48),
+                    &body[..48],
+                    &extents(body.len() as u64 - 48),
+                    &body[48..],
+                ]),
+                Ok(()),
+                true,
+            ),
+            // LLVM needs only the 8-byte size field of a BufferExtents.
+            (
+                "extents cut to 9 bytes",
+                cat(&[&v5, &extents(0)[..9]]),
+                Ok(()),
+                true,
+            ),
+            (
+                "extents cut to 8 bytes",
+                cat(&[&v5, &extents(0)[..8]]),
+                err(
+                    277,
+                    DecodeErrorKind::TruncatedRecord {
+                        record: RecordType::Metadata(MetadataKind::BufferExtents),
+                        needed: 16,
+                        available: 8,
+                    },
+                ),
+                true,
+            ),
+            (
+                "only an empty extents",
+                cat(&[hdr, &extents(0)]),
+                err(48, DecodeErrorKind::Grammar(VerifyError::NoBuffers)),
+                true,
+            ),
+            (
+                "typed event size 0",
+                cat(&[
+                    hdr,
+                    &extents(16 * 5),
+                    &preamble,
+                    &enc(5, &[Record::NewCpuId { cpu: 0, tsc: 1 }]),
+                    &[0x11],
+                    &[0; 15],
+                    &[0; 16],
+                ]),
+                err(
+                    32 + 16 * 4 + 5,
+                    DecodeErrorKind::BadEventSize {
+                        event: EventKind::Typed,
+                        size: 0,
+                    },
+                ),
+                true,
+            ),
+            (
+                "block ending in its preamble, then a good block",
+                cat(&[hdr, &extents(32), &preamble, ext, body]),
+                err(
+                    48,
+                    DecodeErrorKind::Grammar(VerifyError::InvalidTerminal {
+                        state: BlockState::WallClockTime,
+                    }),
+                ),
+                true,
+            ),
+            // Version 1: after EndOfBuffer anything parseable is ignored until NewBuffer.
+            (
+                "v1 records after EndOfBuffer",
+                cat(&[
+                    &crafted(1),
+                    &enc(
+                        1,
+                        &[Record::Pid { pid: 1 }, Record::CallArgument { value: 1 }],
+                    ),
+                ]),
+                Ok(()),
+                true,
+            ),
+            (
+                "v1 record before any NewBuffer",
+                cat(&[&crafted(1)[..32], &enc(1, &[enter()]), &crafted(1)[32..]]),
+                err(
+                    32,
+                    DecodeErrorKind::Grammar(VerifyError::InvalidTransition {
+                        from: BlockState::Unknown,
+                        to: BlockState::Function,
+                    }),
+                ),
+                true,
+            ),
+            ("v2 extents value ignored", v2_bad_extents, Ok(()), true),
+            ("v3 custom event with a CPU", v3_cpu, Ok(()), true),
+            (
+                "v5 custom event with absolute-time layout is still read as delta",
+                cat(&[
+                    hdr,
+                    &extents(16 * 4 + 1),
+                    &preamble,
+                    &enc(5, &[Record::NewCpuId { cpu: 0, tsc: 1 }]),
+                    &enc(
+                        4,
+                        &[Record::CustomEvent {
+                            time: CustomEventTime::Absolute { tsc: 9, cpu: 1 },
+                            payload: b"x",
+                        }],
+                    ),
+                ]),
+                Ok(()),
+                true,
+            ),
+            // The one deviation: llvm-xray loads a zero frequency; we refuse it.
+            (
+                "zero cycle frequency",
+                zero_freq,
+                err(0, DecodeErrorKind::Header(HeaderError::ZeroFrequency)),
+                false,
+            ),
+        ]
+    }
+
+    #[test]
+    fn our_verdicts() {
+        for (name, bytes, want, _) in cases() {
+            assert_eq!(verify(&bytes).map(|_| ()), want, "{name}");
+        }
+        // Junk is counted.
+        let v5 = crafted(5);
+        let junk = [&v5[..], &[0, 0], &v5[32..]].concat();
+        assert_eq!(verify(&junk).unwrap().skipped_bytes, 2);
+        assert_eq!(verify(&junk).unwrap().buffers, 2);
+        // The CPU of a version-3 custom event is read from bytes 13..15, as LLVM does.
+        let (_, v3_cpu, _, _) = cases()
+            .into_iter()
+            .find(|c| c.0.starts_with("v3 custom"))
+            .unwrap();
+        let cpus: Vec<_> = flightrec_core::fdr::decoder::Decoder::new(&v3_cpu)
+            .unwrap()
+            .filter_map(|d| match d.unwrap().record {
+                Record::CustomEvent {
+                    time: CustomEventTime::Absolute { cpu, .. },
+                    ..
+                } => Some(cpu),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(cpus, [7]);
+    }
+
+    #[test]
+    fn llvm_xray_agrees() {
+        let Some(tool) = llvm_xray() else { return };
+        let dir = scratch("quirks");
+        let mut bad = Vec::new();
+        for (i, (name, bytes, want, agrees)) in cases().into_iter().enumerate() {
+            let file = dir.join(format!("quirk-{i}.xray"));
+            std::fs::write(&file, &bytes).unwrap();
+            let theirs = llvm_accepts(&tool, &file);
+            if (theirs == want.is_ok()) != agrees {
+                bad.push(format!("{name}: llvm-xray accepts={theirs}, ours={want:?}"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
