@@ -272,3 +272,119 @@ impl BlockVerifier {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BlockState as S;
+
+    const ALL: [BlockState; 11] = [
+        S::Unknown,
+        S::NewBuffer,
+        S::WallClockTime,
+        S::PidEntry,
+        S::NewCpuId,
+        S::TscWrap,
+        S::CustomEvent,
+        S::TypedEvent,
+        S::Function,
+        S::CallArg,
+        S::EndOfBuffer,
+    ];
+
+    /// The table of spec §3.1, written out pair by pair, against `allows`.
+    #[test]
+    fn transition_table_matches_the_spec() {
+        let body = [
+            S::NewCpuId,
+            S::TscWrap,
+            S::CustomEvent,
+            S::TypedEvent,
+            S::Function,
+            S::EndOfBuffer,
+        ];
+        for from in ALL {
+            for to in ALL {
+                let want = match from {
+                    S::Unknown => to == S::NewBuffer,
+                    S::NewBuffer => to == S::WallClockTime,
+                    S::WallClockTime => to == S::PidEntry || to == S::NewCpuId,
+                    S::PidEntry => to == S::NewCpuId,
+                    S::NewCpuId | S::TscWrap | S::CustomEvent | S::TypedEvent => body.contains(&to),
+                    S::Function | S::CallArg => body.contains(&to) || to == S::CallArg,
+                    S::EndOfBuffer => false,
+                };
+                assert_eq!(from.allows(to), want, "{from} -> {to}");
+            }
+        }
+        let terminal: [BlockState; 7] = [
+            S::EndOfBuffer,
+            S::NewCpuId,
+            S::TscWrap,
+            S::CustomEvent,
+            S::TypedEvent,
+            S::Function,
+            S::CallArg,
+        ];
+        for s in ALL {
+            assert_eq!(s.is_terminal(), terminal.contains(&s), "{s}");
+        }
+    }
+
+    #[test]
+    fn end_of_buffer_ignores_everything_until_new_buffer() {
+        let mut v = BlockVerifier::new();
+        for r in [
+            Record::NewBuffer { tid: 1 },
+            Record::Walltime {
+                seconds: 0,
+                micros: 0,
+            },
+            Record::NewCpuId { cpu: 0, tsc: 0 },
+            Record::EndOfBuffer,
+            // Not allowed anywhere else after a body record, ignored here.
+            Record::Pid { pid: 1 },
+            Record::Walltime {
+                seconds: 0,
+                micros: 0,
+            },
+            Record::CallArgument { value: 0 },
+        ] {
+            v.feed(&r).unwrap();
+        }
+        assert_eq!(v.state(), S::EndOfBuffer);
+        v.feed(&Record::NewBuffer { tid: 2 }).unwrap();
+        assert_eq!(v.blocks(), 2);
+        assert_eq!(
+            v.feed(&Record::CallArgument { value: 0 }),
+            Err(VerifyError::InvalidTransition {
+                from: S::NewBuffer,
+                to: S::CallArg
+            })
+        );
+        // The failed record left the state alone.
+        assert_eq!(v.state(), S::NewBuffer);
+        assert_eq!(
+            v.feed(&Record::NewBuffer { tid: 3 }),
+            Err(VerifyError::InvalidTerminal {
+                state: S::NewBuffer
+            })
+        );
+    }
+
+    #[test]
+    fn extents_are_invisible_and_an_empty_log_has_no_buffers() {
+        let mut v = BlockVerifier::new();
+        assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
+        v.feed(&Record::BufferExtents { size: 0 }).unwrap();
+        assert_eq!(v.state(), S::Unknown);
+        assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
+        assert_eq!(
+            v.feed(&Record::TscWrap { tsc: 0 }),
+            Err(VerifyError::InvalidTransition {
+                from: S::Unknown,
+                to: S::TscWrap
+            })
+        );
+    }
+}
