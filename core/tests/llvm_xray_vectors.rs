@@ -5,6 +5,10 @@
 //!
 //! Without `llvm-xray` (looked up as `$LLVM_XRAY`, else `/usr/bin/llvm-xray`) the tests
 //! print a message and pass, unless `CI=true`, where they fail.
+//!
+//! They spawn about 2 500 `llvm-xray` processes (1.5 minutes on two cores).
+//! `FDR_LLVM_FULL=1` widens the corruption sweep, `FDR_FUZZ_CASES` / `FDR_FUZZ_SEED`
+//! tune the random-file test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -161,9 +165,13 @@ fn single_byte_corruptions_of_crafted_v5_match_llvm_xray() {
     let mut cases = Vec::new();
     for i in 0..bytes.len() {
         let b = bytes[i];
-        // Values that change a record's type or size the most: zero, all ones, the
-        // BufferExtents introducer, and a flipped low (metadata) and high bit.
-        let mut values = vec![0x00, 0xff, 0x0f, b ^ 0x01, b ^ 0x80, b ^ 0x10];
+        // Values that change a record's type or size the most: the BufferExtents
+        // introducer and a flipped low (metadata) and high (sign) bit; with
+        // FDR_LLVM_FULL=1 also zero, all ones and a flipped action bit (slower).
+        let mut values = vec![0x0f, b ^ 0x01, b ^ 0x80];
+        if std::env::var("FDR_LLVM_FULL").is_ok_and(|v| v == "1") {
+            values.extend([0x00, 0xff, b ^ 0x10]);
+        }
         values.sort_unstable();
         values.dedup();
         for v in values.into_iter().filter(|&v| v != b) {
@@ -452,4 +460,151 @@ mod quirks {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
+}
+
+/// Random, mostly well-formed files: random versions, buffers whose preamble is
+/// sometimes damaged, body records in random order (Pid, Walltime, EndOfBuffer and
+/// CallArgument included), extents that are sometimes wrong, junk between buffers and
+/// padding. A fixed seed keeps failures reproducible; `FDR_FUZZ_CASES` and
+/// `FDR_FUZZ_SEED` set the count (default 200) and the seed.
+#[test]
+fn random_structured_files_match_llvm_xray() {
+    use flightrec_core::fdr::records::{CustomEventTime, Record};
+    use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+
+    let Some(tool) = llvm_xray() else { return };
+    let count: usize = std::env::var("FDR_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let seed: u64 = std::env::var("FDR_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15);
+
+    // xorshift64*: no dependency, same sequence everywhere.
+    let mut state = seed.max(1);
+    let mut rnd = move |n: u64| {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    };
+
+    let mut cases = Vec::new();
+    for case in 0..count {
+        let vnum = 1 + rnd(5) as u16;
+        let version = Version::from_number(vnum).unwrap();
+        let mut file = std::fs::read(data_dir().join("crafted-v5.xray")).unwrap()[..32].to_vec();
+        file[0] = vnum as u8;
+        for _ in 0..rnd(4) {
+            let mut records: Vec<Record<'static>> = Vec::new();
+            // Preamble, damaged one time in eight.
+            let mut pre = vec![
+                Record::NewBuffer {
+                    tid: 1 + rnd(3) as i32,
+                },
+                Record::Walltime {
+                    seconds: 1,
+                    micros: rnd(10) as u32,
+                },
+                Record::Pid { pid: 42 },
+                Record::NewCpuId { cpu: 0, tsc: 1000 },
+            ];
+            if rnd(2) == 0 {
+                pre.remove(2);
+            }
+            if rnd(8) == 0 {
+                let i = rnd(pre.len() as u64) as usize;
+                pre.remove(i);
+            }
+            records.extend(pre);
+            for _ in 0..rnd(12) {
+                let id = FunctionId::new(rnd(8) as u32).unwrap();
+                let r = match rnd(40) {
+                    0 => Record::Pid { pid: 42 },
+                    1 => Record::Walltime {
+                        seconds: 2,
+                        micros: 0,
+                    },
+                    2 => Record::EndOfBuffer,
+                    3 => Record::NewBuffer { tid: 9 },
+                    4..=7 => Record::CallArgument { value: rnd(1000) },
+                    8..=9 => Record::NewCpuId {
+                        cpu: rnd(4) as u16,
+                        tsc: 5000,
+                    },
+                    10..=11 => Record::TscWrap { tsc: 9000 },
+                    12..=13 => Record::CustomEvent {
+                        time: if version.events_use_delta() {
+                            CustomEventTime::Delta(rnd(100) as i32)
+                        } else {
+                            CustomEventTime::Absolute { tsc: 7000, cpu: 0 }
+                        },
+                        payload: if rnd(2) == 0 { b"\x0f!" } else { b"hello" },
+                    },
+                    14 => Record::TypedEvent {
+                        delta: 1,
+                        event_type: 3,
+                        payload: b"typed",
+                    },
+                    _ => Record::Function {
+                        action: FunctionAction::from_bits(rnd(4) as u8).unwrap(),
+                        id,
+                        delta: rnd(3000) as u32,
+                    },
+                };
+                // EndOfBuffer cannot be encoded wrongly, only placed wrongly.
+                records.push(r);
+            }
+            let mut buf = Vec::new();
+            for r in &records {
+                let mut tmp = [0u8; 64];
+                let n = r.encode(version, &mut tmp).unwrap();
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            if vnum == 1 && rnd(4) == 0 {
+                buf.extend(std::iter::repeat_n(0, rnd(24) as usize));
+            }
+            if vnum >= 2 && rnd(6) != 0 {
+                let exact = buf.len() as i64;
+                let size = match rnd(8) {
+                    0 => 0,
+                    1 => exact - 8,
+                    2 => exact + 16,
+                    3 => exact - 1,
+                    _ => exact,
+                };
+                let mut tmp = [0u8; 16];
+                Record::BufferExtents {
+                    size: size.max(0) as u64,
+                }
+                .encode(version, &mut tmp)
+                .unwrap();
+                file.extend_from_slice(&tmp);
+            }
+            file.extend_from_slice(&buf);
+            if rnd(8) == 0 {
+                file.extend(std::iter::repeat_n(
+                    if rnd(2) == 0 { 0 } else { 0x42 },
+                    1 + rnd(5) as usize,
+                ));
+            }
+        }
+        cases.push((format!("case {case} (v{vnum}, {} bytes)", file.len()), file));
+    }
+    let accepted = cases.iter().filter(|(_, b)| verify(b).is_ok()).count();
+    let n = cases.len();
+    let bad = disagreements(&tool, "random", cases);
+    assert!(
+        bad.is_empty(),
+        "{} of {n} random files differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    // The generator makes both kinds of file.
+    assert!(
+        accepted > n / 10 && accepted < n * 9 / 10,
+        "{accepted} of {n} accepted"
+    );
 }
