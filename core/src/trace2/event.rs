@@ -74,12 +74,17 @@ impl<'a> From<&'a [&'a [u8]]> for Args<'a> {
 /// A message: pre-formatted bytes or printf-like `format_args!` output that the
 /// formatter renders straight into the line (no allocation).
 ///
-/// Git writes a message only when its format string is non-empty; [`Msg::is_empty`]
-/// is that test (`Fmt` is empty only when it is a constant empty string).
+/// Git writes a message only when its *format* is non-empty, even if the
+/// formatted text is empty (`"msg":""` for `"%s"` of `""`). Events therefore take
+/// an `Option<Msg>`: `None` is "no message"; `Some(Msg::Bytes(b""))` is a message
+/// whose text is empty; `Some(Msg::Fmt(format_args!("")))` has an empty format
+/// and counts as no message ([`Msg::has_format`]).
 ///
 /// ```
 /// use flightrec_core::trace2::Msg;
 /// assert!(Msg::Bytes(b"").is_empty());
+/// assert!(Msg::Bytes(b"").has_format());
+/// assert!(!Msg::Fmt(format_args!("")).has_format());
 /// assert!(!Msg::Fmt(format_args!("{}", 1)).is_empty());
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -91,10 +96,16 @@ pub enum Msg<'a> {
 }
 
 impl Msg<'_> {
-    /// No message.
-    pub const NONE: Msg<'static> = Msg::Bytes(b"");
+    /// False only for a `format_args!("")`: git omits messages with an empty format.
+    #[inline]
+    pub fn has_format(&self) -> bool {
+        match self {
+            Msg::Bytes(_) => true,
+            Msg::Fmt(a) => a.as_str() != Some(""),
+        }
+    }
 
-    /// True when git would omit the message (empty format).
+    /// True when the message text is known to be empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
         match self {
@@ -133,7 +144,7 @@ pub type Micros = u64;
 /// let ev = Event::RegionEnter {
 ///     category: Some(b"index"),
 ///     label: Some(b"refresh"),
-///     msg: Msg::NONE,
+///     msg: Some(Msg::Bytes(b".git/index")),
 /// };
 /// assert_eq!(ev.name(), "region_enter");
 /// ```
@@ -167,11 +178,12 @@ pub enum Event<'a> {
         /// Signal number.
         signo: i32,
     },
-    /// `error`: an error/warning/die message.
+    /// `error`: an error/warning/die message. It is shown when `fmt` or `msg` is
+    /// non-empty; the event target then writes both `msg` and `fmt`.
     Error {
         /// The formatted message.
         msg: Msg<'a>,
-        /// The raw printf format (event target `fmt`); empty means no message.
+        /// The raw printf format (event target `fmt`), e.g. ``unknown option `%s'``.
         fmt: Bytes<'a>,
     },
     /// `cmd_path`: the full path of the executable.
@@ -287,8 +299,8 @@ pub enum Event<'a> {
         category: Option<Bytes<'a>>,
         /// Label.
         label: Option<Bytes<'a>>,
-        /// Message.
-        msg: Msg<'a>,
+        /// Message (`None`: no message).
+        msg: Option<Msg<'a>>,
     },
     /// `region_leave`, formatted at the outer nesting level (after the pop).
     RegionLeave {
@@ -298,8 +310,8 @@ pub enum Event<'a> {
         category: Option<Bytes<'a>>,
         /// Label.
         label: Option<Bytes<'a>>,
-        /// Message.
-        msg: Msg<'a>,
+        /// Message (`None`: no message).
+        msg: Option<Msg<'a>>,
     },
     /// `data`: a key/value pair (the value is always a string).
     Data {
@@ -325,8 +337,8 @@ pub enum Event<'a> {
     },
     /// `printf`: a free-form message.
     Printf {
-        /// Message.
-        msg: Msg<'a>,
+        /// Message (`None`: no message).
+        msg: Option<Msg<'a>>,
     },
     /// `th_timer` (`per_thread`) or `timer` (process-wide).
     Timer {

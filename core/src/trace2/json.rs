@@ -3,7 +3,7 @@
 use super::ctx::LineCtx;
 use super::event::{Args, Event, Msg};
 use super::line::{LineBuf, Result};
-use super::text::{write_json_string, write_msg_json};
+use super::text::{shown, write_json_string, write_msg_json};
 use super::time::write_iso8601_utc;
 
 /// Git's default `eventNesting`: top-level regions and their direct children.
@@ -173,7 +173,7 @@ fn region_fields(
     nesting: u32,
     category: Option<&[u8]>,
     label: Option<&[u8]>,
-    msg: &Msg<'_>,
+    msg: &Option<Msg<'_>>,
 ) -> Result {
     int_field(l, b"nesting", i64::from(nesting))?;
     if let Some(c) = category {
@@ -182,8 +182,8 @@ fn region_fields(
     if let Some(lab) = label {
         str_field(l, b"label", lab)?;
     }
-    if !msg.is_empty() {
-        msg_field(l, msg)?;
+    if let Some(m) = shown(msg) {
+        msg_field(l, m)?;
     }
     Ok(())
 }
@@ -339,8 +339,8 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
         }
         Event::Printf { msg } => {
             time_field(l, b"t_abs", ctx.t_abs)?;
-            if !msg.is_empty() {
-                msg_field(l, &msg)?;
+            if let Some(m) = shown(&msg) {
+                msg_field(l, m)?;
             }
             Ok(())
         }

@@ -14,7 +14,7 @@
 //! Nothing here allocates, and no input makes a formatter panic.
 //!
 //! ```
-//! use flightrec_core::trace2::{Event, Format, LineCtx, Msg, Target, ThreadState, ThreadName};
+//! use flightrec_core::trace2::{Event, Format, LineCtx, Target, ThreadState, ThreadName};
 //! let mut main = ThreadState::<16>::new(ThreadName::main(), 0);
 //! let sid = b"20231114T221320.123456Z-H65cb7838-P00001234";
 //! let mut buf = [0u8; 512];
@@ -22,7 +22,7 @@
 //!
 //! let nesting = main.region_enter(8);
 //! let ctx = LineCtx { nesting, t_abs: 8, ..LineCtx::new(sid, main.name.as_bytes()) };
-//! let ev = Event::RegionEnter { category: Some(b"index"), label: Some(b"refresh"), msg: Msg::NONE };
+//! let ev = Event::RegionEnter { category: Some(b"index"), label: Some(b"refresh"), msg: None };
 //! let n = perf.write_line(&ctx, &ev, &mut buf).unwrap();
 //! assert!(buf[..n].ends_with(b"| index        | label:refresh\n"));
 //! ```
@@ -43,7 +43,7 @@ pub use event::{Args, Bytes, Event, Micros, Msg};
 pub use line::{ns_to_printf_micros, BufferTooSmall, LineBuf};
 pub use stats::{ProcessStats, StatDef, ThreadCounters, ThreadTimers, TimerStats};
 pub use thread::{RegionError, RegionStack, ThreadName, ThreadState, MAX_THREAD_NAME};
-pub use time::{civil_from_days, write_sid_timestamp, Civil, WallTime};
+pub use time::{civil_from_days, days_from_civil, write_sid_timestamp, Civil, WallTime};
 
 /// One of git's three Trace2 targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,7 +3,7 @@
 use super::ctx::LineCtx;
 use super::event::Event;
 use super::line::{LineBuf, Result};
-use super::text::{write_msg_raw, write_sq_argv, write_sq_pretty};
+use super::text::{shown, write_msg_raw, write_sq_argv, write_sq_pretty};
 use super::time::write_time_of_day;
 
 /// Width of the prefix (time, space, `file:line`, space) the payload starts after.
@@ -217,7 +217,10 @@ fn payload(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             l.put(b"worktree ")?;
             write_sq_pretty(l, worktree)
         }
-        Event::Printf { msg } => write_msg_raw(l, &msg),
+        Event::Printf { msg } => match shown(&msg) {
+            Some(m) => write_msg_raw(l, m),
+            None => Ok(()),
+        },
         Event::Timer {
             per_thread,
             category,

@@ -4,7 +4,7 @@
 use super::ctx::LineCtx;
 use super::event::{Event, Micros};
 use super::line::{dec_u64, LineBuf, Result};
-use super::text::{write_msg_raw, write_sq_argv, write_sq_pretty};
+use super::text::{shown, write_msg_raw, write_sq_argv, write_sq_pretty};
 use super::time::write_time_of_day;
 
 /// Width of the `file:line` column; longer locations keep their last 25 bytes
@@ -27,9 +27,9 @@ const SEP: &[u8] = b" | ";
 /// On [`BufferTooSmall`](super::BufferTooSmall) the buffer content is unspecified.
 ///
 /// ```
-/// use flightrec_core::trace2::{perf, Event, LineCtx, Msg};
+/// use flightrec_core::trace2::{perf, Event, LineCtx};
 /// let ctx = LineCtx { nesting: 2, t_abs: 3, repo: Some(1), ..LineCtx::new(b"sid", b"main") };
-/// let ev = Event::RegionEnter { category: Some(b"cache_tree"), label: Some(b"read"), msg: Msg::NONE };
+/// let ev = Event::RegionEnter { category: Some(b"cache_tree"), label: Some(b"read"), msg: None };
 /// let mut buf = [0u8; 256];
 /// let n = perf::write_line(true, &ctx, &ev, &mut buf).unwrap();
 /// assert_eq!(
@@ -317,9 +317,9 @@ fn payload(l: &mut LineBuf<'_>, ev: &Event<'_>) -> Result {
                 l.put(b"label:")?;
                 l.put(label)?;
             }
-            if !msg.is_empty() {
+            if let Some(m) = shown(&msg) {
                 l.byte(b' ')?;
-                write_msg_raw(l, &msg)?;
+                write_msg_raw(l, m)?;
             }
             Ok(())
         }
@@ -328,7 +328,10 @@ fn payload(l: &mut LineBuf<'_>, ev: &Event<'_>) -> Result {
             l.byte(b':')?;
             l.put(value)
         }
-        Event::Printf { msg } => write_msg_raw(l, &msg),
+        Event::Printf { msg } => match shown(&msg) {
+            Some(m) => write_msg_raw(l, m),
+            None => Ok(()),
+        },
         Event::Timer {
             name,
             intervals,

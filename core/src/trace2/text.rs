@@ -116,6 +116,12 @@ pub fn write_json_string(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     out.byte(b'"')
 }
 
+/// The message git would write: present with a non-empty format.
+#[inline]
+pub(crate) fn shown<'m, 'a>(msg: &'m Option<Msg<'a>>) -> Option<&'m Msg<'a>> {
+    msg.as_ref().filter(|m| m.has_format())
+}
+
 /// Renders a message raw (normal/perf).
 pub(crate) fn write_msg_raw(out: &mut LineBuf<'_>, msg: &Msg<'_>) -> Result {
     match msg {

@@ -92,6 +92,27 @@ pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
     (year, month, day)
 }
 
+/// Converts a proleptic Gregorian (year, month, day) to days since 1970-01-01;
+/// the inverse of [`civil_from_days`]. Out-of-range months/days are not
+/// validated (the arithmetic stays defined and never panics for years within
+/// +-10^12).
+///
+/// ```
+/// use flightrec_core::trace2::{civil_from_days, days_from_civil};
+/// assert_eq!(days_from_civil(2023, 11, 14), 19_675);
+/// assert_eq!(civil_from_days(days_from_civil(1900, 3, 1)), (1900, 3, 1));
+/// ```
+pub fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
+    let m = i64::from(month.clamp(1, 12));
+    let y = year.clamp(-1_000_000_000_000, 1_000_000_000_000) - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400); // [0, 399]
+    let mp = (m + 9) % 12; // March = 0
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// `HH:MM:SS.uuuuuu` (git's `%02d:%02d:%02d.%06ld` of `localtime_r`).
 pub(crate) fn write_time_of_day(out: &mut LineBuf<'_>, c: &Civil) -> Result {
     two(out, c.hour)?;
@@ -154,6 +175,10 @@ mod tests {
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(19_675), (2023, 11, 14));
+        for d in (-800_000..800_000).step_by(97) {
+            let (y, m, dd) = civil_from_days(d);
+            assert_eq!(days_from_civil(y, m, dd), d);
+        }
         let c = WallTime::new(1_700_000_000, 123_456).civil_with_offset(3600);
         assert_eq!((c.hour, c.minute, c.second), (23, 13, 20));
         let c = WallTime::new(0, 0).civil_with_offset(-1);
