@@ -84,7 +84,7 @@ impl<'a> LineBuf<'a> {
         let end = self.pos + bytes.len();
         match self.buf.get_mut(self.pos..end) {
             Some(dst) => {
-                dst.copy_from_slice(bytes);
+                copy_short(dst, bytes);
                 self.pos = end;
                 Ok(())
             }
@@ -111,7 +111,13 @@ impl<'a> LineBuf<'a> {
         let end = self.pos.saturating_add(n);
         match self.buf.get_mut(self.pos..end) {
             Some(dst) => {
-                dst.fill(b);
+                // Padding is short: copy from a constant run instead of calling memset.
+                const RUN: usize = 32;
+                match b {
+                    b' ' if n <= RUN => copy_short(dst, &[b' '; RUN][..n]),
+                    b'.' if n <= RUN => copy_short(dst, &[b'.'; RUN][..n]),
+                    _ => dst.fill(b),
+                }
                 self.pos = end;
                 Ok(())
             }
@@ -204,6 +210,55 @@ impl<'a> LineBuf<'a> {
 impl core::fmt::Write for LineBuf<'_> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         self.put(s.as_bytes()).map_err(|_| core::fmt::Error)
+    }
+}
+
+/// Copies `src` into `dst` (same length). Trace2 fields are mostly a few bytes
+/// long, where a call to `memcpy` costs more than the copy: lengths up to 32
+/// are done with (possibly overlapping) 8/4-byte moves, longer ones by `memcpy`.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n != dst.len() {
+        return;
+    }
+    #[inline(always)]
+    fn word<const W: usize>(s: &[u8], at: usize) -> [u8; W] {
+        let mut w = [0u8; W];
+        if let Some(part) = s.get(at..at + W) {
+            w.copy_from_slice(part);
+        }
+        w
+    }
+    #[inline(always)]
+    fn store<const W: usize>(d: &mut [u8], at: usize, w: [u8; W]) {
+        if let Some(part) = d.get_mut(at..at + W) {
+            part.copy_from_slice(&w);
+        }
+    }
+    match n {
+        0 => {}
+        1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        4..=7 => {
+            let (a, b) = (word::<4>(src, 0), word::<4>(src, n - 4));
+            store(dst, 0, a);
+            store(dst, n - 4, b);
+        }
+        8..=16 => {
+            let (a, b) = (word::<8>(src, 0), word::<8>(src, n - 8));
+            store(dst, 0, a);
+            store(dst, n - 8, b);
+        }
+        17..=32 => {
+            let (a, b) = (word::<16>(src, 0), word::<16>(src, n - 16));
+            store(dst, 0, a);
+            store(dst, n - 16, b);
+        }
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -312,6 +367,24 @@ mod tests {
         assert_eq!(ns_to_printf_micros(999), 1);
         assert_eq!(ns_to_printf_micros(499), 0);
         assert_eq!(ns_to_printf_micros(u64::MAX), 18_446_744_073_709_553);
+    }
+
+    #[test]
+    fn short_copies_are_exact() {
+        let src: [u8; 40] = core::array::from_fn(|i| i as u8 + 1);
+        for n in 0..=40 {
+            let mut dst = [0u8; 40];
+            copy_short(&mut dst[..n], &src[..n]);
+            assert_eq!(&dst[..n], &src[..n]);
+            assert!(dst[n..].iter().all(|&b| b == 0));
+            let mut b = [0u8; 48];
+            let mut l = LineBuf::new(&mut b);
+            l.fill(b' ', n).unwrap();
+            l.fill(b'.', n.min(8)).unwrap();
+            assert_eq!(l.len(), n + n.min(8));
+            assert!(l.as_bytes()[..n].iter().all(|&c| c == b' '));
+            assert!(l.as_bytes()[n..].iter().all(|&c| c == b'.'));
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn write_line(brief: bool, ctx: &LineCtx<'_>, ev: &Event<'_>, out: &mut [u8]
     }
     let mut l = LineBuf::new(out);
     if !brief {
-        write_time_of_day(&mut l, &ctx.time.civil_with_offset(ctx.utc_offset_secs))?;
+        write_time_of_day(&mut l, &ctx.time.time_of_day(ctx.utc_offset_secs))?;
         l.byte(b' ')?;
         file_line(&mut l, ctx.file, ctx.line)?;
         l.put(SEP)?;

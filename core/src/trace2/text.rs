@@ -79,17 +79,50 @@ const JSON_ESCAPE: [u8; 256] = {
     t
 };
 
+/// True when any of the 8 bytes of `w` needs a JSON escape (`< 0x20`, `"`, `\`).
+///
+/// Classic SWAR tests ("has a byte less than n", "has a zero byte"): exact for
+/// the question "is there any such byte", which is all the fast path needs.
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(LO * 0x20) & !w & HI;
+    let q = w ^ (LO * u64::from(b'"'));
+    let quote = q.wrapping_sub(LO) & !q & HI;
+    let bs = w ^ (LO * u64::from(b'\\'));
+    let backslash = bs.wrapping_sub(LO) & !bs & HI;
+    (below_space | quote | backslash) != 0
+}
+
 /// Writes the body of a JSON string (no quotes) the way git does: `"`, `\`, and
 /// control bytes below 0x20 are escaped (lowercase `\u00xx`); everything else,
 /// including `/`, DEL and every byte >= 0x80 (valid UTF-8 or not), is copied raw.
 pub fn write_json_escaped(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     let mut start = 0;
-    for (i, &b) in s.iter().enumerate() {
+    let mut i = 0;
+    while i < s.len() {
+        // Skip 8 clean bytes at a time; most strings need no escape at all.
+        // Near the end, the last 8 bytes (overlapping ones already checked)
+        // decide the whole tail at once.
+        let at = if i + 8 <= s.len() {
+            i
+        } else {
+            s.len().saturating_sub(8)
+        };
+        if let Some(Ok(word)) = s.get(at..at + 8).map(<[u8; 8]>::try_from) {
+            if !word_needs_escape(u64::from_le_bytes(word)) {
+                i = at + 8;
+                continue;
+            }
+        }
+        let b = s[i];
         let class = JSON_ESCAPE[b as usize];
+        i += 1;
         if class == 0 {
             continue;
         }
-        out.put(&s[start..i])?;
+        out.put(&s[start..i - 1])?;
         if class == b'u' {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.put(&[
@@ -103,7 +136,7 @@ pub fn write_json_escaped(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
         } else {
             out.put(&[b'\\', class])?;
         }
-        start = i + 1;
+        start = i;
     }
     out.put(&s[start..])
 }
@@ -175,6 +208,26 @@ mod tests {
             let (b, n) = sq(input);
             assert_eq!(&b[..n], want);
         }
+    }
+
+    #[test]
+    fn swar_check_agrees_with_the_table() {
+        for b in 0..=255u8 {
+            for pos in 0..8 {
+                let mut w = [b'a'; 8];
+                w[pos] = b;
+                let want = JSON_ESCAPE[b as usize] != 0;
+                assert_eq!(
+                    word_needs_escape(u64::from_le_bytes(w)),
+                    want,
+                    "byte {b:#x} at {pos}"
+                );
+            }
+        }
+        // Neighbouring bytes that could borrow into each other.
+        assert!(!word_needs_escape(u64::from_le_bytes(
+            *b"\x20\x21\xff\x80\x7f\x23\x5d\x5b"
+        )));
     }
 
     #[test]

@@ -50,6 +50,25 @@ impl WallTime {
         WallTime { secs, micros }
     }
 
+    /// Local time of day at `utc_offset_secs` east of UTC, without the calendar
+    /// (the normal and perf targets print only the time of day).
+    pub fn time_of_day(self, utc_offset_secs: i32) -> Civil {
+        let secs = self
+            .secs
+            .saturating_add(i64::from(self.micros / 1_000_000))
+            .saturating_add(i64::from(utc_offset_secs));
+        let sod = secs.rem_euclid(86_400) as u32;
+        Civil {
+            year: 0,
+            month: 1,
+            day: 1,
+            hour: (sod / 3600) as u8,
+            minute: (sod / 60 % 60) as u8,
+            second: (sod % 60) as u8,
+            micros: self.micros % 1_000_000,
+        }
+    }
+
     /// The UTC civil date and time of this instant.
     pub fn civil_utc(self) -> Civil {
         self.civil_with_offset(0)
@@ -192,6 +211,12 @@ mod tests {
             let mut b = [0u8; 64];
             let mut l = LineBuf::new(&mut b);
             write_iso8601_utc(&mut l, &c).unwrap();
+            let t = WallTime::new(secs, 999_999).time_of_day(-3600);
+            let c = WallTime::new(secs, 999_999).civil_with_offset(-3600);
+            assert_eq!(
+                (t.hour, t.minute, t.second, t.micros),
+                (c.hour, c.minute, c.second, c.micros)
+            );
         }
     }
 }
