@@ -5,3 +5,5 @@
 #![warn(missing_docs)]
 
 pub use flightrec_core as core;
+
+pub mod trace2_render;

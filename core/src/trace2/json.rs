@@ -1,0 +1,376 @@
+//! The event target: one compact JSON object per line, keys in git's order.
+
+use super::ctx::LineCtx;
+use super::event::{Args, Event, Msg};
+use super::line::{LineBuf, Result};
+use super::text::{shown, write_json_string, write_msg_json};
+use super::time::write_iso8601_utc;
+
+/// Git's default `eventNesting`: top-level regions and their direct children.
+pub const DEFAULT_EVENT_NESTING: u32 = 2;
+
+/// Parses an `eventNesting` setting like git: `atoi()`, used only when `> 0`,
+/// otherwise the default 2.
+///
+/// ```
+/// use flightrec_core::trace2::json::parse_event_nesting;
+/// assert_eq!(parse_event_nesting(b"10"), 10);
+/// assert_eq!(parse_event_nesting(b"0"), 2);
+/// assert_eq!(parse_event_nesting(b" 3x"), 3);
+/// assert_eq!(parse_event_nesting(b"junk"), 2);
+/// ```
+pub fn parse_event_nesting(s: &[u8]) -> u32 {
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let negative = i < s.len() && s[i] == b'-';
+    if i < s.len() && (s[i] == b'-' || s[i] == b'+') {
+        i += 1;
+    }
+    let mut v: u32 = 0;
+    while i < s.len() && s[i].is_ascii_digit() {
+        v = v.saturating_mul(10).saturating_add(u32::from(s[i] - b'0'));
+        i += 1;
+    }
+    if negative || v == 0 {
+        DEFAULT_EVENT_NESTING
+    } else {
+        v
+    }
+}
+
+/// Formats `ev` as one event-target (JSON) line into `out` and returns its length.
+///
+/// `event_nesting` is the target's filter: `region_*`, `data` and `data_json`
+/// events with `ctx.nesting > event_nesting` are not written (`Ok(0)`).
+/// In brief mode `file`/`line` are omitted and `time` is kept only on `version`
+/// and `atexit`. On [`BufferTooSmall`](super::BufferTooSmall) the buffer content
+/// is unspecified.
+///
+/// ```
+/// use flightrec_core::trace2::{json, Event, LineCtx};
+/// let ctx = LineCtx { t_abs: 45, ..LineCtx::new(b"S", b"main") };
+/// let mut buf = [0u8; 128];
+/// let n = json::write_line(true, 2, &ctx, &Event::Exit { code: 0 }, &mut buf).unwrap();
+/// assert_eq!(&buf[..n], &b"{\"event\":\"exit\",\"sid\":\"S\",\"thread\":\"main\",\"t_abs\":0.000045,\"code\":0}\n"[..]);
+/// ```
+pub fn write_line(
+    brief: bool,
+    event_nesting: u32,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+    out: &mut [u8],
+) -> Result<usize> {
+    if ev.is_nesting_filtered() && ctx.nesting > event_nesting {
+        return Ok(0);
+    }
+    let mut l = LineBuf::new(out);
+    l.put(b"{\"event\":\"")?;
+    l.put(ev.name().as_bytes())?;
+    l.put(b"\",\"sid\":")?;
+    write_json_string(&mut l, ctx.sid)?;
+    l.put(b",\"thread\":")?;
+    write_json_string(&mut l, ctx.thread)?;
+    if !brief || matches!(ev, Event::Version { .. } | Event::Atexit { .. }) {
+        l.put(b",\"time\":\"")?;
+        write_iso8601_utc(&mut l, &ctx.time.civil_utc())?;
+        l.byte(b'"')?;
+    }
+    if !brief && !ctx.file.is_empty() {
+        l.put(b",\"file\":")?;
+        write_json_string(&mut l, ctx.file)?;
+        l.put(b",\"line\":")?;
+        l.u64(u64::from(ctx.line))?;
+    }
+    if let (true, Some(repo)) = (carries_repo(ev), ctx.repo) {
+        l.put(b",\"repo\":")?;
+        l.i64(i64::from(repo))?;
+    }
+    body(&mut l, ctx, ev)?;
+    l.put(b"}\n")?;
+    Ok(l.len())
+}
+
+fn carries_repo(ev: &Event<'_>) -> bool {
+    matches!(
+        ev,
+        Event::DefRepo { .. }
+            | Event::RegionEnter { .. }
+            | Event::RegionLeave { .. }
+            | Event::Data { .. }
+            | Event::DataJson { .. }
+    )
+}
+
+/// `,"key":`
+#[inline]
+fn key(l: &mut LineBuf<'_>, k: &[u8]) -> Result {
+    l.put(b",\"")?;
+    l.put(k)?;
+    l.put(b"\":")
+}
+
+#[inline]
+fn str_field(l: &mut LineBuf<'_>, k: &[u8], v: &[u8]) -> Result {
+    key(l, k)?;
+    write_json_string(l, v)
+}
+
+#[inline]
+fn int_field(l: &mut LineBuf<'_>, k: &[u8], v: i64) -> Result {
+    key(l, k)?;
+    l.i64(v)
+}
+
+#[inline]
+fn time_field(l: &mut LineBuf<'_>, k: &[u8], us: u64) -> Result {
+    key(l, k)?;
+    l.micros_fixed6(us)
+}
+
+fn msg_field(l: &mut LineBuf<'_>, msg: &Msg<'_>) -> Result {
+    key(l, b"msg")?;
+    l.byte(b'"')?;
+    write_msg_json(l, msg)?;
+    l.byte(b'"')
+}
+
+fn argv_field(l: &mut LineBuf<'_>, k: &[u8], first: Option<&[u8]>, argv: Args<'_>) -> Result {
+    key(l, k)?;
+    l.byte(b'[')?;
+    let mut sep = false;
+    for a in first.into_iter().chain(argv.iter()) {
+        if sep {
+            l.byte(b',')?;
+        }
+        write_json_string(l, a)?;
+        sep = true;
+    }
+    l.byte(b']')
+}
+
+/// Copies pre-built JSON, dropping line breaks and the indentation after them
+/// (git does this for values built "pretty").
+fn raw_json(l: &mut LineBuf<'_>, json: &[u8]) -> Result {
+    if !json.contains(&b'\n') {
+        return l.put(json);
+    }
+    let mut skipping = false;
+    for &b in json {
+        if b == b'\n' {
+            skipping = true;
+        } else if !(skipping && b == b' ') {
+            skipping = false;
+            l.byte(b)?;
+        }
+    }
+    Ok(())
+}
+
+fn region_fields(
+    l: &mut LineBuf<'_>,
+    nesting: u32,
+    category: Option<&[u8]>,
+    label: Option<&[u8]>,
+    msg: &Option<Msg<'_>>,
+) -> Result {
+    int_field(l, b"nesting", i64::from(nesting))?;
+    if let Some(c) = category {
+        str_field(l, b"category", c)?;
+    }
+    if let Some(lab) = label {
+        str_field(l, b"label", lab)?;
+    }
+    if let Some(m) = shown(msg) {
+        msg_field(l, m)?;
+    }
+    Ok(())
+}
+
+fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
+    match *ev {
+        Event::Version { exe } => {
+            l.put(b",\"evt\":\"4\"")?;
+            str_field(l, b"exe", exe)
+        }
+        Event::TooManyFiles | Event::ThreadStart => Ok(()),
+        Event::Start { argv } => {
+            time_field(l, b"t_abs", ctx.t_abs)?;
+            argv_field(l, b"argv", None, argv)
+        }
+        Event::Exit { code } | Event::Atexit { code } => {
+            time_field(l, b"t_abs", ctx.t_abs)?;
+            int_field(l, b"code", i64::from(code))
+        }
+        Event::Signal { signo } => {
+            time_field(l, b"t_abs", ctx.t_abs)?;
+            int_field(l, b"signo", i64::from(signo))
+        }
+        Event::Error { msg, fmt } => {
+            if !fmt.is_empty() || !msg.is_empty() {
+                msg_field(l, &msg)?;
+                str_field(l, b"fmt", fmt)?;
+            }
+            Ok(())
+        }
+        Event::CmdPath { path } => str_field(l, b"path", path),
+        Event::CmdAncestry { ancestry } => argv_field(l, b"ancestry", None, ancestry),
+        Event::CmdName { name, hierarchy } => {
+            str_field(l, b"name", name)?;
+            if !hierarchy.is_empty() {
+                str_field(l, b"hierarchy", hierarchy)?;
+            }
+            Ok(())
+        }
+        Event::CmdMode { mode } => str_field(l, b"name", mode),
+        Event::Alias { alias, argv } => {
+            str_field(l, b"alias", alias)?;
+            argv_field(l, b"argv", None, argv)
+        }
+        Event::ChildStart {
+            child_id,
+            child_class,
+            hook_name,
+            cd,
+            use_shell,
+            is_git,
+            argv,
+        } => {
+            int_field(l, b"child_id", child_id)?;
+            match hook_name {
+                Some(hook) => {
+                    str_field(l, b"child_class", b"hook")?;
+                    str_field(l, b"hook_name", hook)?;
+                }
+                None => str_field(l, b"child_class", child_class.unwrap_or(b"?"))?,
+            }
+            if let Some(dir) = cd {
+                str_field(l, b"cd", dir)?;
+            }
+            key(l, b"use_shell")?;
+            l.put(if use_shell { b"true" } else { b"false" })?;
+            argv_field(l, b"argv", is_git.then_some(&b"git"[..]), argv)
+        }
+        Event::ChildExit {
+            child_id,
+            pid,
+            code,
+            t_rel,
+        } => {
+            int_field(l, b"child_id", child_id)?;
+            int_field(l, b"pid", pid)?;
+            int_field(l, b"code", i64::from(code))?;
+            time_field(l, b"t_rel", t_rel)
+        }
+        Event::ChildReady {
+            child_id,
+            pid,
+            ready,
+            t_rel,
+        } => {
+            int_field(l, b"child_id", child_id)?;
+            int_field(l, b"pid", pid)?;
+            str_field(l, b"ready", ready)?;
+            time_field(l, b"t_rel", t_rel)
+        }
+        Event::Exec { exec_id, exe, argv } => {
+            int_field(l, b"exec_id", exec_id)?;
+            if let Some(exe) = exe {
+                str_field(l, b"exe", exe)?;
+            }
+            argv_field(l, b"argv", None, argv)
+        }
+        Event::ExecResult { exec_id, code, .. } => {
+            int_field(l, b"exec_id", exec_id)?;
+            int_field(l, b"code", i64::from(code))
+        }
+        Event::ThreadExit { t_rel } => time_field(l, b"t_rel", t_rel),
+        Event::DefParam {
+            scope,
+            param,
+            value,
+        } => {
+            str_field(l, b"scope", scope)?;
+            str_field(l, b"param", param)?;
+            match value {
+                Some(v) => str_field(l, b"value", v),
+                None => Ok(()),
+            }
+        }
+        Event::DefRepo { worktree } => str_field(l, b"worktree", worktree),
+        Event::RegionEnter {
+            category,
+            label,
+            msg,
+        } => region_fields(l, ctx.nesting, category, label, &msg),
+        Event::RegionLeave {
+            t_rel,
+            category,
+            label,
+            msg,
+        } => {
+            time_field(l, b"t_rel", t_rel)?;
+            region_fields(l, ctx.nesting, category, label, &msg)
+        }
+        Event::Data {
+            t_rel,
+            category,
+            key: k,
+            value,
+        }
+        | Event::DataJson {
+            t_rel,
+            category,
+            key: k,
+            value,
+        } => {
+            time_field(l, b"t_abs", ctx.t_abs)?;
+            time_field(l, b"t_rel", t_rel)?;
+            int_field(l, b"nesting", i64::from(ctx.nesting))?;
+            str_field(l, b"category", category)?;
+            str_field(l, b"key", k)?;
+            key(l, b"value")?;
+            if matches!(ev, Event::Data { .. }) {
+                write_json_string(l, value)
+            } else {
+                raw_json(l, value)
+            }
+        }
+        Event::Printf { msg } => {
+            time_field(l, b"t_abs", ctx.t_abs)?;
+            if let Some(m) = shown(&msg) {
+                msg_field(l, m)?;
+            }
+            Ok(())
+        }
+        Event::Timer {
+            category,
+            name,
+            intervals,
+            total_ns,
+            min_ns,
+            max_ns,
+            ..
+        } => {
+            str_field(l, b"category", category)?;
+            str_field(l, b"name", name)?;
+            key(l, b"intervals")?;
+            l.u64(intervals)?;
+            time_field(l, b"t_total", super::line::ns_to_printf_micros(total_ns))?;
+            time_field(l, b"t_min", super::line::ns_to_printf_micros(min_ns))?;
+            time_field(l, b"t_max", super::line::ns_to_printf_micros(max_ns))
+        }
+        Event::Counter {
+            category,
+            name,
+            value,
+            ..
+        } => {
+            str_field(l, b"category", category)?;
+            str_field(l, b"name", name)?;
+            key(l, b"count")?;
+            l.u64(value)
+        }
+    }
+}

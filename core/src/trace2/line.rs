@@ -1,0 +1,399 @@
+//! A cursor that writes one line into a caller's byte buffer, with the number
+//! formats Trace2 needs (`%d`, `%.6f` of microseconds, `%9.6f`, ...).
+//!
+//! Every write is bounds-checked and reports [`BufferTooSmall`] instead of
+//! panicking; the formatters propagate it with `?`. Numbers are written by hand
+//! because `core::fmt` costs tens of nanoseconds per call on the hot path.
+
+/// The caller's buffer cannot hold the whole line.
+///
+/// When a formatter returns this error the buffer content is unspecified (it may
+/// hold a prefix of the line); no line length is reported, so nothing partial is
+/// ever handed on as a line.
+///
+/// ```
+/// use flightrec_core::trace2::BufferTooSmall;
+/// let e = BufferTooSmall;
+/// assert_eq!(format!("{e}"), "buffer too small for the Trace2 line");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BufferTooSmall;
+
+impl core::fmt::Display for BufferTooSmall {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("buffer too small for the Trace2 line")
+    }
+}
+
+impl core::error::Error for BufferTooSmall {}
+
+/// Result of a write into a [`LineBuf`].
+pub type Result<T = ()> = core::result::Result<T, BufferTooSmall>;
+
+/// A write cursor over a caller-owned buffer.
+///
+/// ```
+/// use flightrec_core::trace2::LineBuf;
+/// let mut storage = [0u8; 32];
+/// let mut line = LineBuf::new(&mut storage);
+/// line.put(b"t=").unwrap();
+/// line.micros_fixed6(1_500_000).unwrap();
+/// assert_eq!(line.as_bytes(), b"t=1.500000");
+/// ```
+#[derive(Debug)]
+pub struct LineBuf<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl<'a> LineBuf<'a> {
+    /// Starts an empty line at the beginning of `buf`.
+    #[inline]
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        LineBuf { buf, pos: 0 }
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+
+    /// True when nothing has been written.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos == 0
+    }
+
+    /// The bytes written so far.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.pos]
+    }
+
+    /// The last byte written, if any.
+    #[inline]
+    pub fn last(&self) -> Option<u8> {
+        self.pos.checked_sub(1).map(|i| self.buf[i])
+    }
+
+    /// Appends bytes.
+    #[inline]
+    pub fn put(&mut self, bytes: &[u8]) -> Result {
+        let end = self.pos + bytes.len();
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => {
+                copy_short(dst, bytes);
+                self.pos = end;
+                Ok(())
+            }
+            None => Err(BufferTooSmall),
+        }
+    }
+
+    /// Appends one byte.
+    #[inline]
+    pub fn byte(&mut self, b: u8) -> Result {
+        match self.buf.get_mut(self.pos) {
+            Some(slot) => {
+                *slot = b;
+                self.pos += 1;
+                Ok(())
+            }
+            None => Err(BufferTooSmall),
+        }
+    }
+
+    /// Appends `n` copies of `b`.
+    #[inline]
+    pub fn fill(&mut self, b: u8, n: usize) -> Result {
+        let end = self.pos.saturating_add(n);
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => {
+                // Padding is short: copy from a constant run instead of calling memset.
+                const RUN: usize = 32;
+                match b {
+                    b' ' if n <= RUN => copy_short(dst, &[b' '; RUN][..n]),
+                    b'.' if n <= RUN => copy_short(dst, &[b'.'; RUN][..n]),
+                    _ => dst.fill(b),
+                }
+                self.pos = end;
+                Ok(())
+            }
+            None => Err(BufferTooSmall),
+        }
+    }
+
+    /// Appends spaces until the line is `width` bytes long (nothing if it is longer).
+    #[inline]
+    pub fn pad_to(&mut self, start: usize, width: usize) -> Result {
+        let used = self.pos - start;
+        if used < width {
+            self.fill(b' ', width - used)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `%-W.Ps`-style field: at most `width` bytes of `s`, space-padded to `width`.
+    #[inline]
+    pub fn field(&mut self, s: &[u8], width: usize) -> Result {
+        let s = &s[..s.len().min(width)];
+        self.put(s)?;
+        self.fill(b' ', width - s.len())
+    }
+
+    /// `%PRIu64`.
+    #[inline]
+    pub fn u64(&mut self, v: u64) -> Result {
+        let mut tmp = [0u8; 20];
+        let digits = dec_u64(v, &mut tmp);
+        self.put(digits)
+    }
+
+    /// `%d` / `%PRIdMAX`.
+    #[inline]
+    pub fn i64(&mut self, v: i64) -> Result {
+        if v < 0 {
+            self.byte(b'-')?;
+        }
+        self.u64(v.unsigned_abs())
+    }
+
+    /// `%0Nd` for a non-negative value (more digits if it needs them).
+    #[inline]
+    pub fn u64_zero_padded(&mut self, v: u64, width: usize) -> Result {
+        let mut tmp = [0u8; 20];
+        let digits = dec_u64(v, &mut tmp);
+        if digits.len() < width {
+            self.fill(b'0', width - digits.len())?;
+        }
+        self.put(digits)
+    }
+
+    /// `%Nd` (space-padded on the left) for a signed value.
+    pub fn i64_right(&mut self, v: i64, width: usize) -> Result {
+        let mut tmp = [0u8; 20];
+        let digits = dec_u64(v.unsigned_abs(), &mut tmp);
+        let len = digits.len() + usize::from(v < 0);
+        if len < width {
+            self.fill(b' ', width - len)?;
+        }
+        if v < 0 {
+            self.byte(b'-')?;
+        }
+        self.put(digits)
+    }
+
+    /// `%.6f` of `us` microseconds shown as seconds (exact: no rounding happens).
+    #[inline]
+    pub fn micros_fixed6(&mut self, us: u64) -> Result {
+        self.u64(us / 1_000_000)?;
+        self.byte(b'.')?;
+        self.u64_zero_padded(us % 1_000_000, 6)
+    }
+
+    /// `%9.6f` of `us` microseconds shown as seconds: right-aligned in 9 columns,
+    /// wider values overflow the column like printf does.
+    #[inline]
+    pub fn micros_fixed6_w9(&mut self, us: u64) -> Result {
+        let secs = us / 1_000_000;
+        let width = digit_count(secs) + 7;
+        if width < 9 {
+            self.fill(b' ', 9 - width)?;
+        }
+        self.micros_fixed6(us)
+    }
+}
+
+impl core::fmt::Write for LineBuf<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.put(s.as_bytes()).map_err(|_| core::fmt::Error)
+    }
+}
+
+/// Copies `src` into `dst` (same length). Trace2 fields are mostly a few bytes
+/// long, where a call to `memcpy` costs more than the copy: lengths up to 32
+/// are done with (possibly overlapping) 8/4-byte moves, longer ones by `memcpy`.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n != dst.len() {
+        return;
+    }
+    #[inline(always)]
+    fn word<const W: usize>(s: &[u8], at: usize) -> [u8; W] {
+        let mut w = [0u8; W];
+        if let Some(part) = s.get(at..at + W) {
+            w.copy_from_slice(part);
+        }
+        w
+    }
+    #[inline(always)]
+    fn store<const W: usize>(d: &mut [u8], at: usize, w: [u8; W]) {
+        if let Some(part) = d.get_mut(at..at + W) {
+            part.copy_from_slice(&w);
+        }
+    }
+    match n {
+        0 => {}
+        1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        4..=7 => {
+            let (a, b) = (word::<4>(src, 0), word::<4>(src, n - 4));
+            store(dst, 0, a);
+            store(dst, n - 4, b);
+        }
+        8..=16 => {
+            let (a, b) = (word::<8>(src, 0), word::<8>(src, n - 8));
+            store(dst, 0, a);
+            store(dst, n - 8, b);
+        }
+        17..=32 => {
+            let (a, b) = (word::<16>(src, 0), word::<16>(src, n - 16));
+            store(dst, 0, a);
+            store(dst, n - 16, b);
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// Number of decimal digits of `v` (1 for 0).
+#[inline]
+pub(crate) fn digit_count(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 10 {
+        v /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Writes the decimal digits of `v` at the end of `tmp` and returns them.
+#[inline]
+pub(crate) fn dec_u64(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &tmp[i..]
+}
+
+/// Rounds `ns / 1e9`, computed as an IEEE double like git does, to six decimals
+/// exactly as glibc's printf `%.6f` does (round-half-even on the exact binary
+/// value), and returns the result in microseconds.
+///
+/// A double `d` is `m * 2^e`; `d * 10^6` is then the exact rational
+/// `m * 10^6 / 2^-e`, which fits in `u128` for every `u64` nanosecond count, so
+/// the rounding decision is made on exact integers. Integer-only rounding of
+/// `ns` would differ from git where the double is just below or above a tie.
+///
+/// ```
+/// use flightrec_core::trace2::ns_to_printf_micros;
+/// assert_eq!(ns_to_printf_micros(7_812_500), 7_812); // exact tie -> even
+/// assert_eq!(ns_to_printf_micros(23_437_500), 23_438); // exact tie -> even
+/// assert_eq!(ns_to_printf_micros(1_500), 2); // double is above the tie
+/// ```
+pub fn ns_to_printf_micros(ns: u64) -> u64 {
+    let d = ns as f64 / 1e9;
+    let bits = d.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), exp - 1075)
+    };
+    let p = u128::from(m) * 1_000_000;
+    if e >= 0 {
+        // Only reachable for doubles >= 2^52, far beyond any u64 of ns / 1e9.
+        return u64::try_from(p << e.min(40)).unwrap_or(u64::MAX);
+    }
+    let k = (-e) as u32;
+    if k >= 128 {
+        // p < 2^73, far below half of 2^k: rounds to zero.
+        return 0;
+    }
+    let q = p >> k;
+    let r = p & ((1u128 << k) - 1);
+    let half = 1u128 << (k - 1);
+    let q = if r > half || (r == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    };
+    u64::try_from(q).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(f: impl FnOnce(&mut LineBuf<'_>) -> Result) -> ([u8; 64], usize) {
+        let mut b = [0u8; 64];
+        let mut l = LineBuf::new(&mut b);
+        f(&mut l).unwrap();
+        let n = l.len();
+        (b, n)
+    }
+
+    #[test]
+    fn numbers() {
+        let (b, n) = run(|l| l.i64(i64::MIN));
+        assert_eq!(&b[..n], b"-9223372036854775808");
+        let (b, n) = run(|l| l.u64(u64::MAX));
+        assert_eq!(&b[..n], b"18446744073709551615");
+        let (b, n) = run(|l| l.micros_fixed6_w9(45));
+        assert_eq!(&b[..n], b" 0.000045");
+        let (b, n) = run(|l| l.micros_fixed6_w9(1_234_000_000));
+        assert_eq!(&b[..n], b"1234.000000");
+        let (b, n) = run(|l| l.i64_right(-1, 4));
+        assert_eq!(&b[..n], b"  -1");
+    }
+
+    #[test]
+    fn printf_rounding_matches_git() {
+        assert_eq!(ns_to_printf_micros(2_500), 3);
+        assert_eq!(ns_to_printf_micros(0), 0);
+        assert_eq!(ns_to_printf_micros(999), 1);
+        assert_eq!(ns_to_printf_micros(499), 0);
+        assert_eq!(ns_to_printf_micros(u64::MAX), 18_446_744_073_709_553);
+    }
+
+    #[test]
+    fn short_copies_are_exact() {
+        let src: [u8; 40] = core::array::from_fn(|i| i as u8 + 1);
+        for n in 0..=40 {
+            let mut dst = [0u8; 40];
+            copy_short(&mut dst[..n], &src[..n]);
+            assert_eq!(&dst[..n], &src[..n]);
+            assert!(dst[n..].iter().all(|&b| b == 0));
+            let mut b = [0u8; 48];
+            let mut l = LineBuf::new(&mut b);
+            l.fill(b' ', n).unwrap();
+            l.fill(b'.', n.min(8)).unwrap();
+            assert_eq!(l.len(), n + n.min(8));
+            assert!(l.as_bytes()[..n].iter().all(|&c| c == b' '));
+            assert!(l.as_bytes()[n..].iter().all(|&c| c == b'.'));
+        }
+    }
+
+    #[test]
+    fn overflow_is_an_error() {
+        let mut b = [0u8; 3];
+        let mut l = LineBuf::new(&mut b);
+        assert_eq!(l.put(b"abcd"), Err(BufferTooSmall));
+        assert!(l.put(b"abc").is_ok());
+        assert_eq!(l.byte(b'x'), Err(BufferTooSmall));
+        assert_eq!(l.fill(b' ', 1), Err(BufferTooSmall));
+    }
+}

@@ -1,0 +1,222 @@
+//! Wall-clock time and the calendar math Trace2 needs, without `std`.
+//!
+//! Trace2 prints the local time of day (`HH:MM:SS.uuuuuu`) in the normal and
+//! perf targets and a UTC ISO-8601 timestamp in the event target. The core has no
+//! time zone database, so the caller passes the UTC offset that applies to the
+//! instant (what `localtime_r` would have used).
+
+use super::line::{LineBuf, Result};
+
+/// An instant of the wall clock: seconds and microseconds since the Unix epoch (UTC).
+///
+/// ```
+/// use flightrec_core::trace2::WallTime;
+/// let t = WallTime::new(1_700_000_000, 123_456);
+/// assert_eq!(t.civil_utc().hour, 22);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WallTime {
+    /// Whole seconds since 1970-01-01T00:00:00Z (negative before it).
+    pub secs: i64,
+    /// Microseconds within the second, `0..1_000_000` (larger values are reduced
+    /// modulo one second when formatting).
+    pub micros: u32,
+}
+
+/// A broken-down civil date and time (proleptic Gregorian calendar).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Civil {
+    /// Year (astronomical: year 0 exists, negative years are BCE).
+    pub year: i64,
+    /// Month, 1..=12.
+    pub month: u8,
+    /// Day of month, 1..=31.
+    pub day: u8,
+    /// Hour, 0..=23.
+    pub hour: u8,
+    /// Minute, 0..=59.
+    pub minute: u8,
+    /// Second, 0..=59.
+    pub second: u8,
+    /// Microsecond, 0..=999_999.
+    pub micros: u32,
+}
+
+impl WallTime {
+    /// Builds an instant from seconds and microseconds since the epoch.
+    pub const fn new(secs: i64, micros: u32) -> Self {
+        WallTime { secs, micros }
+    }
+
+    /// Local time of day at `utc_offset_secs` east of UTC, without the calendar
+    /// (the normal and perf targets print only the time of day).
+    pub fn time_of_day(self, utc_offset_secs: i32) -> Civil {
+        let secs = self
+            .secs
+            .saturating_add(i64::from(self.micros / 1_000_000))
+            .saturating_add(i64::from(utc_offset_secs));
+        let sod = secs.rem_euclid(86_400) as u32;
+        Civil {
+            year: 0,
+            month: 1,
+            day: 1,
+            hour: (sod / 3600) as u8,
+            minute: (sod / 60 % 60) as u8,
+            second: (sod % 60) as u8,
+            micros: self.micros % 1_000_000,
+        }
+    }
+
+    /// The UTC civil date and time of this instant.
+    pub fn civil_utc(self) -> Civil {
+        self.civil_with_offset(0)
+    }
+
+    /// The civil date and time at `utc_offset_secs` east of UTC.
+    pub fn civil_with_offset(self, utc_offset_secs: i32) -> Civil {
+        let secs = self
+            .secs
+            .saturating_add(i64::from(self.micros / 1_000_000))
+            .saturating_add(i64::from(utc_offset_secs));
+        let days = secs.div_euclid(86_400);
+        let sod = secs.rem_euclid(86_400) as u32;
+        let (year, month, day) = civil_from_days(days);
+        Civil {
+            year,
+            month,
+            day,
+            hour: (sod / 3600) as u8,
+            minute: (sod / 60 % 60) as u8,
+            second: (sod % 60) as u8,
+            micros: self.micros % 1_000_000,
+        }
+    }
+}
+
+/// Converts days since 1970-01-01 to a (year, month, day) of the proleptic
+/// Gregorian calendar (Howard Hinnant's `civil_from_days`, valid for every `i64`
+/// day count that `secs / 86400` can produce).
+pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11]
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Converts a proleptic Gregorian (year, month, day) to days since 1970-01-01;
+/// the inverse of [`civil_from_days`]. Out-of-range months/days are not
+/// validated (the arithmetic stays defined and never panics for years within
+/// +-10^12).
+///
+/// ```
+/// use flightrec_core::trace2::{civil_from_days, days_from_civil};
+/// assert_eq!(days_from_civil(2023, 11, 14), 19_675);
+/// assert_eq!(civil_from_days(days_from_civil(1900, 3, 1)), (1900, 3, 1));
+/// ```
+pub fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
+    let m = i64::from(month.clamp(1, 12));
+    let y = year.clamp(-1_000_000_000_000, 1_000_000_000_000) - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400); // [0, 399]
+    let mp = (m + 9) % 12; // March = 0
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `HH:MM:SS.uuuuuu` (git's `%02d:%02d:%02d.%06ld` of `localtime_r`).
+pub(crate) fn write_time_of_day(out: &mut LineBuf<'_>, c: &Civil) -> Result {
+    two(out, c.hour)?;
+    out.byte(b':')?;
+    two(out, c.minute)?;
+    out.byte(b':')?;
+    two(out, c.second)?;
+    out.byte(b'.')?;
+    out.u64_zero_padded(u64::from(c.micros), 6)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (git's `%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ`).
+pub(crate) fn write_iso8601_utc(out: &mut LineBuf<'_>, c: &Civil) -> Result {
+    out.i64_right(c.year, 4)?;
+    out.byte(b'-')?;
+    two(out, c.month)?;
+    out.byte(b'-')?;
+    two(out, c.day)?;
+    out.byte(b'T')?;
+    write_time_of_day(out, c)?;
+    out.byte(b'Z')
+}
+
+/// The timestamp part of a session id: `YYYYMMDDTHHMMSS.uuuuuuZ`
+/// (git's `%4d%02d%02dT%02d%02d%02d.%06ldZ`, UTC).
+///
+/// ```
+/// use flightrec_core::trace2::{write_sid_timestamp, LineBuf, WallTime};
+/// let mut b = [0u8; 32];
+/// let mut l = LineBuf::new(&mut b);
+/// write_sid_timestamp(&mut l, WallTime::new(1_700_000_000, 123_456)).unwrap();
+/// assert_eq!(l.as_bytes(), b"20231114T221320.123456Z");
+/// ```
+pub fn write_sid_timestamp(out: &mut LineBuf<'_>, t: WallTime) -> Result {
+    let c = t.civil_utc();
+    out.i64_right(c.year, 4)?;
+    two(out, c.month)?;
+    two(out, c.day)?;
+    out.byte(b'T')?;
+    two(out, c.hour)?;
+    two(out, c.minute)?;
+    two(out, c.second)?;
+    out.byte(b'.')?;
+    out.u64_zero_padded(u64::from(c.micros), 6)?;
+    out.byte(b'Z')
+}
+
+#[inline]
+fn two(out: &mut LineBuf<'_>, v: u8) -> Result {
+    out.put(&[b'0' + v / 10 % 10, b'0' + v % 10])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_675), (2023, 11, 14));
+        for d in (-800_000..800_000).step_by(97) {
+            let (y, m, dd) = civil_from_days(d);
+            assert_eq!(days_from_civil(y, m, dd), d);
+        }
+        let c = WallTime::new(1_700_000_000, 123_456).civil_with_offset(3600);
+        assert_eq!((c.hour, c.minute, c.second), (23, 13, 20));
+        let c = WallTime::new(0, 0).civil_with_offset(-1);
+        assert_eq!((c.year, c.month, c.day, c.hour), (1969, 12, 31, 23));
+    }
+
+    #[test]
+    fn extremes_do_not_panic() {
+        for secs in [i64::MIN, i64::MAX, -1, 0] {
+            let c = WallTime::new(secs, u32::MAX).civil_with_offset(i32::MIN);
+            let mut b = [0u8; 64];
+            let mut l = LineBuf::new(&mut b);
+            write_iso8601_utc(&mut l, &c).unwrap();
+            let t = WallTime::new(secs, 999_999).time_of_day(-3600);
+            let c = WallTime::new(secs, 999_999).civil_with_offset(-3600);
+            assert_eq!(
+                (t.hour, t.minute, t.second, t.micros),
+                (c.hour, c.minute, c.second, c.micros)
+            );
+        }
+    }
+}
