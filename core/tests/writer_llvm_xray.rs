@@ -5,7 +5,7 @@ mod common;
 
 use common::{llvm_xray, parse_yaml_records, run, scratch_dir, Rng, YamlRecord};
 use flightrec_core::clock::Timestamp;
-use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+use flightrec_core::fdr::ring::{Policy, Recorder, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::{Walltime, WriterConfig};
 use flightrec_core::fdr::{FunctionId, Version};
 
@@ -113,6 +113,19 @@ fn expected_yaml(ops: &[(Op, Timestamp)], tid: u64, pid: Option<u64>) -> Vec<Yam
         .collect()
 }
 
+fn record_op(rec: &mut Recorder<'_, '_>, op: &Op, ts: Timestamp) {
+    let id = |f: &u32| FunctionId::new(*f).unwrap();
+    match op {
+        Op::Enter(f) => rec.enter(id(f), ts),
+        Op::Exit(f) => rec.exit(id(f), ts),
+        Op::TailExit(f) => rec.tail_exit(id(f), ts),
+        Op::EnterArgs(f, a) => rec.enter_with_args(id(f), ts, a),
+        Op::Custom(p) => rec.custom_event(ts, p),
+        Op::Typed(t, p) => rec.typed_event(ts, *t, p),
+    }
+    .unwrap();
+}
+
 /// Records `ops` through a streaming ring of small buffers (so every thread spans
 /// many buffers), draining each finished buffer into `file`.
 fn record_thread(file: &mut Vec<u8>, version: Version, tid: i32, ops: &[(Op, Timestamp)]) -> usize {
@@ -133,16 +146,7 @@ fn record_thread(file: &mut Vec<u8>, version: Version, tid: i32, ops: &[(Op, Tim
     let (mut rec, mut cons) = ring.split(cfg);
     let mut buffers = 0;
     for (op, ts) in ops {
-        let id = |f: &u32| FunctionId::new(*f).unwrap();
-        match op {
-            Op::Enter(f) => rec.enter(id(f), *ts),
-            Op::Exit(f) => rec.exit(id(f), *ts),
-            Op::TailExit(f) => rec.tail_exit(id(f), *ts),
-            Op::EnterArgs(f, a) => rec.enter_with_args(id(f), *ts, a),
-            Op::Custom(p) => rec.custom_event(*ts, p),
-            Op::Typed(t, p) => rec.typed_event(*ts, *t, p),
-        }
-        .unwrap();
+        record_op(&mut rec, op, *ts);
         while let Some(b) = cons.pop() {
             file.extend_from_slice(&b);
             buffers += 1;
@@ -259,16 +263,7 @@ fn wrapped_flight_recorder_loads_in_llvm_xray() {
     let cfg = RecorderConfig::new(WriterConfig::new(5).with_pid(1), 1_000_000_000);
     let (mut rec, _) = ring.split(cfg);
     for (op, ts) in &ops {
-        let id = |f: &u32| FunctionId::new(*f).unwrap();
-        match op {
-            Op::Enter(f) => rec.enter(id(f), *ts),
-            Op::Exit(f) => rec.exit(id(f), *ts),
-            Op::TailExit(f) => rec.tail_exit(id(f), *ts),
-            Op::EnterArgs(f, a) => rec.enter_with_args(id(f), *ts, a),
-            Op::Custom(p) => rec.custom_event(*ts, p),
-            Op::Typed(t, p) => rec.typed_event(*ts, *t, p),
-        }
-        .unwrap();
+        record_op(&mut rec, op, *ts);
     }
     assert!(rec.stats().buffers_overwritten > 10);
     let mut file = rec.file_header().to_bytes().to_vec();
