@@ -164,11 +164,22 @@ impl<'a> LineBuf<'a> {
     /// Exactly `N` decimal digits of `v % 10^N`, zero-padded (`%06d` of the
     /// microseconds, `%02d` of clock fields): no loop, no padding pass.
     #[inline]
-    pub fn digits<const N: usize>(&mut self, mut v: u64) -> Result {
+    pub fn digits<const N: usize>(&mut self, v: u64) -> Result {
         let mut d = [b'0'; N];
-        for slot in d.iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
+        if N <= 9 {
+            // 10^9 is a multiple of 10^N: the last N digits survive, and 32-bit
+            // division by 10 is cheaper than 64-bit.
+            let mut v = (v % 1_000_000_000) as u32;
+            for slot in d.iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        } else {
+            let mut v = v;
+            for slot in d.iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
         }
         self.put(&d)
     }
@@ -374,6 +385,10 @@ mod tests {
         assert_eq!(&b[..n], b"000042");
         let (b, n) = run(|l| l.digits::<2>(1234));
         assert_eq!(&b[..n], b"34");
+        let (b, n) = run(|l| l.digits::<6>(u64::MAX));
+        assert_eq!(&b[..n], b"551615");
+        let (b, n) = run(|l| l.digits::<12>(u64::MAX));
+        assert_eq!(&b[..n], b"073709551615");
     }
 
     #[test]
