@@ -103,12 +103,17 @@ fn carries_repo(ev: &Event<'_>) -> bool {
     )
 }
 
-/// `,"key":`
-#[inline]
+/// The bytes `,"name":` as one literal, so each key is a single copy.
+macro_rules! k {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":").as_bytes()
+    };
+}
+
+/// Writes a key made by [`k!`].
+#[inline(always)]
 fn key(l: &mut LineBuf<'_>, k: &[u8]) -> Result {
-    l.put(b",\"")?;
-    l.put(k)?;
-    l.put(b"\":")
+    l.put(k)
 }
 
 #[inline]
@@ -130,7 +135,7 @@ fn time_field(l: &mut LineBuf<'_>, k: &[u8], us: u64) -> Result {
 }
 
 fn msg_field(l: &mut LineBuf<'_>, msg: &Msg<'_>) -> Result {
-    key(l, b"msg")?;
+    key(l, k!("msg"))?;
     l.byte(b'"')?;
     write_msg_json(l, msg)?;
     l.byte(b'"')
@@ -175,12 +180,12 @@ fn region_fields(
     label: Option<&[u8]>,
     msg: &Option<Msg<'_>>,
 ) -> Result {
-    int_field(l, b"nesting", i64::from(nesting))?;
+    int_field(l, k!("nesting"), i64::from(nesting))?;
     if let Some(c) = category {
-        str_field(l, b"category", c)?;
+        str_field(l, k!("category"), c)?;
     }
     if let Some(lab) = label {
-        str_field(l, b"label", lab)?;
+        str_field(l, k!("label"), lab)?;
     }
     if let Some(m) = shown(msg) {
         msg_field(l, m)?;
@@ -192,41 +197,41 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
     match *ev {
         Event::Version { exe } => {
             l.put(b",\"evt\":\"4\"")?;
-            str_field(l, b"exe", exe)
+            str_field(l, k!("exe"), exe)
         }
         Event::TooManyFiles | Event::ThreadStart => Ok(()),
         Event::Start { argv } => {
-            time_field(l, b"t_abs", ctx.t_abs)?;
-            argv_field(l, b"argv", None, argv)
+            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            argv_field(l, k!("argv"), None, argv)
         }
         Event::Exit { code } | Event::Atexit { code } => {
-            time_field(l, b"t_abs", ctx.t_abs)?;
-            int_field(l, b"code", i64::from(code))
+            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            int_field(l, k!("code"), i64::from(code))
         }
         Event::Signal { signo } => {
-            time_field(l, b"t_abs", ctx.t_abs)?;
-            int_field(l, b"signo", i64::from(signo))
+            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            int_field(l, k!("signo"), i64::from(signo))
         }
         Event::Error { msg, fmt } => {
             if !fmt.is_empty() || !msg.is_empty() {
                 msg_field(l, &msg)?;
-                str_field(l, b"fmt", fmt)?;
+                str_field(l, k!("fmt"), fmt)?;
             }
             Ok(())
         }
-        Event::CmdPath { path } => str_field(l, b"path", path),
-        Event::CmdAncestry { ancestry } => argv_field(l, b"ancestry", None, ancestry),
+        Event::CmdPath { path } => str_field(l, k!("path"), path),
+        Event::CmdAncestry { ancestry } => argv_field(l, k!("ancestry"), None, ancestry),
         Event::CmdName { name, hierarchy } => {
-            str_field(l, b"name", name)?;
+            str_field(l, k!("name"), name)?;
             if !hierarchy.is_empty() {
-                str_field(l, b"hierarchy", hierarchy)?;
+                str_field(l, k!("hierarchy"), hierarchy)?;
             }
             Ok(())
         }
-        Event::CmdMode { mode } => str_field(l, b"name", mode),
+        Event::CmdMode { mode } => str_field(l, k!("name"), mode),
         Event::Alias { alias, argv } => {
-            str_field(l, b"alias", alias)?;
-            argv_field(l, b"argv", None, argv)
+            str_field(l, k!("alias"), alias)?;
+            argv_field(l, k!("argv"), None, argv)
         }
         Event::ChildStart {
             child_id,
@@ -237,20 +242,20 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             is_git,
             argv,
         } => {
-            int_field(l, b"child_id", child_id)?;
+            int_field(l, k!("child_id"), child_id)?;
             match hook_name {
                 Some(hook) => {
-                    str_field(l, b"child_class", b"hook")?;
-                    str_field(l, b"hook_name", hook)?;
+                    str_field(l, k!("child_class"), b"hook")?;
+                    str_field(l, k!("hook_name"), hook)?;
                 }
-                None => str_field(l, b"child_class", child_class.unwrap_or(b"?"))?,
+                None => str_field(l, k!("child_class"), child_class.unwrap_or(b"?"))?,
             }
             if let Some(dir) = cd {
-                str_field(l, b"cd", dir)?;
+                str_field(l, k!("cd"), dir)?;
             }
-            key(l, b"use_shell")?;
+            key(l, k!("use_shell"))?;
             l.put(if use_shell { b"true" } else { b"false" })?;
-            argv_field(l, b"argv", is_git.then_some(&b"git"[..]), argv)
+            argv_field(l, k!("argv"), is_git.then_some(&b"git"[..]), argv)
         }
         Event::ChildExit {
             child_id,
@@ -258,10 +263,10 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             code,
             t_rel,
         } => {
-            int_field(l, b"child_id", child_id)?;
-            int_field(l, b"pid", pid)?;
-            int_field(l, b"code", i64::from(code))?;
-            time_field(l, b"t_rel", t_rel)
+            int_field(l, k!("child_id"), child_id)?;
+            int_field(l, k!("pid"), pid)?;
+            int_field(l, k!("code"), i64::from(code))?;
+            time_field(l, k!("t_rel"), t_rel)
         }
         Event::ChildReady {
             child_id,
@@ -269,36 +274,36 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             ready,
             t_rel,
         } => {
-            int_field(l, b"child_id", child_id)?;
-            int_field(l, b"pid", pid)?;
-            str_field(l, b"ready", ready)?;
-            time_field(l, b"t_rel", t_rel)
+            int_field(l, k!("child_id"), child_id)?;
+            int_field(l, k!("pid"), pid)?;
+            str_field(l, k!("ready"), ready)?;
+            time_field(l, k!("t_rel"), t_rel)
         }
         Event::Exec { exec_id, exe, argv } => {
-            int_field(l, b"exec_id", exec_id)?;
+            int_field(l, k!("exec_id"), exec_id)?;
             if let Some(exe) = exe {
-                str_field(l, b"exe", exe)?;
+                str_field(l, k!("exe"), exe)?;
             }
-            argv_field(l, b"argv", None, argv)
+            argv_field(l, k!("argv"), None, argv)
         }
         Event::ExecResult { exec_id, code, .. } => {
-            int_field(l, b"exec_id", exec_id)?;
-            int_field(l, b"code", i64::from(code))
+            int_field(l, k!("exec_id"), exec_id)?;
+            int_field(l, k!("code"), i64::from(code))
         }
-        Event::ThreadExit { t_rel } => time_field(l, b"t_rel", t_rel),
+        Event::ThreadExit { t_rel } => time_field(l, k!("t_rel"), t_rel),
         Event::DefParam {
             scope,
             param,
             value,
         } => {
-            str_field(l, b"scope", scope)?;
-            str_field(l, b"param", param)?;
+            str_field(l, k!("scope"), scope)?;
+            str_field(l, k!("param"), param)?;
             match value {
-                Some(v) => str_field(l, b"value", v),
+                Some(v) => str_field(l, k!("value"), v),
                 None => Ok(()),
             }
         }
-        Event::DefRepo { worktree } => str_field(l, b"worktree", worktree),
+        Event::DefRepo { worktree } => str_field(l, k!("worktree"), worktree),
         Event::RegionEnter {
             category,
             label,
@@ -310,7 +315,7 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             label,
             msg,
         } => {
-            time_field(l, b"t_rel", t_rel)?;
+            time_field(l, k!("t_rel"), t_rel)?;
             region_fields(l, ctx.nesting, category, label, &msg)
         }
         Event::Data {
@@ -325,12 +330,12 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             key: k,
             value,
         } => {
-            time_field(l, b"t_abs", ctx.t_abs)?;
-            time_field(l, b"t_rel", t_rel)?;
-            int_field(l, b"nesting", i64::from(ctx.nesting))?;
-            str_field(l, b"category", category)?;
-            str_field(l, b"key", k)?;
-            key(l, b"value")?;
+            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            time_field(l, k!("t_rel"), t_rel)?;
+            int_field(l, k!("nesting"), i64::from(ctx.nesting))?;
+            str_field(l, k!("category"), category)?;
+            str_field(l, k!("key"), k)?;
+            key(l, k!("value"))?;
             if matches!(ev, Event::Data { .. }) {
                 write_json_string(l, value)
             } else {
@@ -338,7 +343,7 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             }
         }
         Event::Printf { msg } => {
-            time_field(l, b"t_abs", ctx.t_abs)?;
+            time_field(l, k!("t_abs"), ctx.t_abs)?;
             if let Some(m) = shown(&msg) {
                 msg_field(l, m)?;
             }
@@ -353,13 +358,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             max_ns,
             ..
         } => {
-            str_field(l, b"category", category)?;
-            str_field(l, b"name", name)?;
-            key(l, b"intervals")?;
+            str_field(l, k!("category"), category)?;
+            str_field(l, k!("name"), name)?;
+            key(l, k!("intervals"))?;
             l.u64(intervals)?;
-            time_field(l, b"t_total", super::line::ns_to_printf_micros(total_ns))?;
-            time_field(l, b"t_min", super::line::ns_to_printf_micros(min_ns))?;
-            time_field(l, b"t_max", super::line::ns_to_printf_micros(max_ns))
+            time_field(l, k!("t_total"), super::line::ns_to_printf_micros(total_ns))?;
+            time_field(l, k!("t_min"), super::line::ns_to_printf_micros(min_ns))?;
+            time_field(l, k!("t_max"), super::line::ns_to_printf_micros(max_ns))
         }
         Event::Counter {
             category,
@@ -367,9 +372,9 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             value,
             ..
         } => {
-            str_field(l, b"category", category)?;
-            str_field(l, b"name", name)?;
-            key(l, b"count")?;
+            str_field(l, k!("category"), category)?;
+            str_field(l, k!("name"), name)?;
+            key(l, k!("count"))?;
             l.u64(value)
         }
     }

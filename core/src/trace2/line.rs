@@ -106,7 +106,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Appends `n` copies of `b`.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, b: u8, n: usize) -> Result {
         let end = self.pos.saturating_add(n);
         match self.buf.get_mut(self.pos..end) {
@@ -161,6 +161,29 @@ impl<'a> LineBuf<'a> {
         self.u64(v.unsigned_abs())
     }
 
+    /// Exactly `N` decimal digits of `v % 10^N`, zero-padded (`%06d` of the
+    /// microseconds, `%02d` of clock fields): no loop, no padding pass.
+    #[inline]
+    pub fn digits<const N: usize>(&mut self, v: u64) -> Result {
+        let mut d = [b'0'; N];
+        if N <= 9 {
+            // 10^9 is a multiple of 10^N: the last N digits survive, and 32-bit
+            // division by 10 is cheaper than 64-bit.
+            let mut v = (v % 1_000_000_000) as u32;
+            for slot in d.iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        } else {
+            let mut v = v;
+            for slot in d.iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        }
+        self.put(&d)
+    }
+
     /// `%0Nd` for a non-negative value (more digits if it needs them).
     #[inline]
     pub fn u64_zero_padded(&mut self, v: u64, width: usize) -> Result {
@@ -191,7 +214,7 @@ impl<'a> LineBuf<'a> {
     pub fn micros_fixed6(&mut self, us: u64) -> Result {
         self.u64(us / 1_000_000)?;
         self.byte(b'.')?;
-        self.u64_zero_padded(us % 1_000_000, 6)
+        self.digits::<6>(us % 1_000_000)
     }
 
     /// `%9.6f` of `us` microseconds shown as seconds: right-aligned in 9 columns,
@@ -358,6 +381,14 @@ mod tests {
         assert_eq!(&b[..n], b"1234.000000");
         let (b, n) = run(|l| l.i64_right(-1, 4));
         assert_eq!(&b[..n], b"  -1");
+        let (b, n) = run(|l| l.digits::<6>(42));
+        assert_eq!(&b[..n], b"000042");
+        let (b, n) = run(|l| l.digits::<2>(1234));
+        assert_eq!(&b[..n], b"34");
+        let (b, n) = run(|l| l.digits::<6>(u64::MAX));
+        assert_eq!(&b[..n], b"551615");
+        let (b, n) = run(|l| l.digits::<12>(u64::MAX));
+        assert_eq!(&b[..n], b"073709551615");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!   [`BufferTooSmall`]. [`Format`] picks one at run time.
 //! * [`ThreadName`], [`RegionStack`], [`ThreadState`]: thread names and region
 //!   nesting; [`ThreadTimers`], [`ThreadCounters`], [`ProcessStats`]: timers and
-//!   counters (see [`stats`] for the no-atomics concurrency design).
+//!   counters (see [`stats`] for the no-atomics concurrency design);
+//!   [`ProcessClock`] for `t_abs` and [`IdCounter`] for repository and thread ids.
 //!
 //! Nothing here allocates, and no input makes a formatter panic.
 //!
@@ -33,6 +34,7 @@ pub mod json;
 pub mod line;
 pub mod normal;
 pub mod perf;
+pub mod process;
 pub mod stats;
 pub mod text;
 pub mod thread;
@@ -41,6 +43,7 @@ pub mod time;
 pub use ctx::{sid_depth, LineCtx};
 pub use event::{Args, Bytes, Event, Micros, Msg};
 pub use line::{ns_to_printf_micros, BufferTooSmall, LineBuf};
+pub use process::{IdCounter, ProcessClock};
 pub use stats::{ProcessStats, StatDef, ThreadCounters, ThreadTimers, TimerStats};
 pub use thread::{RegionError, RegionStack, ThreadName, ThreadState, MAX_THREAD_NAME};
 pub use time::{civil_from_days, days_from_civil, write_sid_timestamp, Civil, WallTime};

@@ -95,34 +95,49 @@ fn word_needs_escape(w: u64) -> bool {
     (below_space | quote | backslash) != 0
 }
 
+/// True when some byte of `s` needs a JSON escape.
+#[inline]
+fn needs_escape(s: &[u8]) -> bool {
+    if s.len() < 8 {
+        return s.iter().any(|&b| JSON_ESCAPE[b as usize] != 0);
+    }
+    let mut i = 0;
+    loop {
+        // The last word overlaps bytes already checked, which is harmless.
+        let at = i.min(s.len() - 8);
+        if let Some(Ok(word)) = s.get(at..at + 8).map(<[u8; 8]>::try_from) {
+            if word_needs_escape(u64::from_le_bytes(word)) {
+                return true;
+            }
+        }
+        i = at + 8;
+        if i >= s.len() {
+            return false;
+        }
+    }
+}
+
 /// Writes the body of a JSON string (no quotes) the way git does: `"`, `\`, and
 /// control bytes below 0x20 are escaped (lowercase `\u00xx`); everything else,
 /// including `/`, DEL and every byte >= 0x80 (valid UTF-8 or not), is copied raw.
+#[inline]
 pub fn write_json_escaped(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
+    // Most strings need no escape at all: one check, one copy.
+    if !needs_escape(s) {
+        return out.put(s);
+    }
+    write_json_escaped_slow(out, s)
+}
+
+#[cold]
+fn write_json_escaped_slow(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     let mut start = 0;
-    let mut i = 0;
-    while i < s.len() {
-        // Skip 8 clean bytes at a time; most strings need no escape at all.
-        // Near the end, the last 8 bytes (overlapping ones already checked)
-        // decide the whole tail at once.
-        let at = if i + 8 <= s.len() {
-            i
-        } else {
-            s.len().saturating_sub(8)
-        };
-        if let Some(Ok(word)) = s.get(at..at + 8).map(<[u8; 8]>::try_from) {
-            if !word_needs_escape(u64::from_le_bytes(word)) {
-                i = at + 8;
-                continue;
-            }
-        }
-        let b = s[i];
+    for (i, &b) in s.iter().enumerate() {
         let class = JSON_ESCAPE[b as usize];
-        i += 1;
         if class == 0 {
             continue;
         }
-        out.put(&s[start..i - 1])?;
+        out.put(&s[start..i])?;
         if class == b'u' {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.put(&[
@@ -136,13 +151,13 @@ pub fn write_json_escaped(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
         } else {
             out.put(&[b'\\', class])?;
         }
-        start = i;
+        start = i + 1;
     }
     out.put(&s[start..])
 }
 
 /// Writes a quoted JSON string.
-#[inline]
+#[inline(always)]
 pub fn write_json_string(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     out.byte(b'"')?;
     write_json_escaped(out, s)?;
@@ -223,6 +238,14 @@ mod tests {
                     "byte {b:#x} at {pos}"
                 );
             }
+        }
+        for n in 0..20 {
+            for pos in 0..n {
+                let mut v = [b'x'; 20];
+                v[pos] = b'"';
+                assert!(needs_escape(&v[..n]), "quote at {pos} of {n}");
+            }
+            assert!(!needs_escape(&[b'x'; 20][..n]));
         }
         // Neighbouring bytes that could borrow into each other.
         assert!(!word_needs_escape(u64::from_le_bytes(

@@ -70,11 +70,13 @@ impl WallTime {
     }
 
     /// The UTC civil date and time of this instant.
+    #[inline]
     pub fn civil_utc(self) -> Civil {
         self.civil_with_offset(0)
     }
 
     /// The civil date and time at `utc_offset_secs` east of UTC.
+    #[inline]
     pub fn civil_with_offset(self, utc_offset_secs: i32) -> Civil {
         let secs = self
             .secs
@@ -98,16 +100,24 @@ impl WallTime {
 /// Converts days since 1970-01-01 to a (year, month, day) of the proleptic
 /// Gregorian calendar (Howard Hinnant's `civil_from_days`, valid for every `i64`
 /// day count that `secs / 86400` can produce).
+///
+/// The day count is first moved up by a whole number of 400-year eras so that
+/// all the divisions are unsigned (cheaper than `div_euclid` on this hot path).
+#[inline]
 pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
+    // 10^9 eras of 146 097 days keep every `i64::MIN / 86400`-sized input positive.
+    const SHIFT_ERAS: i64 = 1_000_000_000;
+    let shifted =
+        days.clamp(-100_000_000_000_000, 100_000_000_000_000) + 719_468 + SHIFT_ERAS * 146_097;
+    let z = shifted as u64;
+    let era = z / 146_097;
+    let doe = z - era * 146_097; // [0, 146096]
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
     let mp = (5 * doy + 2) / 153; // [0, 11]
     let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let year = (yoe + era * 400) as i64 - SHIFT_ERAS * 400 + i64::from(month <= 2);
     (year, month, day)
 }
 
@@ -140,12 +150,16 @@ pub(crate) fn write_time_of_day(out: &mut LineBuf<'_>, c: &Civil) -> Result {
     out.byte(b':')?;
     two(out, c.second)?;
     out.byte(b'.')?;
-    out.u64_zero_padded(u64::from(c.micros), 6)
+    out.digits::<6>(u64::from(c.micros))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (git's `%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ`).
 pub(crate) fn write_iso8601_utc(out: &mut LineBuf<'_>, c: &Civil) -> Result {
-    out.i64_right(c.year, 4)?;
+    if (1000..=9999).contains(&c.year) {
+        out.digits::<4>(c.year as u64)?;
+    } else {
+        out.i64_right(c.year, 4)?;
+    }
     out.byte(b'-')?;
     two(out, c.month)?;
     out.byte(b'-')?;
@@ -181,7 +195,7 @@ pub fn write_sid_timestamp(out: &mut LineBuf<'_>, t: WallTime) -> Result {
 
 #[inline]
 fn two(out: &mut LineBuf<'_>, v: u8) -> Result {
-    out.put(&[b'0' + v / 10 % 10, b'0' + v % 10])
+    out.digits::<2>(u64::from(v))
 }
 
 #[cfg(test)]
@@ -205,10 +219,31 @@ mod tests {
     }
 
     #[test]
+    fn iso_years_are_printf_width_4() {
+        let mut b = [0u8; 64];
+        for (days, want) in [
+            (days_from_civil(999, 1, 2), " 999-01-02T00:00:00.000000Z"),
+            (days_from_civil(2023, 11, 14), "2023-11-14T00:00:00.000000Z"),
+            (
+                days_from_civil(12_345, 6, 7),
+                "12345-06-07T00:00:00.000000Z",
+            ),
+            (days_from_civil(-5, 3, 1), "  -5-03-01T00:00:00.000000Z"),
+        ] {
+            let mut l = LineBuf::new(&mut b);
+            write_iso8601_utc(&mut l, &WallTime::new(days * 86_400, 0).civil_utc()).unwrap();
+            assert_eq!(l.as_bytes(), want.as_bytes());
+        }
+    }
+
+    #[test]
     fn extremes_do_not_panic() {
         for secs in [i64::MIN, i64::MAX, -1, 0] {
             let c = WallTime::new(secs, u32::MAX).civil_with_offset(i32::MIN);
             let mut b = [0u8; 64];
+            let mut l = LineBuf::new(&mut b);
+            write_iso8601_utc(&mut l, &c).unwrap();
+            let c = WallTime::new(secs, 0).civil_utc();
             let mut l = LineBuf::new(&mut b);
             write_iso8601_utc(&mut l, &c).unwrap();
             let t = WallTime::new(secs, 999_999).time_of_day(-3600);
