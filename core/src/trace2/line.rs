@@ -212,6 +212,17 @@ impl<'a> LineBuf<'a> {
     /// `%.6f` of `us` microseconds shown as seconds (exact: no rounding happens).
     #[inline]
     pub fn micros_fixed6(&mut self, us: u64) -> Result {
+        if us < 10_000_000 {
+            // Under ten seconds (most t_abs/t_rel values): `S.uuuuuu` in one copy.
+            let mut d = [b'0', b'.', b'0', b'0', b'0', b'0', b'0', b'0'];
+            let mut frac = (us % 1_000_000) as u32;
+            for slot in d[2..].iter_mut().rev() {
+                *slot = b'0' + (frac % 10) as u8;
+                frac /= 10;
+            }
+            d[0] = b'0' + (us / 1_000_000) as u8;
+            return self.put(&d);
+        }
         self.u64(us / 1_000_000)?;
         self.byte(b'.')?;
         self.digits::<6>(us % 1_000_000)
@@ -375,6 +386,15 @@ mod tests {
         assert_eq!(&b[..n], b"-9223372036854775808");
         let (b, n) = run(|l| l.u64(u64::MAX));
         assert_eq!(&b[..n], b"18446744073709551615");
+        for (us, want) in [
+            (0u64, &b"0.000000"[..]),
+            (9_999_999, b"9.999999"),
+            (10_000_000, b"10.000000"),
+            (1_500_000, b"1.500000"),
+        ] {
+            let (b, n) = run(|l| l.micros_fixed6(us));
+            assert_eq!(&b[..n], want);
+        }
         let (b, n) = run(|l| l.micros_fixed6_w9(45));
         assert_eq!(&b[..n], b" 0.000045");
         let (b, n) = run(|l| l.micros_fixed6_w9(1_234_000_000));
