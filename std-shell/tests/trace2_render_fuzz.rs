@@ -38,7 +38,7 @@ proptest! {
             let at = at % (l.len() + 1);
             match how {
                 0 => l.truncate(at),
-                1 => if at < l.len() { l[at] = *byte },
+                1 if at < l.len() => l[at] = *byte,
                 2 => l.insert(at, *byte),
                 _ => {} // unchanged
             }
