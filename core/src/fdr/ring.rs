@@ -147,10 +147,7 @@ pub struct RingStats {
 /// let mut buffers = 0;
 /// rec.for_each_buffer(|bytes| buffers += usize::from(!bytes.is_empty()));
 /// assert_eq!(buffers, 4);
-/// assert!(ring_stats_overwritten(&rec) > 0);
-/// # fn ring_stats_overwritten(r: &flightrec_core::fdr::ring::Recorder<'_, '_>) -> u32 {
-/// #     r.stats().buffers_overwritten
-/// # }
+/// assert!(rec.stats().buffers_overwritten > 0);
 /// ```
 pub struct Ring<'a> {
     storage: NonNull<u8>,
@@ -236,8 +233,9 @@ impl<'a> Ring<'a> {
 
     /// Splits the ring into its recorder and its consumer.
     ///
-    /// Fails when the buffers are too small for `config` (see
-    /// [`WriterConfig::min_buffer_len`]).
+    /// When the buffers are too small for `config` (see
+    /// [`WriterConfig::min_buffer_len`]), every record is refused with
+    /// [`Dropped::TooLarge`] and counted.
     pub fn split<'r>(&'r mut self, config: RecorderConfig) -> (Recorder<'r, 'a>, Consumer<'r, 'a>) {
         let ring: &'r Ring<'a> = self;
         let too_small = ring.buffer_size < config.writer.min_buffer_len();

@@ -520,22 +520,16 @@ impl<'b> BufferWriter<'b> {
             if self.pos + FUNC > self.limit {
                 return Err(Full);
             }
-            self.put_function(action, id, ts.tsc);
-            match action {
-                // A kept exit ends every undoable run before it.
-                FunctionAction::Exit => self.undo_start = self.pos,
-                FunctionAction::EnterArg => self.undo_start = self.pos,
-                FunctionAction::Enter | FunctionAction::TailExit => {}
-            }
         } else {
             if self.pos + META + FUNC > self.limit {
                 return Err(Full);
             }
             self.write_preamble(p, ts);
-            self.put_function(action, id, ts.tsc);
-            if !matches!(action, FunctionAction::Enter | FunctionAction::TailExit) {
-                self.undo_start = self.pos;
-            }
+        }
+        self.put_function(action, id, ts.tsc);
+        // A kept exit ends every undoable run before it; an EnterArg is never erased.
+        if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
+            self.undo_start = self.pos;
         }
         self.sync_extents();
         Ok(())
