@@ -1,0 +1,4 @@
+//! Trace2 on desktop hosts: settings, destinations and the process runtime.
+
+pub mod config;
+pub mod target;
