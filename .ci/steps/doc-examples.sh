@@ -19,6 +19,8 @@ cd "$(dirname "$0")/../.."
 ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
+  core/src/fdr/header.rs
+  core/src/fdr/records.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {
