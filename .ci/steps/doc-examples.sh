@@ -21,6 +21,7 @@ ENFORCED=(
   core/src/clock.rs
   core/src/fdr/header.rs
   core/src/fdr/records.rs
+  core/src/fdr/writer.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {
