@@ -22,6 +22,7 @@ ENFORCED=(
   core/src/fdr/header.rs
   core/src/fdr/records.rs
   core/src/fdr/writer.rs
+  core/src/fdr/ring.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {
