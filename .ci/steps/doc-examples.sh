@@ -19,10 +19,7 @@ cd "$(dirname "$0")/../.."
 ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
-  core/src/fdr/header.rs
-  core/src/fdr/records.rs
-  core/src/fdr/writer.rs
-  core/src/fdr/ring.rs
+  core/src/fdr/
 )
 
 command -v python3 >/dev/null 2>&1 || {
