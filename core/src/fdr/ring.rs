@@ -564,9 +564,10 @@ impl RecorderConfig {
     }
 }
 
-/// Why a record was not kept by a [`Recorder`]. Tracing goes on either way: the
-/// caller may ignore it, since every loss is also counted in [`RingStats`] and, when
-/// streaming, marked in the trace (see [`LOSS_EVENT_TYPE`]).
+/// Why a record was not kept by a [`Recorder`]. Tracing goes on either way, so the
+/// caller may ignore it: every dropped record but an empty event is also counted in
+/// [`RingStats`] and marked in the next buffer the recorder starts (see
+/// [`LOSS_EVENT_TYPE`]).
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
@@ -921,8 +922,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.record(ts, |w| w.enter_with_args(id, ts, args))
     }
 
-    /// Records a custom event: a payload of 1 byte or more, shown by
-    /// `llvm-xray convert`. See [`BufferWriter::custom_event`] for its time stamp.
+    /// Records a custom event: a payload of 1 byte or more, for example a log line or
+    /// a state change. See [`BufferWriter::custom_event`] for its time stamp.
     ///
     /// ```
     /// # use flightrec_core::fdr::decoder::decode_record;
