@@ -8,3 +8,6 @@ pub use flightrec_core as core;
 
 pub mod trace2;
 pub mod trace2_render;
+
+#[cfg(unix)]
+pub mod xray;
