@@ -77,3 +77,5 @@ macro_rules! error {
         }
     };
 }
+#[cfg(unix)]
+pub mod xray;
