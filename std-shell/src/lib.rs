@@ -8,3 +8,5 @@ pub use flightrec_core as core;
 
 pub mod trace2;
 pub mod trace2_render;
+
+pub mod tool;
