@@ -79,3 +79,4 @@ macro_rules! error {
 }
 #[cfg(unix)]
 pub mod xray;
+pub mod tool;
