@@ -1,1 +1,4 @@
 //! Shared helpers for the benchmarks.
+
+pub mod compiler_rt;
+pub mod side_by_side;
