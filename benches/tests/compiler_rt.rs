@@ -3,7 +3,10 @@
 //! every enter and exit of every call in it.
 //!
 //! Needs clang-14, libclang-rt-14-dev and llvm-xray; without them the test is
-//! skipped, except under `CI=true`, where it fails.
+//! skipped, except under `CI=true`, where it fails. It is not part of
+//! `cargo test --workspace`; run it with
+//! `cargo test -p flightrec-benches --test compiler_rt` (CI does, in
+//! `.ci/steps/compare.sh`, after installing the tools).
 
 use std::path::PathBuf;
 use std::process::Command;
