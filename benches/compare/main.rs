@@ -16,7 +16,8 @@
 //! compiler-rt's premain patching) exactly as a program would. A process makes one
 //! warm-up batch and `batches` timed batches. Rounds run every subject once, in an
 //! order rotated each round, so slow drifts of a shared machine hit all subjects
-//! alike; a row's figure is the median of all its batches. Net cost = a row's
+//! alike; a row's figure is the median of all its batches, timed in thread CPU
+//! time so that time slices lost to other programs do not count. Net cost = a row's
 //! median minus the median of the same loop without tracing in the same
 //! language. Each subject checks after its batches that it recorded every call.
 //! The compiler-rt program is built by this command with clang-14
@@ -45,10 +46,10 @@ struct Args {
     #[arg(long, default_value_t = 5)]
     rounds: u32,
     /// Calls per batch.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 20_000)]
     calls: u64,
     /// Timed batches per subject process.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 10)]
     batches: u32,
     /// Run one subject in this process and print its batch times (internal).
     #[arg(long, hide = true)]
@@ -157,7 +158,7 @@ fn drive(args: &Args) -> ExitCode {
     };
     let (fdr, trace2) = tables(&samples, unavailable);
     println!(
-        "Per row: median of {} rounds × {} batches of {} calls; net = minus the same loop without tracing.\n",
+        "Per row: median of {} rounds × {} batches of {} calls, thread CPU time per call; net = minus the same loop without tracing.\n",
         args.rounds, args.batches, args.calls
     );
     println!("{}", fdr.render());
@@ -288,13 +289,18 @@ fn tables(samples: &HashMap<&str, Vec<f64>>, c_unavailable: Option<&str>) -> (Ta
         }
         (_, None) => Row::not_available(s.key, s.label, "not measured (failed)"),
     };
-    let mut fdr = Table::new("FDR: one instrumented call (enter + exit records)", "floor");
+    let mut fdr = Table::new(
+        "FDR: one instrumented call (enter + exit records)",
+        "floor",
+        "floor",
+    );
     for s in subjects::ALL.iter().filter(|s| s.section == Section::Fdr) {
         fdr.push(row(s));
     }
     let mut trace2 = Table::new(
         "Trace2: one region (region_enter + region_leave lines to a file)",
         "tracing-fmt",
+        "tracing fmt",
     );
     for key in ["call", "tracing-fmt"] {
         if let Some(s) = subjects::find(key) {

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use flightrec_benches::side_by_side::{Row, Table};
-//! let mut t = Table::new("FDR", "floor");
+//! let mut t = Table::new("FDR", "floor", "floor");
 //! t.push(Row::measured("call", "call only", None, vec![2.0, 2.0, 2.0]));
 //! t.push(Row::measured("floor", "floor", Some("call"), vec![22.0, 21.0, 23.0]));
 //! t.push(Row::measured("rec", "recorder", Some("call"), vec![26.0, 25.0, 27.0]));
@@ -106,16 +106,24 @@ pub struct Table {
     pub title: String,
     /// Key of the row the ratio column divides by.
     pub reference: &'static str,
+    /// Short name of the reference row, for the ratio column's heading.
+    pub reference_name: &'static str,
     /// The rows, in print order.
     pub rows: Vec<Row>,
 }
 
 impl Table {
-    /// An empty table whose ratios are relative to the row `reference`.
-    pub fn new(title: impl Into<String>, reference: &'static str) -> Self {
+    /// An empty table whose ratios are relative to the row `reference`, called
+    /// `reference_name` in the ratio column's heading.
+    pub fn new(
+        title: impl Into<String>,
+        reference: &'static str,
+        reference_name: &'static str,
+    ) -> Self {
         Table {
             title: title.into(),
             reference,
+            reference_name,
             rows: Vec::new(),
         }
     }
@@ -165,13 +173,9 @@ impl Table {
 
     /// The table as Markdown: label, median, minimum, net and ratio per row.
     pub fn render(&self) -> String {
-        let reference_label = self
-            .row(self.reference)
-            .map_or(self.reference, |r| r.label.as_str());
         let mut out = format!(
             "{}\n\n| subject | median ns | min ns | net ns | net / {} |\n|---|---:|---:|---:|---:|\n",
-            self.title,
-            short(reference_label)
+            self.title, self.reference_name
         );
         for row in &self.rows {
             let line = match &row.result {
@@ -198,11 +202,6 @@ impl Table {
         }
         out
     }
-}
-
-/// The first words of a label, for the ratio column's heading.
-fn short(label: &str) -> &str {
-    label.split(':').next().unwrap_or(label).trim()
 }
 
 fn ns(v: Option<f64>) -> String {
@@ -243,7 +242,7 @@ impl Goal {
     ///
     /// ```
     /// use flightrec_benches::side_by_side::{Goal, Row, Table};
-    /// let mut t = Table::new("t", "a");
+    /// let mut t = Table::new("t", "a", "a");
     /// t.push(Row::measured("a", "a", None, vec![10.0]));
     /// t.push(Row::measured("b", "b", None, vec![50.0]));
     /// let g = Goal { text: "b / a ≥ 4", numerator: "b", denominator: "a", bound: 4.0, at_least: true };
@@ -273,7 +272,7 @@ mod tests {
     use super::*;
 
     fn table() -> Table {
-        let mut t = Table::new("FDR", "floor");
+        let mut t = Table::new("FDR", "floor", "floor");
         t.push(Row::measured("call", "call only", None, vec![1.0, 3.0]));
         t.push(Row::measured(
             "floor",
@@ -312,7 +311,7 @@ mod tests {
 
     #[test]
     fn ratio_needs_a_positive_reference() {
-        let mut t = Table::new("t", "r");
+        let mut t = Table::new("t", "r", "r");
         t.push(Row::measured("base", "base", None, vec![5.0]));
         t.push(Row::measured("r", "r", Some("base"), vec![4.0]));
         t.push(Row::measured("x", "x", Some("base"), vec![9.0]));
