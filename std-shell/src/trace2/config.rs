@@ -8,6 +8,8 @@
 
 use std::ffi::OsString;
 
+use flightrec_core::trace2::Target;
+
 /// One target's setting: the destination value as written (env or config) and
 /// its brief flag.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,6 +102,25 @@ impl Trace2Config {
                 .unwrap_or(true),
             parent_sid: env(&format!("{prefix}_PARENT_SID")).filter(|v| !v.is_empty()),
             parent_name: env(&format!("{prefix}_PARENT_NAME")).filter(|v| !v.is_empty()),
+        }
+    }
+
+    /// The setting of one target.
+    pub fn setting(&self, kind: Target) -> &TargetSetting {
+        match kind {
+            Target::Normal => &self.normal,
+            Target::Perf => &self.perf,
+            Target::Event => &self.event,
+        }
+    }
+
+    /// The environment variable that names a target in warnings
+    /// (`GIT_TRACE2`, `GIT_TRACE2_PERF`, `GIT_TRACE2_EVENT` for git's prefix).
+    pub fn var_name(&self, kind: Target) -> String {
+        match kind {
+            Target::Normal => self.prefix.clone(),
+            Target::Perf => format!("{}_PERF", self.prefix),
+            Target::Event => format!("{}_EVENT", self.prefix),
         }
     }
 
