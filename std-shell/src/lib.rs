@@ -77,6 +77,6 @@ macro_rules! error {
         }
     };
 }
+pub mod tool;
 #[cfg(unix)]
 pub mod xray;
-pub mod tool;
