@@ -315,6 +315,38 @@ impl Trace2Config {
         }
     }
 
+    /// The config entries that `def_param` reports for these settings'
+    /// `configParams` patterns, in git's reading order with duplicates:
+    /// system and global files of `files`, then the repository's local (and
+    /// worktree) config when `git_dir` is given. Empty without patterns.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::{ConfigFiles, Trace2Config};
+    /// use std::ffi::OsString;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("config"), "[core]\n\tabbrev = 12\n[foo]\n\tx = 1\n").unwrap();
+    /// let env = |name: &str| {
+    ///     (name == "GIT_TRACE2_CONFIG_PARAMS").then(|| OsString::from("core.*"))
+    /// };
+    /// let cfg = Trace2Config::load_with("GIT_TRACE2", None, env, &ConfigFiles::none()).unwrap();
+    /// let params = cfg.def_params(&ConfigFiles::none(), Some(dir.path())).unwrap();
+    /// assert_eq!(params.len(), 1);
+    /// assert_eq!((params[0].scope.as_str(), &params[0].key[..]), ("local", &b"core.abbrev"[..]));
+    /// ```
+    pub fn def_params(
+        &self,
+        files: &ConfigFiles,
+        git_dir: Option<&std::path::Path>,
+    ) -> Result<Vec<ConfigEntry>, ConfigError> {
+        if self.config_params.is_empty() {
+            return Ok(Vec::new());
+        }
+        let all = files.entries(git_dir)?;
+        Ok(def_param_entries(&all, &self.config_params)
+            .cloned()
+            .collect())
+    }
+
     /// Whether any of the three targets has a destination set.
     pub fn any_target(&self) -> bool {
         self.normal.value.is_some() || self.perf.value.is_some() || self.event.value.is_some()
