@@ -67,6 +67,29 @@ fn region_with<'a>(
     msg: Option<fmt::Arguments<'_>>,
 ) -> Region<'a> {
     let loc = Location::caller();
+    if super::runtime::enabled() {
+        return enter_guard(loc, repo, category, label, msg);
+    }
+    Region {
+        active: false,
+        category,
+        label,
+        repo,
+        loc,
+    }
+}
+
+/// The enabled path, kept out of line so that the disabled one stays a load,
+/// a test and a branch in the caller.
+#[cold]
+#[inline(never)]
+fn enter_guard<'a>(
+    loc: &'static Location<'static>,
+    repo: Option<i32>,
+    category: &'a str,
+    label: &'a str,
+    msg: Option<fmt::Arguments<'_>>,
+) -> Region<'a> {
     let active = match runtime() {
         None => false,
         Some(rt) => {
@@ -93,9 +116,16 @@ fn region_with<'a>(
 impl Drop for Region<'_> {
     #[inline]
     fn drop(&mut self) {
-        if !self.active {
-            return;
+        if self.active {
+            self.leave();
         }
+    }
+}
+
+impl Region<'_> {
+    #[cold]
+    #[inline(never)]
+    fn leave(&mut self) {
         if let Some(rt) = runtime() {
             leave_raw(
                 rt,
