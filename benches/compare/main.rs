@@ -131,6 +131,7 @@ fn drive(args: &Args) -> ExitCode {
         }
     };
 
+    let load_before = load_average();
     let runnable: Vec<&Subject> = subjects::ALL
         .iter()
         .filter(|s| !matches!(s.runner, Runner::NotAvailable(_)))
@@ -157,6 +158,13 @@ fn drive(args: &Args) -> ExitCode {
         CProgram::Built(_) => None,
     };
     let (fdr, trace2) = tables(&samples, unavailable);
+    println!(
+        "Machine: {}, {} CPUs; load average {} before, {} after.",
+        cpu_model(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_before,
+        load_average()
+    );
     println!(
         "Per row: median of {} rounds × {} batches of {} calls, thread CPU time per call; net = minus the same loop without tracing.\n",
         args.rounds, args.batches, args.calls
@@ -314,4 +322,25 @@ fn tables(samples: &HashMap<&str, Vec<f64>>, c_unavailable: Option<&str>) -> (Ta
         trace2.push(row(s));
     }
     (fdr, trace2)
+}
+
+/// The CPU model from `/proc/cpuinfo`, for the record.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+/// The one-minute load average, for the record (other programs share the machine).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
