@@ -11,6 +11,7 @@
 //!   nesting; [`ThreadTimers`], [`ThreadCounters`], [`ProcessStats`]: timers and
 //!   counters (see [`stats`] for the no-atomics concurrency design);
 //!   [`ProcessClock`] for `t_abs` and [`IdCounter`] for repository and thread ids.
+//! * [`redact`]: git's URL password redaction of argv and `def_param` values.
 //!
 //! Nothing here allocates, and no input makes a formatter panic.
 //!
@@ -35,6 +36,7 @@ pub mod line;
 pub mod normal;
 pub mod perf;
 pub mod process;
+pub mod redact;
 pub mod stats;
 pub mod text;
 pub mod thread;
@@ -44,6 +46,7 @@ pub use ctx::{sid_depth, LineCtx};
 pub use event::{Args, Bytes, Event, Micros, Msg};
 pub use line::{ns_to_printf_micros, BufferTooSmall, LineBuf};
 pub use process::{IdCounter, ProcessClock};
+pub use redact::{redact_url, Redacted, REDACTED};
 pub use stats::{ProcessStats, StatDef, ThreadCounters, ThreadTimers, TimerStats};
 pub use thread::{RegionError, RegionStack, ThreadName, ThreadState, MAX_THREAD_NAME};
 pub use time::{civil_from_days, days_from_civil, write_sid_timestamp, Civil, WallTime};

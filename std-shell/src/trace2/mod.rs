@@ -1,4 +1,67 @@
 //! Trace2 on desktop hosts: settings, destinations and the process runtime.
+//!
+//! A program calls [`init`] first thing in `main` and keeps the returned
+//! [`Session`]; from then on the functions of this module write git Trace2
+//! events to the targets configured by `GIT_TRACE2`, `GIT_TRACE2_PERF` and
+//! `GIT_TRACE2_EVENT` (or a prefix of the program's own, see [`Builder`]),
+//! byte for byte in git's formats. With no target configured every call is a
+//! no-op that costs one relaxed atomic load.
+//!
+//! ```
+//! fn main() {
+//!     let _t2 = flightrec::trace2::init(); // version, start, cmd_ancestry
+//!     flightrec::trace2::cmd_name("refresh");
+//!     {
+//!         let _r = flightrec::region!("index", "refresh");
+//!         flightrec::data!("index", "entries", "{}", 1024);
+//!     }
+//!     flightrec::printf!("done after {} passes", 2);
+//! } // exit and atexit
+//! ```
+//!
+//! * Lifecycle ([`init`], [`Session`], [`exit`]): `exit` + `atexit` when
+//!   `main` returns, when [`exit`] or `std::process::exit` is called (a C
+//!   library exit handler), with code 101 when a panic unwinds out of `main`
+//!   (a panic hook adds an `error` event for every panic). `abort()`,
+//!   crashes and signals other than `SIGPIPE` end the trace at the last line
+//!   written, as in git (see [`signal`] for `SIGPIPE`).
+//! * Commands: [`cmd_name`], [`cmd_mode`], [`cmd_path`], [`alias`],
+//!   [`def_param`], [`def_repo`].
+//! * Regions and data: [`region`], [`region_in`], [`region_msg`] (RAII),
+//!   [`data`], [`data_in`], [`data_fmt`], [`data_json`], [`printf`],
+//!   [`error`], [`error_fmt`], and the macros [`region!`](crate::region),
+//!   [`data!`](crate::data), [`printf!`](crate::printf),
+//!   [`error!`](crate::error).
+//! * Threads: [`thread_start`] returns a guard that emits `thread_exit`.
+//! * Timers and counters: [`Timer`], [`Counter`] statics.
+//! * Children: [`child`] (around a `std::process::Command`), [`exec`].
+//!
+//! Every line is formatted by the core's formatters into the thread's own
+//! buffer and written with one `write()` per destination, in the order
+//! normal, perf, event.
 
+mod ancestry;
+mod api;
+mod child;
+mod clock;
 pub mod config;
+mod lifecycle;
+mod region;
+mod runtime;
+pub mod sid;
+pub mod signal;
+mod stats;
 pub mod target;
+mod tls;
+
+pub use ancestry::ancestry;
+pub use api::{
+    alias, cmd_mode, cmd_name, cmd_path, cmd_start, data, data_fmt, data_in, data_json, def_param,
+    def_param_scoped, def_repo, error, error_fmt, printf, ConfigParam, Repo,
+};
+pub use child::{child, exec, exec_event, exec_result, ChildRecord, ChildSpec, TracedChild};
+pub use lifecycle::{exit, init, Builder, Session};
+pub use region::{region, region_in, region_msg, Region};
+pub use runtime::{enabled, source_path, ConfigParamsFn};
+pub use stats::{Counter, Timer, TimerScope, MAX_COUNTERS, MAX_TIMERS};
+pub use tls::{thread_start, ThreadGuard};

@@ -1,0 +1,442 @@
+//! The event functions of the public API. Each one is a no-op costing one
+//! relaxed atomic load when Trace2 is off, and takes its `file:line` from the
+//! caller (`#[track_caller]`).
+
+use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::fmt;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt;
+
+use flightrec_core::trace2::{redact_url, Args, Event, Msg};
+
+use super::runtime::{runtime, Loc, Runtime};
+use super::tls::with_ctx;
+
+/// A repository id for the events that carry one (`def_repo`, regions and
+/// data). Git's `the_repository` before `def_repo` is id 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Repo(i32);
+
+impl Repo {
+    /// Git's `the_repository` before it is defined: id 0 (`r0`).
+    pub const THE_REPOSITORY: Repo = Repo(0);
+
+    /// A repository with an explicit id.
+    pub const fn new(id: i32) -> Self {
+        Repo(id)
+    }
+
+    /// The id.
+    pub const fn id(self) -> i32 {
+        self.0
+    }
+}
+
+/// One `trace2.configParams` match, for [`Builder::config_params`](super::Builder::config_params).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigParam {
+    /// `system`, `global`, `local`, `worktree`, `command`, ...
+    pub scope: String,
+    /// The key in git's canonical form (`core.quotepath`).
+    pub key: String,
+    /// The value; `None` for a key written without `=`.
+    pub value: Option<String>,
+}
+
+/// Git's redaction of an argument (when `GIT_TRACE2_REDACT` is on).
+pub(crate) fn redact<'a>(rt: &Runtime, arg: &'a [u8]) -> Cow<'a, [u8]> {
+    if !rt.cfg.redact {
+        return Cow::Borrowed(arg);
+    }
+    match redact_url(arg) {
+        Some(r) => {
+            let mut v = vec![0; r.len()];
+            match r.write_into(&mut v) {
+                Ok(n) => v.truncate(n),
+                Err(_) => return Cow::Borrowed(arg),
+            }
+            Cow::Owned(v)
+        }
+        None => Cow::Borrowed(arg),
+    }
+}
+
+/// Redacts every argument.
+pub(crate) fn redact_all<'a, I: IntoIterator<Item = &'a [u8]>>(
+    rt: &Runtime,
+    args: I,
+) -> Vec<Cow<'a, [u8]>> {
+    args.into_iter().map(|a| redact(rt, a)).collect()
+}
+
+/// Borrowed views of owned arguments, for [`Args::Bytes`].
+pub(crate) fn views<'a>(args: &'a [Cow<'a, [u8]>]) -> Vec<&'a [u8]> {
+    args.iter().map(|a| a.as_ref()).collect()
+}
+
+/// Emits `ev` on this thread at the current nesting.
+#[inline]
+pub(crate) fn emit(rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
+    with_ctx(rt, |c| c.emit(rt, loc, ev));
+}
+
+/// `start`: the command line, redacted (git emits it once at startup; a second
+/// call is what git's test tool uses to check redaction).
+///
+/// ```
+/// flightrec::trace2::cmd_start(["app", "clone", "https://user:pwd@example.com/"]);
+/// ```
+#[track_caller]
+pub fn cmd_start<I, S>(argv: I)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let Some(rt) = runtime() else { return };
+    let owned: Vec<S> = argv.into_iter().collect();
+    start_event(
+        rt,
+        Loc::caller(),
+        owned.iter().map(|a| a.as_ref().as_bytes()),
+    );
+}
+
+pub(crate) fn start_event<'a>(rt: &Runtime, loc: Loc<'_>, argv: impl Iterator<Item = &'a [u8]>) {
+    let red = redact_all(rt, argv);
+    let v = views(&red);
+    emit(
+        rt,
+        loc,
+        &Event::Start {
+            argv: Args::Bytes(&v),
+        },
+    );
+}
+
+/// `cmd_name`: the command's name. Its hierarchy is the inherited
+/// `<PREFIX>_PARENT_NAME` (or the previous hierarchy of this process) + `/` +
+/// `name`, and `<PREFIX>_PARENT_NAME` is set to it for child processes. The
+/// first call also reports the `def_param`s of `trace2.configParams` and
+/// `trace2.envVars`.
+///
+/// Setting the environment variable is not synchronised with C code reading
+/// the environment on other threads: call it early, before starting threads,
+/// as git does. Children started through [`child`](super::child) get the value
+/// explicitly in any case.
+///
+/// ```
+/// flightrec::trace2::cmd_name("status");
+/// ```
+#[track_caller]
+pub fn cmd_name(name: &str) {
+    let Some(rt) = runtime() else { return };
+    let loc = Loc::caller();
+    let (hierarchy, first) = {
+        let mut sh = rt.shared();
+        let parent = sh.hierarchy.clone().or_else(|| {
+            rt.cfg
+                .parent_name
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+        });
+        let h = match parent {
+            Some(p) if !p.is_empty() => format!("{p}/{name}"),
+            _ => name.to_string(),
+        };
+        sh.hierarchy = Some(h.clone());
+        let first = !sh.params_emitted;
+        sh.params_emitted = true;
+        (h, first)
+    };
+    std::env::set_var(format!("{}_PARENT_NAME", rt.cfg.prefix), &hierarchy);
+    emit(
+        rt,
+        loc,
+        &Event::CmdName {
+            name: name.as_bytes(),
+            hierarchy: hierarchy.as_bytes(),
+        },
+    );
+    if first {
+        emit_param_lists(rt);
+    }
+}
+
+/// The `def_param`s of `configParams` (through the registered lister) and of
+/// `envVars`, in that order.
+fn emit_param_lists(rt: &Runtime) {
+    let loc = Loc::caller();
+    if !rt.cfg.config_params.is_empty() {
+        if let Some(list) = rt.config_params {
+            for p in list(&rt.cfg) {
+                def_param_event(
+                    rt,
+                    loc,
+                    p.scope.as_bytes(),
+                    p.key.as_bytes(),
+                    p.value.as_deref().map(str::as_bytes),
+                );
+            }
+        }
+    }
+    for name in &rt.cfg.env_vars {
+        if let Some(v) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+            def_param_event(rt, loc, b"command", name.as_bytes(), Some(v.as_bytes()));
+        }
+    }
+}
+
+pub(crate) fn def_param_event(
+    rt: &Runtime,
+    loc: Loc<'_>,
+    scope: &[u8],
+    param: &[u8],
+    value: Option<&[u8]>,
+) {
+    let value = value.map(|v| redact(rt, v));
+    emit(
+        rt,
+        loc,
+        &Event::DefParam {
+            scope,
+            param,
+            value: value.as_deref(),
+        },
+    );
+}
+
+/// `cmd_mode`: a sub-mode of the command.
+#[track_caller]
+pub fn cmd_mode(mode: &str) {
+    let Some(rt) = runtime() else { return };
+    emit(
+        rt,
+        Loc::caller(),
+        &Event::CmdMode {
+            mode: mode.as_bytes(),
+        },
+    );
+}
+
+/// `cmd_path`: the full path of the executable.
+#[track_caller]
+pub fn cmd_path(path: &std::path::Path) {
+    let Some(rt) = runtime() else { return };
+    emit(
+        rt,
+        Loc::caller(),
+        &Event::CmdPath {
+            path: path.as_os_str().as_bytes(),
+        },
+    );
+}
+
+/// `alias`: an alias and its expansion (never redacted, like git).
+#[track_caller]
+pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
+    let Some(rt) = runtime() else { return };
+    let v: Vec<&[u8]> = argv.iter().map(|a| a.as_ref().as_bytes()).collect();
+    emit(
+        rt,
+        Loc::caller(),
+        &Event::Alias {
+            alias: alias.as_bytes(),
+            argv: Args::Bytes(&v),
+        },
+    );
+}
+
+/// `def_param` with scope `unknown` (git's `trace2_def_param` without config
+/// context); the value is redacted.
+#[track_caller]
+pub fn def_param(param: &str, value: &str) {
+    def_param_scoped("unknown", param, Some(value));
+}
+
+/// `def_param` with an explicit scope (`system`, `global`, `local`,
+/// `worktree`, `command`, ...); `None` is a config key without a value.
+#[track_caller]
+pub fn def_param_scoped(scope: &str, param: &str, value: Option<&str>) {
+    let Some(rt) = runtime() else { return };
+    def_param_event(
+        rt,
+        Loc::caller(),
+        scope.as_bytes(),
+        param.as_bytes(),
+        value.map(str::as_bytes),
+    );
+}
+
+/// `def_repo`: defines a repository by its worktree and returns its id
+/// (1, 2, ... in order), for [`region_in`](super::region_in) and
+/// [`data_in`].
+#[track_caller]
+pub fn def_repo(worktree: &std::path::Path) -> Repo {
+    let Some(rt) = runtime() else { return Repo(0) };
+    let id = rt.shared().repo_ids.next_id() as i32;
+    let loc = Loc::caller();
+    with_ctx(rt, |c| {
+        let n = c.state.nesting();
+        c.emit_at(
+            rt,
+            loc,
+            n,
+            Some(id),
+            rt.now(),
+            &Event::DefRepo {
+                worktree: worktree.as_os_str().as_bytes(),
+            },
+        )
+    });
+    Repo(id)
+}
+
+/// `data`: a key and a string value in a category.
+///
+/// ```
+/// flightrec::trace2::data("index", "entries", "1024");
+/// ```
+#[track_caller]
+#[inline]
+pub fn data(category: &str, key: &str, value: &str) {
+    let Some(rt) = runtime() else { return };
+    data_raw(rt, Loc::caller(), None, category, key, value.as_bytes());
+}
+
+/// [`data`] for repository `repo`.
+#[track_caller]
+pub fn data_in(repo: Repo, category: &str, key: &str, value: &str) {
+    let Some(rt) = runtime() else { return };
+    data_raw(
+        rt,
+        Loc::caller(),
+        Some(repo.0),
+        category,
+        key,
+        value.as_bytes(),
+    );
+}
+
+/// [`data`] with a formatted value (what [`data!`](crate::data) calls).
+#[track_caller]
+pub fn data_fmt(category: &str, key: &str, value: fmt::Arguments<'_>) {
+    let Some(rt) = runtime() else { return };
+    let loc = Loc::caller();
+    with_ctx(rt, |c| {
+        let mut scratch = std::mem::take(&mut c.scratch);
+        scratch.clear();
+        let _ = scratch.write_fmt(value);
+        data_event(rt, c, loc, None, category, key, &scratch);
+        c.scratch = scratch;
+    });
+}
+
+fn data_raw(
+    rt: &Runtime,
+    loc: Loc<'_>,
+    repo: Option<i32>,
+    category: &str,
+    key: &str,
+    value: &[u8],
+) {
+    with_ctx(rt, |c| data_event(rt, c, loc, repo, category, key, value));
+}
+
+fn data_event(
+    rt: &Runtime,
+    c: &mut super::tls::ThreadCtx,
+    loc: Loc<'_>,
+    repo: Option<i32>,
+    category: &str,
+    key: &str,
+    value: &[u8],
+) {
+    let now = rt.now();
+    let t_rel = c.state.data_t_rel(now);
+    let n = c.state.nesting();
+    c.emit_at(
+        rt,
+        loc,
+        n,
+        repo,
+        now,
+        &Event::Data {
+            t_rel,
+            category: category.as_bytes(),
+            key: key.as_bytes(),
+            value,
+        },
+    );
+}
+
+/// `data_json`: a key with a JSON value, given as compact JSON text and
+/// written verbatim.
+///
+/// ```
+/// flightrec::trace2::data_json("traverse_trees", "statistics", r#"{"depth_max":1}"#);
+/// ```
+#[track_caller]
+pub fn data_json(category: &str, key: &str, json: &str) {
+    let Some(rt) = runtime() else { return };
+    let loc = Loc::caller();
+    with_ctx(rt, |c| {
+        let now = rt.now();
+        let t_rel = c.state.data_t_rel(now);
+        let n = c.state.nesting();
+        c.emit_at(
+            rt,
+            loc,
+            n,
+            None,
+            now,
+            &Event::DataJson {
+                t_rel,
+                category: category.as_bytes(),
+                key: key.as_bytes(),
+                value: json.as_bytes(),
+            },
+        );
+    });
+}
+
+/// `printf`: a free-form message (what [`printf!`](crate::printf) calls).
+#[track_caller]
+pub fn printf(msg: fmt::Arguments<'_>) {
+    let Some(rt) = runtime() else { return };
+    emit(
+        rt,
+        Loc::caller(),
+        &Event::Printf {
+            msg: Some(Msg::Fmt(msg)),
+        },
+    );
+}
+
+/// `error`: an error message with the format it came from (the event
+/// target's `fmt`; what [`error!`](crate::error) calls).
+///
+/// ```
+/// flightrec::trace2::error_fmt("unknown option `{}'", format_args!("unknown option `{}'", "--bogus"));
+/// ```
+#[track_caller]
+pub fn error_fmt(fmt: &str, msg: fmt::Arguments<'_>) {
+    let Some(rt) = runtime() else { return };
+    error_event(rt, Loc::caller(), fmt.as_bytes(), Msg::Fmt(msg));
+}
+
+/// `error` with a plain message (its format is the message itself).
+#[track_caller]
+pub fn error(msg: &str) {
+    let Some(rt) = runtime() else { return };
+    error_event(
+        rt,
+        Loc::caller(),
+        msg.as_bytes(),
+        Msg::Bytes(msg.as_bytes()),
+    );
+}
+
+pub(crate) fn error_event(rt: &Runtime, loc: Loc<'_>, fmt: &[u8], msg: Msg<'_>) {
+    emit(rt, loc, &Event::Error { msg, fmt });
+}

@@ -1,0 +1,393 @@
+//! Start and end of a traced process: [`init`] (`version`, `start`,
+//! `cmd_ancestry`), and `exit` + `atexit` when `main` returns, when the
+//! program calls [`exit`] or `std::process::exit`, or when a panic unwinds out
+//! of `main` (spec §14).
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::Location;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::Instant;
+
+use flightrec_core::trace2::{Args, Event, Format, IdCounter, Msg, ProcessStats, Target};
+
+use super::api::{emit, error_event, start_event};
+use super::config::Trace2Config;
+use super::runtime::{runtime_any, warn, ConfigParamsFn, Loc, Output, Runtime, Shared};
+use super::sid::SessionId;
+use super::stats::{with_counter_defs, with_timer_defs};
+use super::target::{Destination, OpenOutcome};
+use super::tls::{install_main, with_ctx};
+
+/// How to start Trace2: the environment prefix, the version reported in the
+/// `version` event, the settings and the argv of `start`.
+///
+/// ```
+/// let _t2 = flightrec::trace2::Builder::new()
+///     .prefix("MYAPP_TRACE2")
+///     .version(env!("CARGO_PKG_VERSION"))
+///     .init();
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    prefix: String,
+    version: String,
+    config: Option<Trace2Config>,
+    argv: Option<Vec<OsString>>,
+    config_params: Option<ConfigParamsFn>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// git's settings (`GIT_TRACE2*`), flightrec's crate version, this
+    /// process's argv.
+    pub fn new() -> Self {
+        Builder {
+            prefix: String::from("GIT_TRACE2"),
+            version: String::from(env!("CARGO_PKG_VERSION")),
+            config: None,
+            argv: None,
+            config_params: None,
+        }
+    }
+
+    /// The environment prefix: `MYAPP_TRACE2` reads `MYAPP_TRACE2`,
+    /// `MYAPP_TRACE2_PERF`, ... and exports `MYAPP_TRACE2_PARENT_SID`.
+    pub fn prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_string();
+        self
+    }
+
+    /// The version the `version` event reports (git reports its own version;
+    /// a program usually passes `env!("CARGO_PKG_VERSION")`). Defaults to the
+    /// version of flightrec.
+    pub fn version(mut self, version: &str) -> Self {
+        self.version = version.to_string();
+        self
+    }
+
+    /// Uses these settings instead of loading them for the prefix.
+    pub fn config(mut self, cfg: Trace2Config) -> Self {
+        self.config = Some(cfg);
+        self
+    }
+
+    /// The argv of the `start` event (defaults to `std::env::args_os()`).
+    pub fn argv<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
+        self.argv = Some(argv.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The function that lists the config entries matching
+    /// `trace2.configParams`, reported as `def_param`s at the first
+    /// [`cmd_name`](super::cmd_name). Without one only `envVars` are reported.
+    pub fn config_params(mut self, f: ConfigParamsFn) -> Self {
+        self.config_params = Some(f);
+        self
+    }
+
+    /// Starts Trace2 if a target is configured: opens the destinations (in
+    /// order normal, perf, event, printing git's warnings), computes the
+    /// session id, exports `<PREFIX>_PARENT_SID`, and emits `version`,
+    /// `start` and (on Linux) `cmd_ancestry`. Otherwise nothing happens and
+    /// every Trace2 call stays a no-op.
+    ///
+    /// Call it first thing in `main`, before other threads exist: exporting
+    /// the variable with `std::env::set_var` is not synchronised with C code
+    /// reading the environment on other threads. A second call does nothing.
+    #[track_caller]
+    pub fn init(self) -> Session {
+        let loc = Location::caller();
+        let inert = Session { active: false, loc };
+        if runtime_any().is_some() {
+            return inert;
+        }
+        let cfg = self
+            .config
+            .unwrap_or_else(|| Trace2Config::load(&self.prefix));
+        if !cfg.any_target() {
+            return inert;
+        }
+        let parent = cfg
+            .parent_sid
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+        let sid = SessionId::for_this_process(parent.as_deref());
+        let mut outputs = Vec::new();
+        for (kind, setting) in [
+            (Target::Normal, &cfg.normal),
+            (Target::Perf, &cfg.perf),
+            (Target::Event, &cfg.event),
+        ] {
+            match Destination::open(kind, &cfg, &sid.own) {
+                Ok(dest) => outputs.push(Output {
+                    dest,
+                    format: Format {
+                        target: kind,
+                        brief: setting.brief,
+                        event_nesting: cfg.event_nesting,
+                    },
+                }),
+                Err(OpenOutcome::Failed { warning: Some(w) }) => warn(&w),
+                Err(_) => {}
+            }
+        }
+        if outputs.is_empty() {
+            return inert;
+        }
+        std::env::set_var(format!("{}_PARENT_SID", cfg.prefix), &sid.full);
+        let rt = Runtime {
+            depth: sid.depth(),
+            sid,
+            outputs,
+            origin: Instant::now(),
+            cfg,
+            version: self.version,
+            config_params: self.config_params,
+            shared: Mutex::new(Shared {
+                hierarchy: None,
+                params_emitted: false,
+                totals: ProcessStats::new(),
+                thread_ids: IdCounter::new(),
+                repo_ids: IdCounter::new(),
+            }),
+            exit_code: AtomicI32::new(0),
+            exit_emitted: AtomicBool::new(false),
+            atexit_done: AtomicBool::new(false),
+            child_ids: AtomicI64::new(0),
+            exec_ids: AtomicI64::new(0),
+        };
+        let Ok(rt) = Runtime::install(rt) else {
+            return inert;
+        };
+        install_main(rt);
+        register_exit_handler();
+        install_panic_hook();
+        super::signal::install_sigpipe_handler();
+        let l = Loc::from(loc);
+        emit(
+            rt,
+            l,
+            &Event::Version {
+                exe: rt.version.as_bytes(),
+            },
+        );
+        match &self.argv {
+            Some(a) => start_event(rt, l, a.iter().map(|s| s.as_bytes())),
+            None => {
+                let a: Vec<OsString> = std::env::args_os().collect();
+                start_event(rt, l, a.iter().map(|s| s.as_bytes()));
+            }
+        }
+        let names = super::ancestry::ancestry();
+        if !names.is_empty() {
+            let v: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
+            emit(
+                rt,
+                Loc::caller(),
+                &Event::CmdAncestry {
+                    ancestry: Args::Bytes(&v),
+                },
+            );
+        }
+        Session { active: true, loc }
+    }
+}
+
+/// Starts Trace2 with git's settings (`GIT_TRACE2*`) and flightrec's version;
+/// see [`Builder::init`]. Keep the returned guard until `main` returns.
+///
+/// ```
+/// fn main() {
+///     let _t2 = flightrec::trace2::init();
+///     flightrec::trace2::cmd_name("demo");
+/// } // exit and atexit here
+/// ```
+#[track_caller]
+pub fn init() -> Session {
+    Builder::new().init()
+}
+
+/// The traced process: emits `exit` and `atexit` when dropped (code 0, or 101
+/// when a panic unwinds through it, as Rust's runtime exits then), unless the
+/// process has already exited through [`Session::exit`] or [`exit`].
+#[must_use = "exit and atexit are emitted when this guard is dropped"]
+#[derive(Debug)]
+pub struct Session {
+    active: bool,
+    loc: &'static Location<'static>,
+}
+
+impl Session {
+    /// Whether Trace2 was started by this guard.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Emits `exit` (code masked to 8 bits) and `atexit`, and returns the
+    /// code for `main` to return.
+    ///
+    /// ```
+    /// use std::process::ExitCode;
+    /// fn main() -> ExitCode {
+    ///     let t2 = flightrec::trace2::init();
+    ///     t2.exit(0)
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn exit(mut self, code: i32) -> ExitCode {
+        let loc = Loc::caller();
+        if self.active {
+            finish(loc, code);
+            self.active = false;
+        }
+        ExitCode::from((code & 0xff) as u8)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.active {
+            let code = if std::thread::panicking() { 101 } else { 0 };
+            finish(Loc::from(self.loc), code);
+        }
+    }
+}
+
+/// Emits `exit` (code masked to 8 bits, as git's `exit()` wrapper does) and
+/// `atexit`, then exits the process with that code.
+#[track_caller]
+pub fn exit(code: i32) -> ! {
+    finish(Loc::caller(), code);
+    std::process::exit(code)
+}
+
+/// `exit` (once) then the atexit processing.
+fn finish(loc: Loc<'_>, code: i32) {
+    let Some(rt) = runtime_any() else { return };
+    emit_exit(rt, loc, code);
+    run_atexit(rt);
+}
+
+fn emit_exit(rt: &Runtime, loc: Loc<'_>, code: i32) {
+    if rt.atexit_done.load(Ordering::Acquire) || rt.exit_emitted.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let code = code & 0xff;
+    rt.exit_code.store(code, Ordering::Release);
+    emit(rt, loc, &Event::Exit { code });
+}
+
+/// Git's atexit handler: unwind this thread's regions, report its
+/// `th_timer`/`th_counter`, merge its data, report `timer`s and `counter`s,
+/// then `atexit`; after that Trace2 is off.
+fn run_atexit(rt: &Runtime) {
+    if rt.atexit_done.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let loc = Loc::caller();
+    with_ctx(rt, |c| {
+        c.state.regions.unwind();
+        c.report_and_merge(rt);
+        let totals = rt.shared().totals;
+        with_timer_defs(|defs| {
+            for ev in totals.timer_events(defs) {
+                c.emit(rt, loc, &ev);
+            }
+        });
+        with_counter_defs(|defs| {
+            for ev in totals.counter_events(defs) {
+                c.emit(rt, loc, &ev);
+            }
+        });
+        let code = rt.exit_code.load(Ordering::Acquire);
+        c.emit(rt, loc, &Event::Atexit { code });
+    });
+    Runtime::disable();
+}
+
+/// Registers the C library exit handler once, so that `std::process::exit`
+/// (or `exit()` from C code) still emits `exit` and `atexit`. With glibc the
+/// handler receives the exit status (`on_exit`); elsewhere (`atexit`) it
+/// reports the last code Trace2 saw.
+fn register_exit_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            extern "C" {
+                fn on_exit(
+                    f: extern "C" fn(libc::c_int, *mut libc::c_void),
+                    arg: *mut libc::c_void,
+                ) -> libc::c_int;
+            }
+            // SAFETY: `on_exit_handler` is a plain `extern "C"` function that
+            // lives for the whole program and ignores its argument.
+            unsafe {
+                on_exit(on_exit_handler, std::ptr::null_mut());
+            }
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            // SAFETY: as above, for the portable `atexit`.
+            unsafe {
+                libc::atexit(atexit_handler);
+            }
+        }
+    });
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn on_exit_handler(status: libc::c_int, _arg: *mut libc::c_void) {
+    // A panic must not cross the C boundary: catch it and stay silent.
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(rt) = runtime_any() {
+            emit_exit(rt, Loc::caller(), status);
+            run_atexit(rt);
+        }
+    });
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+extern "C" fn atexit_handler() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(rt) = runtime_any() {
+            let code = rt.exit_code.load(Ordering::Acquire);
+            emit_exit(rt, Loc::caller(), code);
+            run_atexit(rt);
+        }
+    });
+}
+
+/// Adds an `error` event for every panic (with the panic's location and
+/// message) before the previous hook runs.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(rt) = super::runtime::runtime() {
+                let msg: &str = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                    s
+                } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                    s
+                } else {
+                    "Box<dyn Any>"
+                };
+                let loc = info.location().map_or(Loc::caller(), |l| Loc {
+                    file: super::runtime::source_path(l.file()),
+                    line: l.line(),
+                });
+                error_event(rt, loc, msg.as_bytes(), Msg::Bytes(msg.as_bytes()));
+            }
+            previous(info);
+        }));
+    });
+}
