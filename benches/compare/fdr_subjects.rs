@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use flightrec_core::clock::{Clock, Tsc};
+use flightrec_core::clock::{Clock, Tsc, TscP};
 use flightrec_core::fdr::ring::{Policy, Recorder, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
@@ -50,14 +50,16 @@ const BUFFER: usize = 64 * 1024;
 /// Buffers in the ring (the compiler-rt run uses as many of the same size).
 const BUFFERS: usize = 8;
 
-/// `rdtsc` plus an 8-byte store into a 64 KiB area, as the FDR criterion bench's floor.
-struct Floor {
-    clock: Tsc,
+/// A clock read plus an 8-byte store into a 64 KiB area, as the FDR criterion
+/// bench's floor (`rdtsc`), or with `rdtscp` (which also reads the CPU id, as
+/// compiler-rt and the std shell do).
+struct Floor<C: Clock> {
+    clock: C,
     area: Vec<u64>,
     i: usize,
 }
 
-impl Floor {
+impl<C: Clock> Floor<C> {
     #[inline(always)]
     fn stamp(&mut self) {
         let t = self.clock.now().tsc;
@@ -68,17 +70,26 @@ impl Floor {
 }
 
 #[inline(never)]
-fn floor_call(f: &mut Floor, x: u64) -> u64 {
+fn floor_call<C: Clock>(f: &mut Floor<C>, x: u64) -> u64 {
     f.stamp();
     let r = body(x);
     f.stamp();
     r
 }
 
-/// The floor: two clock reads and two stores per call.
+/// The floor: two `rdtsc` reads and two stores per call.
 pub fn floor(calls: u64, batches: u32) -> Result<Vec<f64>, String> {
+    floor_with(Tsc::new(1), calls, batches)
+}
+
+/// The floor with `rdtscp` instead of `rdtsc`.
+pub fn floor_rdtscp(calls: u64, batches: u32) -> Result<Vec<f64>, String> {
+    floor_with(TscP::new(1), calls, batches)
+}
+
+fn floor_with<C: Clock>(clock: C, calls: u64, batches: u32) -> Result<Vec<f64>, String> {
     let mut f = Floor {
-        clock: Tsc::new(1),
+        clock,
         area: vec![0; BUFFER / 8],
         i: 0,
     };
@@ -120,6 +131,46 @@ pub fn flightrec_core(calls: u64, batches: u32) -> Result<Vec<f64>, String> {
     if records * 8 > (BUFFERS * BUFFER) as u64 && stats.buffers_overwritten == 0 {
         return Err(format!(
             "{records} records but no buffer overwritten: {stats:?}"
+        ));
+    }
+    Ok(ns)
+}
+
+#[inline(never)]
+fn xray_shell_call(x: u64) -> u64 {
+    let _f = flightrec::xray_fn!();
+    body(x)
+}
+
+/// flightrec's std shell runtime (`flightrec::xray`): thread-local recorders from
+/// a pool, set up like the compiler-rt run (flight recorder, 8 buffers of 64 KiB
+/// for this thread, no duration threshold); the trace is written at shutdown.
+pub fn flightrec_xray(calls: u64, batches: u32, dir: &Path) -> Result<Vec<f64>, String> {
+    use flightrec::xray::{Config, Mode};
+    let base = dir.join("xray-shell-");
+    let config = Config::builder()
+        .mode(Mode::FlightRecorder)
+        .logfile_base(base.to_string_lossy())
+        .patch_premain(true)
+        .verbosity(0)
+        .buffer_size(BUFFER)
+        .buffer_max(BUFFERS)
+        .thread_buffers(BUFFERS)
+        .func_duration_threshold_us(0)
+        .grace_period_ms(0)
+        .build()
+        .map_err(|e| e.to_string())?;
+    flightrec::xray::init(config).map_err(|e| e.to_string())?;
+    let ns = measure(calls, batches, |n| call_loop(n, xray_shell_call));
+    let report = flightrec::xray::shutdown().map_err(|e| e.to_string())?;
+    for p in [&report.path, &report.names_path].into_iter().flatten() {
+        let _ = std::fs::remove_file(p);
+    }
+    let stats = report.stats;
+    if stats.records_dropped != 0 || stats.buffers_overwritten == 0 || report.path.is_none() {
+        return Err(format!(
+            "no complete recording: {stats:?}, trace {:?}",
+            report.path
         ));
     }
     Ok(ns)

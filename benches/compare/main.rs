@@ -84,12 +84,16 @@ fn run_subject_here(key: &str, args: &Args) -> ExitCode {
     let result = match key {
         "call" => fdr_subjects::call(calls, batches),
         "floor" => fdr_subjects::floor(calls, batches),
+        "floor-rdtscp" => fdr_subjects::floor_rdtscp(calls, batches),
         "flightrec-core" => fdr_subjects::flightrec_core(calls, batches),
+        "flightrec-xray" => fdr_subjects::flightrec_xray(calls, batches, &dir),
         "fastrace" => fdr_subjects::fastrace(calls, batches),
         "tracing-registry" => fdr_subjects::tracing_registry(calls, batches),
         "tracing-fmt" => fdr_subjects::tracing_fmt(calls, batches, &dir),
         "t2-core-perf" => trace2_subjects::core_formatter(Target::Perf, calls, batches, &dir),
         "t2-core-event" => trace2_subjects::core_formatter(Target::Event, calls, batches, &dir),
+        "t2-shell-perf" => trace2_subjects::shell_target(Target::Perf, calls, batches, &dir),
+        "t2-shell-event" => trace2_subjects::shell_target(Target::Event, calls, batches, &dir),
         other => Err(format!("no Rust subject {other:?}")),
     };
     match result {
@@ -131,10 +135,8 @@ fn drive(args: &Args) -> ExitCode {
         }
     };
 
-    let runnable: Vec<&Subject> = subjects::ALL
-        .iter()
-        .filter(|s| !matches!(s.runner, Runner::NotAvailable(_)))
-        .collect();
+    let load_before = load_average();
+    let runnable: Vec<&Subject> = subjects::ALL.iter().collect();
     let mut samples: HashMap<&str, Vec<f64>> = HashMap::new();
     for round in 0..args.rounds {
         eprintln!("round {} of {}", round + 1, args.rounds);
@@ -157,6 +159,13 @@ fn drive(args: &Args) -> ExitCode {
         CProgram::Built(_) => None,
     };
     let (fdr, trace2) = tables(&samples, unavailable);
+    println!(
+        "Machine: {}, {} CPUs; load average {} before, {} after.",
+        cpu_model(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_before,
+        load_average()
+    );
     println!(
         "Per row: median of {} rounds × {} batches of {} calls, thread CPU time per call; net = minus the same loop without tracing.\n",
         args.rounds, args.batches, args.calls
@@ -232,7 +241,7 @@ fn measure_subject(
 ) -> Result<Option<Vec<f64>>, String> {
     let prog = match (s.runner, program) {
         (Runner::Rust, _) => return run_rust_subject(s.key, args, dir).map(Some),
-        (Runner::NotAvailable(_), _) | (_, CProgram::Missing(_)) => return Ok(None),
+        (_, CProgram::Missing(_)) => return Ok(None),
         (_, CProgram::Built(p)) => p,
     };
     if s.runner == Runner::CompilerRtBaseline {
@@ -282,7 +291,6 @@ fn run_rust_subject(key: &str, args: &Args, dir: &Path) -> Result<Vec<f64>, Stri
 /// The two tables from the samples.
 fn tables(samples: &HashMap<&str, Vec<f64>>, c_unavailable: Option<&str>) -> (Table, Table) {
     let row = |s: &Subject| match (s.runner, samples.get(s.key)) {
-        (Runner::NotAvailable(why), _) => Row::not_available(s.key, s.label, why),
         (_, Some(v)) => Row::measured(s.key, s.label, s.baseline, v.clone()),
         (Runner::CompilerRtBaseline | Runner::CompilerRtFdr, None) => {
             Row::not_available(s.key, s.label, c_unavailable.unwrap_or("not measured"))
@@ -314,4 +322,25 @@ fn tables(samples: &HashMap<&str, Vec<f64>>, c_unavailable: Option<&str>) -> (Ta
         trace2.push(row(s));
     }
     (fdr, trace2)
+}
+
+/// The CPU model from `/proc/cpuinfo`, for the record.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+/// The one-minute load average, for the record (other programs share the machine).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
 }

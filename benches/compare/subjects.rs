@@ -19,8 +19,6 @@ pub enum Runner {
     CompilerRtBaseline,
     /// The C program in compiler-rt's FDR mode.
     CompilerRtFdr,
-    /// Not measured in this build, and why.
-    NotAvailable(&'static str),
 }
 
 /// One row of a table.
@@ -37,9 +35,6 @@ pub struct Subject {
     /// How it runs.
     pub runner: Runner,
 }
-
-const STD_SHELL_XRAY: &str = "`flightrec::xray` (std shell FDR runtime) is not on this branch yet";
-const STD_SHELL_TRACE2: &str = "`flightrec::trace2` runtime targets are not on this branch yet";
 
 /// Every subject, in table order.
 pub const ALL: &[Subject] = &[
@@ -58,6 +53,13 @@ pub const ALL: &[Subject] = &[
         runner: Runner::Rust,
     },
     Subject {
+        key: "floor-rdtscp",
+        label: "floor with `rdtscp` (reads the CPU id too): 2 × (`rdtscp` + store)",
+        section: Section::Fdr,
+        baseline: Some("call"),
+        runner: Runner::Rust,
+    },
+    Subject {
         key: "flightrec-core",
         label: "flightrec core `Recorder`, flight recorder ring",
         section: Section::Fdr,
@@ -66,10 +68,10 @@ pub const ALL: &[Subject] = &[
     },
     Subject {
         key: "flightrec-xray",
-        label: "flightrec std shell `flightrec::xray`",
+        label: "flightrec std shell `flightrec::xray` (`xray_fn!`)",
         section: Section::Fdr,
         baseline: Some("call"),
-        runner: Runner::NotAvailable(STD_SHELL_XRAY),
+        runner: Runner::Rust,
     },
     Subject {
         key: "fastrace",
@@ -122,17 +124,17 @@ pub const ALL: &[Subject] = &[
     },
     Subject {
         key: "t2-shell-perf",
-        label: "flightrec std shell perf target",
+        label: "flightrec std shell perf target (`region!`)",
         section: Section::Trace2,
         baseline: Some("call"),
-        runner: Runner::NotAvailable(STD_SHELL_TRACE2),
+        runner: Runner::Rust,
     },
     Subject {
         key: "t2-shell-event",
-        label: "flightrec std shell event target",
+        label: "flightrec std shell event target (`region!`)",
         section: Section::Trace2,
         baseline: Some("call"),
-        runner: Runner::NotAvailable(STD_SHELL_TRACE2),
+        runner: Runner::Rust,
     },
 ];
 

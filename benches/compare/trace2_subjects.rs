@@ -1,10 +1,12 @@
 //! The Rust subjects of the Trace2 table: a region enter and leave around the
 //! traced call, each written as one line to a file.
 //!
-//! Until the std shell's Trace2 runtime exists these rows use the core
-//! formatters directly: per event, read the wall clock and the monotonic clock,
-//! update the thread's region stack, format the line into a stack buffer and
-//! `write` it to the file (unbuffered, one system call per line, as git does).
+//! Two kinds of rows: the std shell's runtime (`flightrec::trace2`, started
+//! with one target pointing at the file, regions with `flightrec::region!`), and
+//! the core formatters used directly: per event, read the wall clock and the
+//! monotonic clock, update the thread's region stack, format the line into a
+//! stack buffer and `write` it to the file (unbuffered, one system call per
+//! line, as git does).
 
 use std::fs::File;
 use std::io::Write;
@@ -130,6 +132,55 @@ pub fn core_formatter(
     let expected = 2 * calls * (u64::from(batches) + 1);
     if lines != expected {
         return Err(format!("{lines} lines written, expected {expected}"));
+    }
+    Ok(ns)
+}
+
+#[inline(never)]
+fn shell_region_call(x: u64) -> u64 {
+    let _region = flightrec::region!("bench", "work");
+    body(x)
+}
+
+/// The std shell's Trace2 runtime with only `target` on, writing to a file in `dir`.
+pub fn shell_target(
+    target: Target,
+    calls: u64,
+    batches: u32,
+    dir: &Path,
+) -> Result<Vec<f64>, String> {
+    use flightrec::trace2::config::Trace2Config;
+    let path = dir.join(format!("trace2-shell-{target:?}.log"));
+    let var = match target {
+        Target::Normal => "GIT_TRACE2",
+        Target::Perf => "GIT_TRACE2_PERF",
+        Target::Event => "GIT_TRACE2_EVENT",
+    };
+    let cfg = Trace2Config::load_from("GIT_TRACE2", |name| match name {
+        n if n == var => Some(path.clone().into_os_string()),
+        "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+        _ => None,
+    });
+    let session = flightrec::trace2::Builder::new()
+        .config(cfg)
+        .argv(["compare"])
+        .init();
+    if !session.is_active() {
+        return Err(format!(
+            "Trace2 did not start with {var}={}",
+            path.display()
+        ));
+    }
+    let ns = measure(calls, batches, |n| call_loop(n, shell_region_call));
+    drop(session);
+    let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+    let regions = text
+        .split(|&b| b == b'\n')
+        .filter(|l| l.windows(12).any(|w| w == b"region_enter"))
+        .count() as u64;
+    let expected = calls * (u64::from(batches) + 1);
+    if regions != expected {
+        return Err(format!("{regions} region_enter lines, expected {expected}"));
     }
     Ok(ns)
 }

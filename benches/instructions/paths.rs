@@ -48,6 +48,13 @@ pub const ALL: &[HotPath] = &[
         run: fdr_enter_arg_exit,
     },
     HotPath {
+        name: "xray_pair",
+        symbol: "ir_xray_pair",
+        ops: 100_000,
+        what: "std shell `flightrec::xray` guard enter + exit (rdtscp, thread-local ring)",
+        run: xray_pair,
+    },
+    HotPath {
         name: "trace2_perf_region",
         symbol: "ir_trace2_perf_region",
         ops: 10_000,
@@ -60,6 +67,13 @@ pub const ALL: &[HotPath] = &[
         ops: 10_000,
         what: "event region_enter + region_leave lines formatted into a buffer",
         run: trace2_event_region,
+    },
+    HotPath {
+        name: "trace2_shell_perf_region",
+        symbol: "ir_trace2_shell_perf_region",
+        ops: 10_000,
+        what: "std shell `flightrec::region!` to a perf target file (user-space part)",
+        run: trace2_shell_perf_region,
     },
     HotPath {
         name: "trace2_event_data",
@@ -125,6 +139,68 @@ fn ir_fdr_enter_arg_exit(rec: &mut Recorder<'_, '_>, clock: &mut Tsc, id: Functi
 
 fn fdr_enter_arg_exit(n: u64) {
     with_recorder(|rec, clock, id| ir_fdr_enter_arg_exit(rec, clock, id, n));
+}
+
+#[no_mangle]
+#[inline(never)]
+fn ir_xray_pair(id: FunctionId, n: u64) {
+    for _ in 0..n {
+        let _guard = flightrec::xray::enter(black_box(id));
+    }
+}
+
+/// The std shell runtime in flight-recorder mode with the comparison's buffers;
+/// the trace goes to a temporary directory and is removed.
+fn xray_pair(n: u64) {
+    use flightrec::xray::{Config, Mode};
+    let dir = std::env::temp_dir().join(format!("flightrec-ir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let config = Config::builder()
+        .mode(Mode::FlightRecorder)
+        .logfile_base(dir.join("xray-").to_string_lossy())
+        .verbosity(0)
+        .buffer_size(BUFFER)
+        .buffer_max(BUFFERS)
+        .thread_buffers(BUFFERS)
+        .func_duration_threshold_us(0)
+        .grace_period_ms(0)
+        .build()
+        .expect("config");
+    flightrec::xray::init(config).expect("xray init");
+    ir_xray_pair(FunctionId::new(1).expect("id"), n);
+    let report = flightrec::xray::shutdown().expect("shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(report.stats.records_dropped, 0);
+    assert!(report.stats.buffers_overwritten > 0, "{:?}", report.stats);
+}
+
+#[no_mangle]
+#[inline(never)]
+fn ir_trace2_shell_perf_region(n: u64) {
+    for _ in 0..n {
+        let _region = flightrec::region!("unpack_trees", "unpack_trees");
+    }
+}
+
+/// The std shell's Trace2 runtime with only the perf target, to a temporary file.
+fn trace2_shell_perf_region(n: u64) {
+    use flightrec::trace2::config::Trace2Config;
+    let path = std::env::temp_dir().join(format!("flightrec-ir-{}.perf", std::process::id()));
+    let cfg = Trace2Config::load_from("GIT_TRACE2", |name| match name {
+        "GIT_TRACE2_PERF" => Some(path.clone().into_os_string()),
+        "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+        _ => None,
+    });
+    let session = flightrec::trace2::Builder::new()
+        .config(cfg)
+        .argv(["instructions"])
+        .init();
+    assert!(session.is_active());
+    ir_trace2_shell_perf_region(n);
+    drop(session);
+    let text = std::fs::read_to_string(&path).expect("perf file");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(text.matches("region_enter").count() as u64, n);
 }
 
 const SID: &[u8] = b"20231114T221320.123456Z-H65cb7838-P00001234";
