@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's first command: the quickstart example traces itself through the
+# environment; its Trace2 files must hold what the job did and its FDR trace must
+# load in llvm-xray with the names file beside it.
+set -euo pipefail
+
+out=$(mktemp -d)
+report=$(cargo run -q -p flightrec --example quickstart -- "$out")
+echo "$report"
+
+perf="$out/trace2-perf.txt"
+event="$out/trace2-event.jsonl"
+grep -q '| region_enter |' "$perf"
+grep -q '| thread_exit  |' "$perf"
+grep -q '"event":"atexit"' "$event"
+cargo run -q -p flightrec --bin flightrec -- trace2 render --format normal "$event" | grep -q ' exit elapsed:.* code:0$'
+
+trace=$(find "$out" -name 'xray-log.quickstart.*' ! -name '*.names' | head -n 1)
+test -n "$trace"
+llvm-xray fdr-dump --verify "$trace" >/dev/null
+llvm-xray stack -m "$trace.names" "$trace" | grep -q 'quickstart::mix'
+cargo run -q -p flightrec --bin flightrec -- verify "$trace"
+echo "quickstart traces verified"
