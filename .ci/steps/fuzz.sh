@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Fuzz targets (fuzz/, its own workspace): every target replays its checked-in
+# corpus on stable; where a nightly toolchain is present, cargo-fuzz then runs each
+# target with coverage guidance for a short time (FUZZ_SECONDS, default 10).
+set -euo pipefail
+cd fuzz
+
+targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^flightrec-fuzz$')
+
+echo "replay every corpus (stable)"
+cargo build -q --bins
+for t in $targets; do
+  test -d "corpus/$t" || { echo "no seed corpus for $t"; exit 1; }
+  ./target/debug/"$t" -runs=0 "corpus/$t" 2>&1 | tail -n 1
+done
+
+if rustup toolchain list | grep -q '^nightly'; then
+  if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    cargo install -q --locked cargo-fuzz
+  fi
+  secs=${FUZZ_SECONDS:-10}
+  for t in $targets; do
+    echo "cargo fuzz run $t for ${secs}s"
+    # New inputs go to a scratch directory: the checked-in corpus stays as it is.
+    scratch=$(mktemp -d)
+    cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- \
+      -max_total_time="$secs" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 3
+    rm -rf "$scratch"
+  done
+else
+  echo "no nightly toolchain: coverage-guided runs skipped"
+fi
