@@ -1,13 +1,28 @@
 //! Clocks: where the core gets its ticks, its tick rate and the CPU id.
 //!
-//! The core never reads a clock by itself: every recording call takes a [`Timestamp`]
-//! from a [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64, the
-//! DWT cycle counter or a hardware timer on Cortex-M, a fake clock in tests) and keeps
-//! the hot path free of indirection.
+//! The core never reads a clock by itself: every recording call (for example
+//! [`Recorder::enter`](crate::fdr::ring::Recorder::enter)) takes a [`Timestamp`] from a
+//! [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64 with [`Tsc`]
+//! or [`TscP`], the DWT cycle counter or a hardware timer on Cortex-M with
+//! [`Wrapping32`], a [`ManualClock`] in tests) and keeps the hot path free of
+//! indirection.
+//!
+//! ```
+//! use flightrec_core::clock::{Clock, Wrapping32};
+//! // A 32-bit hardware counter that wrapped between two readings.
+//! let mut readings = [0xFFFF_FF00u32, 0x0000_0100].into_iter();
+//! let mut clock = Wrapping32::new(move || readings.next().unwrap_or(0), 64_000_000);
+//! let a = clock.now();
+//! let b = clock.now();
+//! assert_eq!(b.tsc - a.tsc, 0x200);
+//! ```
 
 use core::num::NonZeroU64;
 
 /// One reading of a clock: the tick count and the CPU (core) it was read on.
+///
+/// Every recording call takes one; a [`Clock`] makes it, or the caller fills it in
+/// from timestamps it already has.
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
@@ -26,6 +41,30 @@ pub struct Timestamp {
 /// A source of ticks.
 ///
 /// Implementations must be cheap: [`Clock::now`] is called once per recorded event.
+/// The core provides [`ManualClock`], [`Wrapping32`], [`Tsc`] and [`TscP`]; a target
+/// with another counter implements the two methods itself:
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::clock::{Clock, Timestamp};
+///
+/// /// A 1 kHz tick count kept by a timer interrupt.
+/// struct Millis(u64);
+/// impl Clock for Millis {
+///     fn now(&mut self) -> Timestamp {
+///         Timestamp { tsc: self.0, cpu: 0 }
+///     }
+///     fn ticks_per_second(&self) -> NonZeroU64 {
+///         NonZeroU64::new(1_000).unwrap()
+///     }
+/// }
+///
+/// let mut clock = Millis(250);
+/// assert_eq!(clock.now(), Timestamp { tsc: 250, cpu: 0 });
+/// assert_eq!(clock.ticks_per_second().get(), 1_000);
+/// ```
+///
+/// The clocks of this module in use:
 ///
 /// ```
 /// use flightrec_core::clock::{Clock, ManualClock};
@@ -35,10 +74,26 @@ pub struct Timestamp {
 /// assert_eq!(clock.ticks_per_second().get(), 1_000_000_000);
 /// ```
 pub trait Clock {
-    /// Reads the clock.
+    /// Reads the clock: the tick count now and the CPU it was read on.
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock, Timestamp};
+    /// let mut clock = ManualClock::new(1_000);
+    /// clock.set(7);
+    /// assert_eq!(clock.now(), Timestamp { tsc: 7, cpu: 0 });
+    /// ```
     fn now(&mut self) -> Timestamp;
     /// Ticks per second. Never zero: a trace with a zero frequency cannot be converted
-    /// to time, so every clock must know (or be told, after calibration) its rate.
+    /// to time, so every clock must know (or be told, after calibration) its rate. It
+    /// goes into the file header ([`RecorderConfig`](crate::fdr::ring::RecorderConfig)
+    /// takes it).
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock};
+    /// assert_eq!(ManualClock::new(48_000_000).ticks_per_second().get(), 48_000_000);
+    /// // A rate of 0 is never reported.
+    /// assert_eq!(ManualClock::new(0).ticks_per_second().get(), 1);
+    /// ```
     fn ticks_per_second(&self) -> NonZeroU64;
 }
 
@@ -63,6 +118,13 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock at tick 0 on CPU 0. A `ticks_per_second` of 0 is taken as 1, since a
     /// clock rate is never zero.
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock, Timestamp};
+    /// let mut clock = ManualClock::new(1_000_000);
+    /// assert_eq!(clock.now(), Timestamp { tsc: 0, cpu: 0 });
+    /// assert_eq!(clock.ticks_per_second().get(), 1_000_000);
+    /// ```
     pub const fn new(ticks_per_second: u64) -> Self {
         let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
             Some(f) => f,
@@ -74,17 +136,46 @@ impl ManualClock {
         }
     }
 
-    /// Sets the tick count.
+    /// Sets the tick count, for example to replay recorded timestamps. It may go
+    /// backwards; the writer then records a TSCWrap.
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock};
+    /// let mut clock = ManualClock::new(1_000);
+    /// clock.set(500);
+    /// clock.set(100);
+    /// assert_eq!(clock.now().tsc, 100);
+    /// ```
     pub fn set(&mut self, tsc: u64) {
         self.now.tsc = tsc;
     }
 
     /// Moves the tick count forward by `ticks` (wrapping at `u64::MAX`).
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock};
+    /// let mut clock = ManualClock::new(1_000);
+    /// clock.advance(10);
+    /// clock.advance(5);
+    /// assert_eq!(clock.now().tsc, 15);
+    /// clock.set(u64::MAX);
+    /// clock.advance(2);
+    /// assert_eq!(clock.now().tsc, 1);
+    /// ```
     pub fn advance(&mut self, ticks: u64) {
         self.now.tsc = self.now.tsc.wrapping_add(ticks);
     }
 
-    /// Sets the CPU id returned with the next readings.
+    /// Sets the CPU id returned with the next readings, to simulate a thread that
+    /// migrates between cores (the writer records a NewCPUId).
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, ManualClock};
+    /// let mut clock = ManualClock::new(1_000);
+    /// clock.set_cpu(2);
+    /// assert_eq!(clock.now().cpu, 2);
+    /// assert_eq!(clock.now().cpu, 2);
+    /// ```
     pub fn set_cpu(&mut self, cpu: u16) {
         self.now.cpu = cpu;
     }
@@ -130,6 +221,24 @@ pub struct Wrapping32<F: FnMut() -> u32> {
 
 impl<F: FnMut() -> u32> Wrapping32<F> {
     /// A clock reading `read`, which counts `ticks_per_second` (0 is taken as 1).
+    ///
+    /// On a Cortex-M, `read` would return the DWT `CYCCNT` register; here it counts by
+    /// hand.
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, Wrapping32};
+    /// let mut counter = 0u32;
+    /// let mut clock = Wrapping32::new(
+    ///     move || {
+    ///         counter = counter.wrapping_add(0x8000_0000);
+    ///         counter
+    ///     },
+    ///     64_000_000,
+    /// );
+    /// assert_eq!(clock.now().tsc, 0x8000_0000);
+    /// assert_eq!(clock.now().tsc, 0x1_0000_0000); // the counter wrapped to 0
+    /// assert_eq!(clock.ticks_per_second().get(), 64_000_000);
+    /// ```
     pub fn new(read: F, ticks_per_second: u64) -> Self {
         Self {
             read,
@@ -141,12 +250,30 @@ impl<F: FnMut() -> u32> Wrapping32<F> {
     }
 
     /// Sets the CPU id reported with every reading (for a per-core clock).
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, Wrapping32};
+    /// let mut core1 = Wrapping32::new(|| 42, 1_000).with_cpu(1);
+    /// let t = core1.now();
+    /// assert_eq!((t.tsc, t.cpu), (42, 1));
+    /// ```
     pub fn with_cpu(mut self, cpu: u16) -> Self {
         self.cpu = cpu;
         self
     }
 
     /// Extends one raw reading to 64 bits, counting a wrap when it went backwards.
+    ///
+    /// [`Clock::now`] calls it with the reader's value; call it directly from a
+    /// periodic interrupt to keep counting wraps while nothing is recorded.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Wrapping32;
+    /// let mut clock = Wrapping32::new(|| 0, 1_000);
+    /// assert_eq!(clock.extend(100), 100);
+    /// assert_eq!(clock.extend(100), 100); // equal is not a wrap
+    /// assert_eq!(clock.extend(50), 0x1_0000_0032); // backwards: one wrap
+    /// ```
     #[inline]
     pub fn extend(&mut self, raw: u32) -> u64 {
         if raw < self.last {
@@ -196,6 +323,15 @@ pub struct Tsc {
 #[cfg(target_arch = "x86_64")]
 impl Tsc {
     /// A TSC clock counting `ticks_per_second` (0 is taken as 1).
+    ///
+    /// ```
+    /// # #[cfg(target_arch = "x86_64")] {
+    /// use flightrec_core::clock::{Clock, Tsc};
+    /// let tsc = Tsc::new(2_400_000_000);
+    /// assert_eq!(tsc.ticks_per_second().get(), 2_400_000_000);
+    /// assert_eq!(Tsc::new(0).ticks_per_second().get(), 1);
+    /// # }
+    /// ```
     pub const fn new(ticks_per_second: u64) -> Self {
         let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
             Some(f) => f,
@@ -222,6 +358,20 @@ impl Clock for Tsc {
 
 /// The x86_64 time-stamp counter read with `rdtscp`, which also returns the CPU id
 /// (Linux stores the CPU number in the low 12 bits of `IA32_TSC_AUX`).
+///
+/// Use it when a thread may migrate between cores and the trace should show it (the
+/// writer records a NewCPUId on each change); `rdtscp` costs a little more than the
+/// `rdtsc` of [`Tsc`].
+///
+/// ```
+/// # #[cfg(target_arch = "x86_64")] {
+/// use flightrec_core::clock::{Clock, TscP};
+/// let mut tsc = TscP::new(3_000_000_000);
+/// let t = tsc.now();
+/// assert!(t.tsc > 0);
+/// assert!(t.cpu <= 0xfff); // the 12 bits Linux keeps the CPU number in
+/// # }
+/// ```
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug)]
 pub struct TscP {
@@ -231,6 +381,14 @@ pub struct TscP {
 #[cfg(target_arch = "x86_64")]
 impl TscP {
     /// A TSC clock counting `ticks_per_second` (0 is taken as 1).
+    ///
+    /// ```
+    /// # #[cfg(target_arch = "x86_64")] {
+    /// use flightrec_core::clock::{Clock, TscP};
+    /// assert_eq!(TscP::new(3_000_000_000).ticks_per_second().get(), 3_000_000_000);
+    /// assert_eq!(TscP::new(0).ticks_per_second().get(), 1);
+    /// # }
+    /// ```
     pub const fn new(ticks_per_second: u64) -> Self {
         let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
             Some(f) => f,

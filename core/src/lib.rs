@@ -14,9 +14,41 @@
 //! Time comes from a [`clock::Clock`]; the core never reads a clock of its own.
 //!
 //! The `defmt` feature derives `defmt::Format` for the public types.
+//!
+//! # Example
+//!
+//! One FDR buffer written into stack memory, put behind a file header and checked with
+//! the same grammar `llvm-xray` applies (see [`fdr::ring`] for many buffers and
+//! threads):
+//!
+//! ```
+//! use flightrec_core::clock::{Clock, ManualClock};
+//! use flightrec_core::fdr::decoder::verify;
+//! use flightrec_core::fdr::header::HEADER_SIZE;
+//! use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+//! use flightrec_core::fdr::{FileHeader, FunctionId};
+//!
+//! let mut clock = ManualClock::new(1_000_000_000);
+//! let mut buf = [0u8; 256];
+//! let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+//! let main = FunctionId::new(1).unwrap();
+//! w.enter(main, clock.now()).unwrap();
+//! clock.advance(1_500);
+//! w.exit(main, clock.now()).unwrap();
+//! let buffer = w.finish();
+//!
+//! let header = FileHeader::new(clock.ticks_per_second(), 256);
+//! let mut file = [0u8; HEADER_SIZE + 256];
+//! file[..HEADER_SIZE].copy_from_slice(&header.to_bytes());
+//! file[HEADER_SIZE..HEADER_SIZE + buffer.len()].copy_from_slice(buffer);
+//! let summary = verify(&file[..HEADER_SIZE + buffer.len()]).unwrap();
+//! assert_eq!(summary.buffers, 1);
+//! assert_eq!(summary.function_records, 2);
+//! ```
 #![no_std]
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
 
 pub mod clock;
 pub mod fdr;

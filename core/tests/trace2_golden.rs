@@ -1,12 +1,15 @@
 //! Golden tests: the same events, clock readings, ids and source locations git
-//! 2.47.3 used in the deterministic captures (`tests/data/trace2/det/`) must give
-//! git's lines byte for byte in all six formats (normal, perf, event, each
-//! full and brief).
+//! 2.47.3 used in the deterministic captures (`tests/data/trace2/det/`, one
+//! directory per scenario) must give git's lines byte for byte in all six
+//! formats (normal, perf, event, each full and brief).
 //!
 //! The events are driven through [`ThreadState`], so region nesting, perf dots,
-//! `t_rel` and the event target's nesting filter are the library's own; only the
-//! clock readings (`t_abs` of each call, which depend on how often git reads its
-//! clock) are taken from the capture.
+//! `t_rel` of regions and data and the event target's nesting filter are the
+//! library's own. What git's own clock reads decide is fed in: each call's
+//! `t_abs` (the captures' monotonic clock advances by 1 µs per read, so these
+//! depend on how often git reads it) and the `t_rel` of finished children. The
+//! full and brief captures are separate runs of git; the tests also check that
+//! they agree on every clock reading, so one table of calls serves both.
 
 use std::path::Path;
 
@@ -24,6 +27,7 @@ const SID_SUFFIX: &[u8] = b"-H65cb7838-P00001234";
 enum Kind {
     Version(&'static str),
     Start(&'static [&'static str]),
+    DefParam(&'static str, &'static str, &'static str),
     DefRepo(i32, &'static str),
     CmdName(&'static str, &'static str),
     CmdMode(&'static str),
@@ -43,13 +47,17 @@ enum Kind {
     DataJson(Option<i32>, &'static str, &'static str, &'static str),
     Error(&'static str, &'static str),
     Alias(&'static str, &'static [&'static str]),
+    /// Child id, class, use_shell, argv.
     ChildStart(i64, &'static str, bool, &'static [&'static str]),
+    /// A git command as child (`git` shown before argv): id, class, argv.
+    GitChildStart(i64, &'static str, &'static [&'static str]),
     ChildExit(i64, i64, i32, u64),
     Exit(i32),
     Atexit(i32),
 }
 
 /// One API call: source location, `t_abs` in µs (the clock reading), event.
+#[derive(Clone, Copy)]
 struct Row {
     file: &'static str,
     line: u32,
@@ -57,7 +65,17 @@ struct Row {
     kind: Kind,
 }
 
-fn sid() -> Vec<u8> {
+const fn r(file: &'static str, line: u32, t_abs: u64, kind: Kind) -> Row {
+    Row {
+        file,
+        line,
+        t_abs,
+        kind,
+    }
+}
+
+/// The session id git builds from the frozen clock, host and pid.
+fn own_sid() -> Vec<u8> {
     let mut b = [0u8; 64];
     let mut l = LineBuf::new(&mut b);
     write_sid_timestamp(&mut l, NOW).unwrap();
@@ -65,23 +83,69 @@ fn sid() -> Vec<u8> {
     l.as_bytes().to_vec()
 }
 
-/// Runs the calls through a main-thread state and formats them in `format`.
-fn run(rows: &[Row], format: Format) -> Vec<u8> {
-    let sid = sid();
-    let mut main = ThreadState::<8>::new(ThreadName::main(), 0);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 1024];
-    for row in rows {
-        let mut repo = None;
-        let nesting;
-        let (mut file, mut line) = (row.file, row.line);
+/// One traced process: its full SID (inherited part included) and main thread.
+struct Process {
+    sid: Vec<u8>,
+    main: ThreadState<8>,
+}
+
+impl Process {
+    /// A process whose parent exported `parent_sid` (empty: none).
+    fn new(parent_sid: &[u8]) -> Self {
+        let mut sid = parent_sid.to_vec();
+        if !sid.is_empty() {
+            sid.push(b'/');
+        }
+        sid.extend_from_slice(&own_sid());
+        Process {
+            sid,
+            main: ThreadState::new(ThreadName::main(), 0),
+        }
+    }
+
+    /// Makes the calls of `rows` in this process and appends the lines
+    /// `format` writes for them to `out`.
+    fn run(&mut self, rows: &[Row], format: Format, out: &mut Vec<u8>) {
+        let mut buf = [0u8; 1024];
+        for row in rows {
+            let (ctx_row, ev) = self.call(row, format.target);
+            let ctx = LineCtx {
+                time: NOW,
+                file: ctx_row.file.as_bytes(),
+                line: ctx_row.line,
+                nesting: ctx_row.nesting,
+                repo: ctx_row.repo,
+                t_abs: row.t_abs,
+                ..LineCtx::new(&self.sid, self.main.name.as_bytes())
+            };
+            let n = format.write_line(&ctx, &ev, &mut buf).unwrap();
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Applies one call to the thread state (regions, data timing) whatever
+    /// the target prints, and returns its line inputs and event.
+    fn call(&mut self, row: &Row, target: Target) -> (CallCtx, Event<'static>) {
+        let main = &mut self.main;
+        let mut c = CallCtx {
+            file: row.file,
+            line: row.line,
+            nesting: main.nesting(),
+            repo: None,
+        };
+        let t = row.t_abs;
         let ev = match row.kind {
             Kind::Version(v) => Event::Version { exe: v.as_bytes() },
             Kind::Start(argv) => Event::Start {
                 argv: Args::Str(argv),
             },
+            Kind::DefParam(scope, param, value) => Event::DefParam {
+                scope: scope.as_bytes(),
+                param: param.as_bytes(),
+                value: Some(value.as_bytes()),
+            },
             Kind::DefRepo(id, path) => {
-                repo = Some(id);
+                c.repo = Some(id);
                 Event::DefRepo {
                     worktree: path.as_bytes(),
                 }
@@ -91,36 +155,40 @@ fn run(rows: &[Row], format: Format) -> Vec<u8> {
                 hierarchy: h.as_bytes(),
             },
             Kind::CmdMode(m) => Event::CmdMode { mode: m.as_bytes() },
-            Kind::Enter(r, cat, label, msg) => {
-                repo = r;
+            Kind::Enter(repo, cat, label, msg) => {
+                // Formatted at the outer level, before the push.
+                c.repo = repo;
+                c.nesting = main.region_enter(t);
                 Event::RegionEnter {
                     category: Some(cat.as_bytes()),
                     label: Some(label.as_bytes()),
                     msg: msg.map(|m| Msg::Bytes(m.as_bytes())),
                 }
             }
-            Kind::Leave(r, cat, label, msg) => {
-                repo = r;
+            Kind::Leave(repo, cat, label, msg) => {
+                c.repo = repo;
+                let (t_rel, nesting) = main.region_leave(t).unwrap();
+                c.nesting = nesting;
                 Event::RegionLeave {
-                    t_rel: 0, // set below from the region stack
+                    t_rel,
                     category: Some(cat.as_bytes()),
                     label: Some(label.as_bytes()),
                     msg: msg.map(|m| Msg::Bytes(m.as_bytes())),
                 }
             }
-            Kind::Data(r, cat, key, value) => {
-                repo = r;
+            Kind::Data(repo, cat, key, value) => {
+                c.repo = repo;
                 Event::Data {
-                    t_rel: 0,
+                    t_rel: main.data_t_rel(t),
                     category: cat.as_bytes(),
                     key: key.as_bytes(),
                     value: value.as_bytes(),
                 }
             }
-            Kind::DataJson(r, cat, key, value) => {
-                repo = r;
+            Kind::DataJson(repo, cat, key, value) => {
+                c.repo = repo;
                 Event::DataJson {
-                    t_rel: 0,
+                    t_rel: main.data_t_rel(t),
                     category: cat.as_bytes(),
                     key: key.as_bytes(),
                     value: value.as_bytes(),
@@ -134,15 +202,10 @@ fn run(rows: &[Row], format: Format) -> Vec<u8> {
                 alias: alias.as_bytes(),
                 argv: Args::Str(argv),
             },
-            Kind::ChildStart(id, class, use_shell, argv) => Event::ChildStart {
-                child_id: id,
-                child_class: Some(class.as_bytes()),
-                hook_name: None,
-                cd: None,
-                use_shell,
-                is_git: false,
-                argv: Args::Str(argv),
-            },
+            Kind::ChildStart(id, class, use_shell, argv) => {
+                child_start(id, class, use_shell, false, argv)
+            }
+            Kind::GitChildStart(id, class, argv) => child_start(id, class, false, true, argv),
             Kind::ChildExit(id, pid, code, t_rel) => Event::ChildExit {
                 child_id: id,
                 pid,
@@ -152,600 +215,785 @@ fn run(rows: &[Row], format: Format) -> Vec<u8> {
             Kind::Exit(code) => Event::Exit { code },
             Kind::Atexit(code) => {
                 // Raised inside Trace2: each target uses its own location.
-                (file, line) = match format.target {
+                (c.file, c.line) = match target {
                     Target::Normal => ("trace2/tr2_tgt_normal.c", 128),
                     Target::Perf => ("trace2/tr2_tgt_perf.c", 217),
                     Target::Event => ("trace2/tr2_tgt_event.c", 205),
                 };
+                assert_eq!(main.nesting(), 1, "enters and leaves balance");
                 main.regions.unwind();
                 Event::Atexit { code }
             }
         };
-        // Side effects on the region stack happen whatever the target prints.
-        let ev = match ev {
-            Event::RegionEnter { .. } => {
-                nesting = main.region_enter(row.t_abs);
-                ev
-            }
-            Event::RegionLeave {
-                category,
-                label,
-                msg,
-                ..
-            } => {
-                let (t_rel, n) = main.region_leave(row.t_abs).unwrap();
-                nesting = n;
-                Event::RegionLeave {
-                    t_rel,
-                    category,
-                    label,
-                    msg,
-                }
-            }
-            Event::Data {
-                category,
-                key,
-                value,
-                ..
-            } => {
-                nesting = main.nesting();
-                Event::Data {
-                    t_rel: main.data_t_rel(row.t_abs),
-                    category,
-                    key,
-                    value,
-                }
-            }
-            Event::DataJson {
-                category,
-                key,
-                value,
-                ..
-            } => {
-                nesting = main.nesting();
-                Event::DataJson {
-                    t_rel: main.data_t_rel(row.t_abs),
-                    category,
-                    key,
-                    value,
-                }
-            }
-            other => {
-                nesting = main.nesting();
-                other
-            }
-        };
-        let ctx = LineCtx {
-            time: NOW,
-            file: file.as_bytes(),
-            line,
-            nesting,
-            repo,
-            t_abs: row.t_abs,
-            ..LineCtx::new(&sid, main.name.as_bytes())
-        };
-        let n = format.write_line(&ctx, &ev, &mut buf).unwrap();
-        out.extend_from_slice(&buf[..n]);
+        (c, ev)
     }
-    assert_eq!(main.nesting(), 1, "enters and leaves balance");
+}
+
+/// The per-call parts of a line's context.
+struct CallCtx {
+    file: &'static str,
+    line: u32,
+    nesting: u32,
+    repo: Option<i32>,
+}
+
+fn child_start(
+    child_id: i64,
+    class: &'static str,
+    use_shell: bool,
+    is_git: bool,
+    argv: &'static [&'static str],
+) -> Event<'static> {
+    Event::ChildStart {
+        child_id,
+        child_class: Some(class.as_bytes()),
+        hook_name: None,
+        cd: None,
+        use_shell,
+        is_git,
+        argv: Args::Str(argv),
+    }
+}
+
+/// A scenario: the SID its first process inherits, and runs of calls, each
+/// made by one process (0 = the git command run, 1 = its child, ...; a child's
+/// SID extends its parent's).
+struct Scenario<'a> {
+    dir: &'a str,
+    parent_sid: &'a str,
+    runs: &'a [(usize, &'a [Row])],
+}
+
+/// The lines of `scenario` in `format`.
+fn render(scenario: &Scenario<'_>, format: Format) -> Vec<u8> {
+    let mut procs: Vec<Process> = vec![Process::new(scenario.parent_sid.as_bytes())];
+    let mut out = Vec::new();
+    for &(p, rows) in scenario.runs {
+        while procs.len() <= p {
+            let parent = procs.last().unwrap().sid.clone();
+            procs.push(Process::new(&parent));
+        }
+        procs[p].run(rows, format, &mut out);
+    }
     out
 }
 
-fn check(scenario: &str, rows: &[Row]) {
+fn read(dir: &Path, file: &str) -> Vec<u8> {
+    std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()))
+}
+
+/// The `t_abs`/`t_rel` columns of a perf capture (git's clock readings).
+fn perf_times(perf: &[u8], brief: bool) -> Vec<(String, String)> {
+    let skip = if brief { 0 } else { 47 };
+    String::from_utf8_lossy(perf)
+        .lines()
+        .map(|l| {
+            let cols: Vec<&str> = l[skip..].split(" | ").collect();
+            (cols[4].to_string(), cols[5].to_string())
+        })
+        .collect()
+}
+
+fn check(scenario: &Scenario<'_>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/trace2/det")
-        .join(scenario);
-    for (target, name) in [
+        .join(scenario.dir);
+    let name = scenario.dir;
+    // One table of clock readings serves both runs of git only if they agree.
+    assert_eq!(
+        perf_times(&read(&dir, "perf.txt"), false),
+        perf_times(&read(&dir, "perf-brief.txt"), true),
+        "{name}: the full and brief captures read different clocks"
+    );
+    for (target, target_name) in [
         (Target::Normal, "normal"),
         (Target::Perf, "perf"),
         (Target::Event, "event"),
     ] {
         for brief in [false, true] {
             let file = if brief {
-                format!("{name}-brief.txt")
+                format!("{target_name}-brief.txt")
             } else {
-                format!("{name}.txt")
+                format!("{target_name}.txt")
             };
-            let want = std::fs::read(dir.join(&file)).unwrap();
-            let got = run(rows, Format::new(target, brief));
+            let want = read(&dir, &file);
+            let got = render(scenario, Format::new(target, brief));
             let want = String::from_utf8_lossy(&want);
             let got = String::from_utf8_lossy(&got);
             for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
-                assert_eq!(g, w, "{scenario}/{file}: line {}", i + 1);
+                assert_eq!(g, w, "{name}/{file}: line {}", i + 1);
             }
-            assert_eq!(got, want, "{scenario}/{file}");
+            assert_eq!(got, want, "{name}/{file}");
         }
     }
 }
 
+/// A scenario whose first process inherits no SID.
+fn single<'a>(dir: &'a str, rows: &'a [(usize, &'a [Row])]) -> Scenario<'a> {
+    Scenario {
+        dir,
+        parent_sid: "",
+        runs: rows,
+    }
+}
+
+/// Every directory of `tests/data/trace2/det/`, each checked by a test below.
+const SCENARIOS: &[&str] = &[
+    "cmd-mode-long-file",
+    "config-params",
+    "die",
+    "git-alias",
+    "parent-sid",
+    "shell-alias",
+    "status",
+    "unknown-command",
+    "unknown-option",
+    "version",
+];
+
+#[test]
+fn every_capture_has_a_scenario() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace2/det");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, SCENARIOS);
+}
+
 #[test]
 fn status_with_nested_regions_and_data() {
-    check("status", STATUS);
+    check(&single("status", &[(0, STATUS)]));
 }
 
 #[test]
 fn cmd_mode_long_file_and_error_inside_region() {
-    check("cmd-mode-long-file", CMD_MODE_LONG_FILE);
+    check(&single("cmd-mode-long-file", &[(0, CMD_MODE_LONG_FILE)]));
 }
 
 #[test]
 fn unknown_option_error_with_format() {
-    check("unknown-option", UNKNOWN_OPTION);
+    check(&single("unknown-option", &[(0, UNKNOWN_OPTION)]));
 }
 
 #[test]
 fn shell_alias_children_and_quoting() {
-    check("shell-alias", SHELL_ALIAS);
+    check(&single("shell-alias", &[(0, SHELL_ALIAS)]));
 }
 
+#[test]
+fn version_minimal_lifecycle() {
+    check(&single("version", &[(0, VERSION)]));
+}
+
+#[test]
+fn die_error_and_exit_128() {
+    check(&single("die", &[(0, DIE)]));
+}
+
+#[test]
+fn unknown_command_failed_dashed_child() {
+    check(&single("unknown-command", &[(0, UNKNOWN_COMMAND)]));
+}
+
+#[test]
+fn config_params_scopes_and_env_vars() {
+    check(&single("config-params", &[(0, CONFIG_PARAMS)]));
+}
+
+#[test]
+fn parent_sid_depth_and_hierarchy() {
+    check(&Scenario {
+        dir: "parent-sid",
+        parent_sid: "outer-sid/middle-sid",
+        runs: &[(0, PARENT_SID)],
+    });
+}
+
+#[test]
+fn git_alias_child_process_interleaved() {
+    let child = status_rows(
+        &["/usr/local/libexec/git-core/git", "status", "--short"],
+        "_run_dashed_/_run_git_alias_/status",
+    );
+    let child: &'static [Row] = child.leak();
+    check(&Scenario {
+        dir: "git-alias",
+        parent_sid: "",
+        runs: &[
+            (0, GIT_ALIAS_BEFORE_CHILD),
+            (1, child),
+            (0, GIT_ALIAS_AFTER_CHILD),
+        ],
+    });
+}
+
+/// The calls of `git status` (the `status` capture) run with `argv` under the
+/// command hierarchy `hierarchy`.
+fn status_rows(argv: &'static [&'static str], hierarchy: &'static str) -> Vec<Row> {
+    STATUS
+        .iter()
+        .map(|row| match row.kind {
+            Kind::Start(_) => Row {
+                kind: Kind::Start(argv),
+                ..*row
+            },
+            Kind::CmdName(name, _) => Row {
+                kind: Kind::CmdName(name, hierarchy),
+                ..*row
+            },
+            _ => *row,
+        })
+        .collect()
+}
+
+const VERSION: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r("common-main.c", 58, 1, Kind::Start(&["git", "version"])),
+    r("git.c", 480, 0, Kind::CmdName("version", "version")),
+    r("git.c", 752, 2, Kind::Exit(0)),
+    r("", 0, 3, Kind::Atexit(0)),
+];
+
+const PARENT_SID: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r("common-main.c", 58, 1, Kind::Start(&["git", "version"])),
+    r(
+        "git.c",
+        480,
+        0,
+        Kind::CmdName("version", "outer/middle/version"),
+    ),
+    r("git.c", 752, 2, Kind::Exit(0)),
+    r("", 0, 3, Kind::Atexit(0)),
+];
+
+const DIE: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "rev-parse", "--verify", "does-not-exist"]),
+    ),
+    r("git.c", 480, 0, Kind::CmdName("rev-parse", "rev-parse")),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r(
+        "usage.c",
+        64,
+        0,
+        Kind::Error("Needed a single revision", "Needed a single revision"),
+    ),
+    r("usage.c", 78, 2, Kind::Exit(128)),
+    r("", 0, 3, Kind::Atexit(128)),
+];
+
+const UNKNOWN_COMMAND: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r("common-main.c", 58, 1, Kind::Start(&["git", "bogus-cmd"])),
+    r(
+        "git.c",
+        775,
+        0,
+        Kind::CmdName("_run_dashed_", "_run_dashed_"),
+    ),
+    r(
+        "run-command.c",
+        733,
+        2,
+        Kind::ChildStart(0, "dashed", false, &["git-bogus-cmd"]),
+    ),
+    r("run-command.c", 949, 3, Kind::ChildExit(0, -1, -1, 1)),
+    r("help.c", 740, 4, Kind::Exit(1)),
+    r("", 0, 5, Kind::Atexit(1)),
+];
+
+const CONFIG_PARAMS: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&[
+            "git",
+            "-c",
+            "foo.bar=baz",
+            "-c",
+            "core.quotepath=false",
+            "rev-parse",
+            "--abbrev-ref",
+            "HEAD",
+        ]),
+    ),
+    r("git.c", 480, 0, Kind::CmdName("rev-parse", "rev-parse")),
+    // Config keys matching GIT_TRACE2_CONFIG_PARAMS, in config order.
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("global", "foo.global", "global value"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "core.repositoryformatversion", "0"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "core.filemode", "true"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "core.bare", "false"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "core.logallrefupdates", "true"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "core.abbrev", "12"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("local", "foo.local", "local value"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("command", "foo.bar", "baz"),
+    ),
+    r(
+        "trace2.c",
+        437,
+        0,
+        Kind::DefParam("command", "core.quotepath", "false"),
+    ),
+    // GIT_TRACE2_ENV_VARS: set and non-empty only.
+    r(
+        "trace2.c",
+        438,
+        0,
+        Kind::DefParam("command", "MY_ENV_A", "hello world"),
+    ),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r("git.c", 752, 2, Kind::Exit(0)),
+    r("", 0, 3, Kind::Atexit(0)),
+];
+
+const GIT_ALIAS_BEFORE_CHILD: &[Row] = &[
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "-c", "alias.st=status --short", "st"]),
+    ),
+    r(
+        "git.c",
+        775,
+        0,
+        Kind::CmdName("_run_dashed_", "_run_dashed_"),
+    ),
+    r(
+        "run-command.c",
+        733,
+        2,
+        Kind::ChildStart(0, "dashed", false, &["git-st"]),
+    ),
+    r("run-command.c", 949, 3, Kind::ChildExit(0, -1, -1, 1)),
+    r("git.c", 431, 0, Kind::Alias("st", &["status", "--short"])),
+    r(
+        "git.c",
+        831,
+        0,
+        Kind::CmdName("_run_git_alias_", "_run_dashed_/_run_git_alias_"),
+    ),
+    r(
+        "run-command.c",
+        733,
+        4,
+        Kind::GitChildStart(1, "git_alias", &["status", "--short"]),
+    ),
+];
+
+const GIT_ALIAS_AFTER_CHILD: &[Row] = &[
+    r("run-command.c", 989, 5, Kind::ChildExit(1, 99999, 0, 1)),
+    r("git.c", 851, 6, Kind::Exit(0)),
+    r("", 0, 7, Kind::Atexit(0)),
+];
+
 const UNKNOWN_OPTION: &[Row] = &[
-    Row {
-        file: "common-main.c",
-        line: 57,
-        t_abs: 0,
-        kind: Kind::Version("2.47.3"),
-    },
-    Row {
-        file: "common-main.c",
-        line: 58,
-        t_abs: 1,
-        kind: Kind::Start(&["git", "status", "--bogus"]),
-    },
-    Row {
-        file: "repository.c",
-        line: 241,
-        t_abs: 0,
-        kind: Kind::DefRepo(1, "/scratch/repo"),
-    },
-    Row {
-        file: "git.c",
-        line: 480,
-        t_abs: 0,
-        kind: Kind::CmdName("status", "status"),
-    },
-    Row {
-        file: "usage.c",
-        line: 83,
-        t_abs: 0,
-        kind: Kind::Error("unknown option `bogus'", "unknown option `%s'"),
-    },
-    Row {
-        file: "parse-options.c",
-        line: 1282,
-        t_abs: 2,
-        kind: Kind::Exit(129),
-    },
-    Row {
-        file: "",
-        line: 0,
-        t_abs: 3,
-        kind: Kind::Atexit(129),
-    },
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "status", "--bogus"]),
+    ),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r("git.c", 480, 0, Kind::CmdName("status", "status")),
+    r(
+        "usage.c",
+        83,
+        0,
+        Kind::Error("unknown option `bogus'", "unknown option `%s'"),
+    ),
+    r("parse-options.c", 1282, 2, Kind::Exit(129)),
+    r("", 0, 3, Kind::Atexit(129)),
 ];
 
 const SHELL_ALIAS: &[Row] = &[
-    Row {
-        file: "common-main.c",
-        line: 57,
-        t_abs: 0,
-        kind: Kind::Version("2.47.3"),
-    },
-    Row {
-        file: "common-main.c",
-        line: 58,
-        t_abs: 1,
-        kind: Kind::Start(&["git", "-c", "alias.hello=!echo hello", "hello"]),
-    },
-    Row {
-        file: "git.c",
-        line: 775,
-        t_abs: 0,
-        kind: Kind::CmdName("_run_dashed_", "_run_dashed_"),
-    },
-    Row {
-        file: "run-command.c",
-        line: 733,
-        t_abs: 2,
-        kind: Kind::ChildStart(0, "dashed", false, &["git-hello"]),
-    },
-    Row {
-        file: "run-command.c",
-        line: 949,
-        t_abs: 3,
-        kind: Kind::ChildExit(0, -1, -1, 1),
-    },
-    Row {
-        file: "repository.c",
-        line: 241,
-        t_abs: 0,
-        kind: Kind::DefRepo(1, "/scratch/repo"),
-    },
-    Row {
-        file: "git.c",
-        line: 395,
-        t_abs: 0,
-        kind: Kind::Alias("hello", &["echo hello"]),
-    },
-    Row {
-        file: "git.c",
-        line: 396,
-        t_abs: 0,
-        kind: Kind::CmdName("_run_shell_alias_", "_run_dashed_/_run_shell_alias_"),
-    },
-    Row {
-        file: "run-command.c",
-        line: 733,
-        t_abs: 4,
-        kind: Kind::ChildStart(1, "shell_alias", true, &["echo hello"]),
-    },
-    Row {
-        file: "run-command.c",
-        line: 989,
-        t_abs: 5,
-        kind: Kind::ChildExit(1, 99999, 0, 1),
-    },
-    Row {
-        file: "git.c",
-        line: 400,
-        t_abs: 6,
-        kind: Kind::Exit(0),
-    },
-    Row {
-        file: "",
-        line: 0,
-        t_abs: 7,
-        kind: Kind::Atexit(0),
-    },
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "-c", "alias.hello=!echo hello", "hello"]),
+    ),
+    r(
+        "git.c",
+        775,
+        0,
+        Kind::CmdName("_run_dashed_", "_run_dashed_"),
+    ),
+    r(
+        "run-command.c",
+        733,
+        2,
+        Kind::ChildStart(0, "dashed", false, &["git-hello"]),
+    ),
+    r("run-command.c", 949, 3, Kind::ChildExit(0, -1, -1, 1)),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r("git.c", 395, 0, Kind::Alias("hello", &["echo hello"])),
+    r(
+        "git.c",
+        396,
+        0,
+        Kind::CmdName("_run_shell_alias_", "_run_dashed_/_run_shell_alias_"),
+    ),
+    r(
+        "run-command.c",
+        733,
+        4,
+        Kind::ChildStart(1, "shell_alias", true, &["echo hello"]),
+    ),
+    r("run-command.c", 989, 5, Kind::ChildExit(1, 99999, 0, 1)),
+    r("git.c", 400, 6, Kind::Exit(0)),
+    r("", 0, 7, Kind::Atexit(0)),
 ];
 
 const STATUS: &[Row] = &[
-    Row {
-        file: "common-main.c",
-        line: 57,
-        t_abs: 0,
-        kind: Kind::Version("2.47.3"),
-    },
-    Row {
-        file: "common-main.c",
-        line: 58,
-        t_abs: 1,
-        kind: Kind::Start(&["git", "status", "--porcelain"]),
-    },
-    Row {
-        file: "repository.c",
-        line: 241,
-        t_abs: 0,
-        kind: Kind::DefRepo(1, "/scratch/repo"),
-    },
-    Row {
-        file: "git.c",
-        line: 480,
-        t_abs: 0,
-        kind: Kind::CmdName("status", "status"),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 2383,
-        t_abs: 2,
-        kind: Kind::Enter(Some(1), "index", "do_read_index", Some(".git/index")),
-    },
-    Row {
-        file: "cache-tree.c",
-        line: 637,
-        t_abs: 3,
-        kind: Kind::Enter(Some(1), "cache_tree", "read", None),
-    },
-    Row {
-        file: "cache-tree.c",
-        line: 639,
-        t_abs: 4,
-        kind: Kind::Leave(Some(1), "cache_tree", "read", None),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 2332,
-        t_abs: 5,
-        kind: Kind::Data(Some(1), "index", "read/version", "2"),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 2334,
-        t_abs: 6,
-        kind: Kind::Data(Some(1), "index", "read/cache_nr", "3"),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 2388,
-        t_abs: 7,
-        kind: Kind::Leave(Some(1), "index", "do_read_index", Some(".git/index")),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 1540,
-        t_abs: 8,
-        kind: Kind::Enter(None, "index", "refresh", None),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 1622,
-        t_abs: 9,
-        kind: Kind::Data(None, "index", "refresh/sum_lstat", "3"),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 1623,
-        t_abs: 10,
-        kind: Kind::Data(None, "index", "refresh/sum_scan", "1"),
-    },
-    Row {
-        file: "read-cache.c",
-        line: 1624,
-        t_abs: 11,
-        kind: Kind::Leave(None, "index", "refresh", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 836,
-        t_abs: 12,
-        kind: Kind::Enter(Some(1), "status", "worktrees", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1408,
-        t_abs: 14,
-        kind: Kind::Enter(Some(1), "diff", "setup", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1461,
-        t_abs: 15,
-        kind: Kind::Leave(Some(1), "diff", "setup", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1640,
-        t_abs: 16,
-        kind: Kind::Enter(Some(1), "diff", "write back to queue", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1717,
-        t_abs: 17,
-        kind: Kind::Leave(Some(1), "diff", "write back to queue", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 838,
-        t_abs: 18,
-        kind: Kind::Leave(Some(1), "status", "worktrees", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 845,
-        t_abs: 19,
-        kind: Kind::Enter(Some(1), "status", "index", None),
-    },
-    Row {
-        file: "unpack-trees.c",
-        line: 1902,
-        t_abs: 20,
-        kind: Kind::Enter(Some(1), "unpack_trees", "unpack_trees", None),
-    },
-    Row {
-        file: "unpack-trees.c",
-        line: 2006,
-        t_abs: 21,
-        kind: Kind::Enter(Some(1), "unpack_trees", "traverse_trees", None),
-    },
-    Row {
-        file: "unpack-trees.c",
-        line: 2008,
-        t_abs: 22,
-        kind: Kind::Leave(Some(1), "unpack_trees", "traverse_trees", None),
-    },
-    Row {
-        file: "unpack-trees.c",
-        line: 2105,
-        t_abs: 23,
-        kind: Kind::Leave(Some(1), "unpack_trees", "unpack_trees", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1408,
-        t_abs: 24,
-        kind: Kind::Enter(Some(1), "diff", "setup", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1461,
-        t_abs: 25,
-        kind: Kind::Leave(Some(1), "diff", "setup", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1640,
-        t_abs: 26,
-        kind: Kind::Enter(Some(1), "diff", "write back to queue", None),
-    },
-    Row {
-        file: "diffcore-rename.c",
-        line: 1717,
-        t_abs: 27,
-        kind: Kind::Leave(Some(1), "diff", "write back to queue", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 847,
-        t_abs: 28,
-        kind: Kind::Leave(Some(1), "status", "index", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 850,
-        t_abs: 29,
-        kind: Kind::Enter(Some(1), "status", "untracked", None),
-    },
-    Row {
-        file: "dir.c",
-        line: 3089,
-        t_abs: 31,
-        kind: Kind::Enter(Some(1), "dir", "read_directory", None),
-    },
-    Row {
-        file: "name-hash.c",
-        line: 594,
-        t_abs: 32,
-        kind: Kind::Enter(Some(1), "index", "name-hash-init", None),
-    },
-    Row {
-        file: "name-hash.c",
-        line: 615,
-        t_abs: 33,
-        kind: Kind::Leave(Some(1), "index", "name-hash-init", None),
-    },
-    Row {
-        file: "dir.c",
-        line: 3057,
-        t_abs: 34,
-        kind: Kind::Data(Some(1), "read_directory", "path", ""),
-    },
-    Row {
-        file: "dir.c",
-        line: 3065,
-        t_abs: 35,
-        kind: Kind::Data(Some(1), "read_directory", "directories-visited", "5"),
-    },
-    Row {
-        file: "dir.c",
-        line: 3067,
-        t_abs: 36,
-        kind: Kind::Data(Some(1), "read_directory", "paths-visited", "10"),
-    },
-    Row {
-        file: "dir.c",
-        line: 3112,
-        t_abs: 37,
-        kind: Kind::Leave(Some(1), "dir", "read_directory", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 852,
-        t_abs: 39,
-        kind: Kind::Leave(Some(1), "status", "untracked", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 2554,
-        t_abs: 40,
-        kind: Kind::Data(Some(1), "status", "count/changed", "1"),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 2555,
-        t_abs: 41,
-        kind: Kind::Data(Some(1), "status", "count/untracked", "2"),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 2557,
-        t_abs: 42,
-        kind: Kind::Data(Some(1), "status", "count/ignored", "0"),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 2559,
-        t_abs: 43,
-        kind: Kind::Enter(Some(1), "status", "print", None),
-    },
-    Row {
-        file: "wt-status.c",
-        line: 2580,
-        t_abs: 44,
-        kind: Kind::Leave(Some(1), "status", "print", None),
-    },
-    Row {
-        file: "git.c",
-        line: 752,
-        t_abs: 45,
-        kind: Kind::Exit(0),
-    },
-    Row {
-        file: "tree-walk.c",
-        line: 186,
-        t_abs: 46,
-        kind: Kind::DataJson(
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "status", "--porcelain"]),
+    ),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r("git.c", 480, 0, Kind::CmdName("status", "status")),
+    r(
+        "read-cache.c",
+        2383,
+        2,
+        Kind::Enter(Some(1), "index", "do_read_index", Some(".git/index")),
+    ),
+    r(
+        "cache-tree.c",
+        637,
+        3,
+        Kind::Enter(Some(1), "cache_tree", "read", None),
+    ),
+    r(
+        "cache-tree.c",
+        639,
+        4,
+        Kind::Leave(Some(1), "cache_tree", "read", None),
+    ),
+    r(
+        "read-cache.c",
+        2332,
+        5,
+        Kind::Data(Some(1), "index", "read/version", "2"),
+    ),
+    r(
+        "read-cache.c",
+        2334,
+        6,
+        Kind::Data(Some(1), "index", "read/cache_nr", "3"),
+    ),
+    r(
+        "read-cache.c",
+        2388,
+        7,
+        Kind::Leave(Some(1), "index", "do_read_index", Some(".git/index")),
+    ),
+    r(
+        "read-cache.c",
+        1540,
+        8,
+        Kind::Enter(None, "index", "refresh", None),
+    ),
+    r(
+        "read-cache.c",
+        1622,
+        9,
+        Kind::Data(None, "index", "refresh/sum_lstat", "3"),
+    ),
+    r(
+        "read-cache.c",
+        1623,
+        10,
+        Kind::Data(None, "index", "refresh/sum_scan", "1"),
+    ),
+    r(
+        "read-cache.c",
+        1624,
+        11,
+        Kind::Leave(None, "index", "refresh", None),
+    ),
+    r(
+        "wt-status.c",
+        836,
+        12,
+        Kind::Enter(Some(1), "status", "worktrees", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1408,
+        14,
+        Kind::Enter(Some(1), "diff", "setup", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1461,
+        15,
+        Kind::Leave(Some(1), "diff", "setup", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1640,
+        16,
+        Kind::Enter(Some(1), "diff", "write back to queue", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1717,
+        17,
+        Kind::Leave(Some(1), "diff", "write back to queue", None),
+    ),
+    r(
+        "wt-status.c",
+        838,
+        18,
+        Kind::Leave(Some(1), "status", "worktrees", None),
+    ),
+    r(
+        "wt-status.c",
+        845,
+        19,
+        Kind::Enter(Some(1), "status", "index", None),
+    ),
+    r(
+        "unpack-trees.c",
+        1902,
+        20,
+        Kind::Enter(Some(1), "unpack_trees", "unpack_trees", None),
+    ),
+    r(
+        "unpack-trees.c",
+        2006,
+        21,
+        Kind::Enter(Some(1), "unpack_trees", "traverse_trees", None),
+    ),
+    r(
+        "unpack-trees.c",
+        2008,
+        22,
+        Kind::Leave(Some(1), "unpack_trees", "traverse_trees", None),
+    ),
+    r(
+        "unpack-trees.c",
+        2105,
+        23,
+        Kind::Leave(Some(1), "unpack_trees", "unpack_trees", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1408,
+        24,
+        Kind::Enter(Some(1), "diff", "setup", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1461,
+        25,
+        Kind::Leave(Some(1), "diff", "setup", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1640,
+        26,
+        Kind::Enter(Some(1), "diff", "write back to queue", None),
+    ),
+    r(
+        "diffcore-rename.c",
+        1717,
+        27,
+        Kind::Leave(Some(1), "diff", "write back to queue", None),
+    ),
+    r(
+        "wt-status.c",
+        847,
+        28,
+        Kind::Leave(Some(1), "status", "index", None),
+    ),
+    r(
+        "wt-status.c",
+        850,
+        29,
+        Kind::Enter(Some(1), "status", "untracked", None),
+    ),
+    r(
+        "dir.c",
+        3089,
+        31,
+        Kind::Enter(Some(1), "dir", "read_directory", None),
+    ),
+    r(
+        "name-hash.c",
+        594,
+        32,
+        Kind::Enter(Some(1), "index", "name-hash-init", None),
+    ),
+    r(
+        "name-hash.c",
+        615,
+        33,
+        Kind::Leave(Some(1), "index", "name-hash-init", None),
+    ),
+    r(
+        "dir.c",
+        3057,
+        34,
+        Kind::Data(Some(1), "read_directory", "path", ""),
+    ),
+    r(
+        "dir.c",
+        3065,
+        35,
+        Kind::Data(Some(1), "read_directory", "directories-visited", "5"),
+    ),
+    r(
+        "dir.c",
+        3067,
+        36,
+        Kind::Data(Some(1), "read_directory", "paths-visited", "10"),
+    ),
+    r(
+        "dir.c",
+        3112,
+        37,
+        Kind::Leave(Some(1), "dir", "read_directory", None),
+    ),
+    r(
+        "wt-status.c",
+        852,
+        39,
+        Kind::Leave(Some(1), "status", "untracked", None),
+    ),
+    r(
+        "wt-status.c",
+        2554,
+        40,
+        Kind::Data(Some(1), "status", "count/changed", "1"),
+    ),
+    r(
+        "wt-status.c",
+        2555,
+        41,
+        Kind::Data(Some(1), "status", "count/untracked", "2"),
+    ),
+    r(
+        "wt-status.c",
+        2557,
+        42,
+        Kind::Data(Some(1), "status", "count/ignored", "0"),
+    ),
+    r(
+        "wt-status.c",
+        2559,
+        43,
+        Kind::Enter(Some(1), "status", "print", None),
+    ),
+    r(
+        "wt-status.c",
+        2580,
+        44,
+        Kind::Leave(Some(1), "status", "print", None),
+    ),
+    r("git.c", 752, 45, Kind::Exit(0)),
+    r(
+        "tree-walk.c",
+        186,
+        46,
+        Kind::DataJson(
             Some(1),
             "traverse_trees",
             "statistics",
             "{\"traverse_trees_count\":1,\"traverse_trees_max_depth\":1}",
         ),
-    },
-    Row {
-        file: "trace2/tr2_tgt_perf.c",
-        line: 217,
-        t_abs: 47,
-        kind: Kind::Atexit(0),
-    },
+    ),
+    r("trace2/tr2_tgt_perf.c", 217, 47, Kind::Atexit(0)),
 ];
 const CMD_MODE_LONG_FILE: &[Row] = &[
-    Row {
-        file: "common-main.c",
-        line: 57,
-        t_abs: 0,
-        kind: Kind::Version("2.47.3"),
-    },
-    Row {
-        file: "common-main.c",
-        line: 58,
-        t_abs: 1,
-        kind: Kind::Start(&["git", "multi-pack-index", "write"]),
-    },
-    Row {
-        file: "repository.c",
-        line: 241,
-        t_abs: 0,
-        kind: Kind::DefRepo(1, "/scratch/repo"),
-    },
-    Row {
-        file: "git.c",
-        line: 480,
-        t_abs: 0,
-        kind: Kind::CmdName("multi-pack-index", "multi-pack-index"),
-    },
-    Row {
-        file: "builtin/multi-pack-index.c",
-        line: 149,
-        t_abs: 0,
-        kind: Kind::CmdMode("write"),
-    },
-    Row {
-        file: "midx-write.c",
-        line: 1072,
-        t_abs: 2,
-        kind: Kind::Enter(Some(1), "midx", "write_midx_internal", None),
-    },
-    Row {
-        file: "usage.c",
-        line: 83,
-        t_abs: 0,
-        kind: Kind::Error("no pack files to index.", "no pack files to index."),
-    },
-    Row {
-        file: "midx-write.c",
-        line: 1495,
-        t_abs: 3,
-        kind: Kind::Leave(Some(1), "midx", "write_midx_internal", None),
-    },
-    Row {
-        file: "git.c",
-        line: 752,
-        t_abs: 4,
-        kind: Kind::Exit(1),
-    },
-    Row {
-        file: "trace2/tr2_tgt_perf.c",
-        line: 217,
-        t_abs: 5,
-        kind: Kind::Atexit(1),
-    },
+    r("common-main.c", 57, 0, Kind::Version("2.47.3")),
+    r(
+        "common-main.c",
+        58,
+        1,
+        Kind::Start(&["git", "multi-pack-index", "write"]),
+    ),
+    r("repository.c", 241, 0, Kind::DefRepo(1, "/scratch/repo")),
+    r(
+        "git.c",
+        480,
+        0,
+        Kind::CmdName("multi-pack-index", "multi-pack-index"),
+    ),
+    r("builtin/multi-pack-index.c", 149, 0, Kind::CmdMode("write")),
+    r(
+        "midx-write.c",
+        1072,
+        2,
+        Kind::Enter(Some(1), "midx", "write_midx_internal", None),
+    ),
+    r(
+        "usage.c",
+        83,
+        0,
+        Kind::Error("no pack files to index.", "no pack files to index."),
+    ),
+    r(
+        "midx-write.c",
+        1495,
+        3,
+        Kind::Leave(Some(1), "midx", "write_midx_internal", None),
+    ),
+    r("git.c", 752, 4, Kind::Exit(1)),
+    r("trace2/tr2_tgt_perf.c", 217, 5, Kind::Atexit(1)),
 ];

@@ -77,3 +77,6 @@ macro_rules! error {
         }
     };
 }
+pub mod tool;
+#[cfg(unix)]
+pub mod xray;

@@ -15,6 +15,27 @@
 //! cycle frequency is 0 is rejected (see [`FileHeader::parse`]), because no time in
 //! such a trace means anything. Errors carry the byte offset `llvm-xray` names in
 //! its message where it names one.
+//!
+//! ```
+//! use flightrec_core::clock::Timestamp;
+//! use flightrec_core::fdr::decoder::{verify, DecodeErrorKind};
+//! use flightrec_core::fdr::header::{HeaderError, HEADER_SIZE};
+//! use flightrec_core::fdr::ring::RecorderConfig;
+//! use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+//! use flightrec_core::fdr::FunctionId;
+//!
+//! let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+//! let mut file = [0u8; HEADER_SIZE + 128];
+//! file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(128).to_bytes());
+//! let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+//! w.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+//! let len = HEADER_SIZE + w.len();
+//! assert_eq!(verify(&file[..len]).unwrap().function_records, 1);
+//! // Damage the header's log type.
+//! file[2] = 0;
+//! let err = verify(&file[..len]).unwrap_err();
+//! assert_eq!((err.offset, err.kind), (0, DecodeErrorKind::Header(HeaderError::NotFdr(0))));
+//! ```
 
 mod record;
 mod verifier;
@@ -26,6 +47,32 @@ use super::header::{FileHeader, HeaderError, Version, HEADER_SIZE};
 use super::records::{MetadataKind, Record, METADATA_RECORD_SIZE};
 
 /// What went wrong, without the position (see [`DecodeError`]).
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::FileHeader;
+/// use flightrec_core::fdr::decoder::{DecodeErrorKind, Decoder, RecordType};
+/// use flightrec_core::fdr::records::MetadataKind;
+/// use flightrec_core::fdr::Version;
+///
+/// let mut file = [0u8; 32 + 10];
+/// let header = FileHeader::new(NonZeroU64::MIN, 0).with_version(Version::V1);
+/// file[..32].copy_from_slice(&header.to_bytes());
+/// file[32] = 0x01; // the first byte of a NewBuffer record, then only 9 more bytes
+/// let err = Decoder::new(&file).unwrap().next().unwrap().unwrap_err();
+/// assert_eq!(err.offset, 32);
+/// assert_eq!(
+///     err.kind,
+///     DecodeErrorKind::TruncatedRecord {
+///         record: RecordType::Metadata(MetadataKind::NewBuffer),
+///         needed: 16,
+///         available: 10,
+///     }
+/// );
+/// file[32] = 0x15; // metadata kind 10
+/// let err = Decoder::new(&file).unwrap().next().unwrap().unwrap_err();
+/// assert_eq!(err.kind, DecodeErrorKind::UnknownMetadataKind(10));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DecodeErrorKind {
@@ -156,7 +203,18 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-    /// An error at `offset`.
+    /// An error at `offset`, for code that checks more than this module does and
+    /// reports in the same form.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{DecodeError, DecodeErrorKind};
+    /// let err = DecodeError::new(40, DecodeErrorKind::MissingBufferExtents);
+    /// assert_eq!(err.offset, 40);
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "at byte 40: bytes left after the last buffer, but no BufferExtents record among them"
+    /// );
+    /// ```
     pub const fn new(offset: usize, kind: DecodeErrorKind) -> Self {
         Self { offset, kind }
     }
@@ -215,7 +273,21 @@ impl From<HeaderError> for DecodeError {
     }
 }
 
-/// A record and where it starts in the file.
+/// A record and where it starts in the file, as the [`Decoder`] yields it.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::FileHeader;
+/// use flightrec_core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec_core::fdr::records::Record;
+/// use flightrec_core::fdr::Version;
+///
+/// let mut file = [0u8; 48];
+/// file[..32].copy_from_slice(&FileHeader::new(NonZeroU64::MIN, 0).to_bytes());
+/// Record::BufferExtents { size: 0 }.encode(Version::V5, &mut file[32..]).unwrap();
+/// let first = Decoder::new(&file).unwrap().next().unwrap();
+/// assert_eq!(first, Ok(Decoded { offset: 32, record: Record::BufferExtents { size: 0 } }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Decoded<'a> {
@@ -251,13 +323,11 @@ pub struct Decoded<'a> {
 /// block grammar; [`verify`] does that too.
 ///
 /// ```
-/// use flightrec_core::fdr::decoder::Decoder;
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::decoder::{DecodeErrorKind, Decoder};
 /// use flightrec_core::fdr::records::Record;
-/// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+/// use flightrec_core::fdr::{FileHeader, FunctionAction, FunctionId, Version};
 ///
-/// let mut file = Vec::new();
-/// file.extend_from_slice(&[5, 0, 1, 0, 3, 0, 0, 0, 0, 0xca, 0x9a, 0x3b, 0, 0, 0, 0]);
-/// file.extend_from_slice(&[0; 16]);
 /// let records = [
 ///     Record::BufferExtents { size: 16 * 3 + 8 },
 ///     Record::NewBuffer { tid: 1 },
@@ -265,23 +335,25 @@ pub struct Decoded<'a> {
 ///     Record::NewCpuId { cpu: 0, tsc: 1000 },
 ///     Record::Function { action: FunctionAction::Enter, id: FunctionId::new(1).unwrap(), delta: 0 },
 /// ];
+/// let mut file = [0u8; 32 + 4 * 16 + 8 + 2];
+/// file[..32].copy_from_slice(&FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 0).to_bytes());
+/// let mut len = 32;
 /// for r in &records {
-///     let mut buf = [0u8; 16];
-///     let n = r.encode(Version::V5, &mut buf).unwrap();
-///     file.extend_from_slice(&buf[..n]);
+///     len += r.encode(Version::V5, &mut file[len..]).unwrap();
 /// }
 ///
-/// let decoder = Decoder::new(&file).unwrap();
+/// let mut decoder = Decoder::new(&file[..len]).unwrap();
 /// assert_eq!(decoder.header().version, Version::V5);
-/// let decoded: Vec<_> = decoder.map(|d| d.unwrap()).collect();
-/// assert_eq!(decoded.len(), 5);
-/// assert_eq!(decoded[4].offset, 32 + 4 * 16);
-/// assert_eq!(decoded[4].record, records[4]);
+/// for (i, record) in records.iter().enumerate() {
+///     let decoded = decoder.next().unwrap().unwrap();
+///     assert_eq!(decoded.offset, 32 + 16 * i);
+///     assert_eq!(decoded.record, *record);
+/// }
+/// assert_eq!(decoder.next(), None);
 ///
 /// // Two zero bytes after the buffer: no BufferExtents follows them.
-/// file.extend_from_slice(&[0, 0]);
 /// let last = Decoder::new(&file).unwrap().last().unwrap().unwrap_err();
-/// assert_eq!(last.to_string(), format!("at byte {}: bytes left after the last buffer, but no BufferExtents record among them", file.len()));
+/// assert_eq!((last.offset, last.kind), (file.len(), DecodeErrorKind::MissingBufferExtents));
 /// ```
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -299,6 +371,14 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// Reads the file header (offset 0) and positions the decoder after it.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{DecodeErrorKind, Decoder};
+    /// use flightrec_core::fdr::header::HeaderError;
+    /// let err = Decoder::new(&[5, 0, 1]).unwrap_err();
+    /// assert_eq!(err.offset, 0);
+    /// assert_eq!(err.kind, DecodeErrorKind::Header(HeaderError::Truncated { len: 3 }));
+    /// ```
     pub fn new(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let header = FileHeader::parse(bytes)?;
         Ok(Self {
@@ -312,22 +392,71 @@ impl<'a> Decoder<'a> {
     }
 
     /// The file header.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::fdr::decoder::Decoder;
+    /// let bytes = FileHeader::new(NonZeroU64::new(48_000_000).unwrap(), 512).to_bytes();
+    /// let decoder = Decoder::new(&bytes).unwrap();
+    /// assert_eq!(decoder.header().cycle_frequency.get(), 48_000_000);
+    /// assert_eq!(decoder.header().buffer_size, 512);
+    /// ```
     pub const fn header(&self) -> &FileHeader {
         &self.header
     }
 
-    /// The file's format version.
+    /// The file's format version, which decides how records and buffers are read.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::fdr::decoder::Decoder;
+    /// use flightrec_core::fdr::Version;
+    /// let bytes = FileHeader::new(NonZeroU64::MIN, 0).with_version(Version::V3).to_bytes();
+    /// assert_eq!(Decoder::new(&bytes).unwrap().version(), Version::V3);
+    /// ```
     pub const fn version(&self) -> Version {
         self.header.version
     }
 
     /// Offset of the next byte to read.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::fdr::decoder::Decoder;
+    /// let mut file = [0u8; 48];
+    /// file[..32].copy_from_slice(&FileHeader::new(NonZeroU64::MIN, 0).to_bytes());
+    /// file[32] = 0x0f; // BufferExtents of size 0
+    /// let mut decoder = Decoder::new(&file).unwrap();
+    /// assert_eq!(decoder.offset(), 32);
+    /// decoder.next().unwrap().unwrap();
+    /// assert_eq!(decoder.offset(), 48);
+    /// ```
     pub const fn offset(&self) -> usize {
         self.offset
     }
 
     /// Versions 3 to 5: bytes skipped so far while looking for the next BufferExtents
     /// record (junk between buffers). Always 0 for versions 1 and 2.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::fdr::decoder::Decoder;
+    /// use flightrec_core::fdr::records::Record;
+    /// let mut file = [0u8; 32 + 16 + 3 + 16];
+    /// file[..32].copy_from_slice(&FileHeader::new(NonZeroU64::MIN, 0).to_bytes());
+    /// file[32] = 0x0f; // an empty buffer (extents 0), then 3 bytes of junk
+    /// file[48..51].copy_from_slice(&[0xAA, 0xBB, 0xCC]);
+    /// file[51] = 0x0f; // the next buffer
+    /// let mut decoder = Decoder::new(&file).unwrap();
+    /// decoder.next().unwrap().unwrap();
+    /// let next = decoder.next().unwrap().unwrap();
+    /// assert_eq!((next.offset, next.record), (51, Record::BufferExtents { size: 0 }));
+    /// assert_eq!(decoder.skipped_bytes(), 3);
+    /// ```
     pub const fn skipped_bytes(&self) -> usize {
         self.skipped
     }
@@ -429,7 +558,33 @@ impl<'a> Iterator for Decoder<'a> {
 
 impl core::iter::FusedIterator for Decoder<'_> {}
 
-/// What [`verify`] saw in a valid file.
+/// What [`verify`] saw in a valid file: its header and record counts, for a quick
+/// check that a trace holds what was recorded.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::decoder::verify;
+/// use flightrec_core::fdr::header::HEADER_SIZE;
+/// use flightrec_core::fdr::ring::RecorderConfig;
+/// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+/// let mut file = [0u8; HEADER_SIZE + 256];
+/// file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(256).to_bytes());
+/// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+/// let t = Timestamp::default();
+/// w.enter_with_args(FunctionId::new(1).unwrap(), t, &[42]).unwrap();
+/// w.custom_event(t, b"x").unwrap();
+/// let len = HEADER_SIZE + w.len();
+///
+/// let summary = verify(&file[..len]).unwrap();
+/// assert_eq!(summary.header.cycle_frequency.get(), 1_000);
+/// assert_eq!((summary.buffers, summary.extents), (1, 1));
+/// assert_eq!((summary.function_records, summary.call_arguments, summary.custom_events), (1, 1, 1));
+/// // Extents, NewBuffer, Walltime, NewCPUId, the argument and the event marker.
+/// assert_eq!(summary.metadata_records, 6);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Summary {
@@ -496,23 +651,25 @@ impl Summary {
 /// the verdict).
 ///
 /// ```
+/// use core::num::NonZeroU64;
 /// use flightrec_core::fdr::decoder::{verify, BlockState, DecodeErrorKind, VerifyError};
 /// use flightrec_core::fdr::records::Record;
-/// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+/// use flightrec_core::fdr::{FileHeader, FunctionAction, FunctionId, Version};
 ///
-/// let mut file = vec![1, 0, 1, 0, 3, 0, 0, 0, 0, 0xca, 0x9a, 0x3b, 0, 0, 0, 0];
-/// file.extend_from_slice(&[0; 16]);
+/// let mut file = [0u8; 32 + 16 + 16 + 8];
+/// let header = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 0).with_version(Version::V1);
+/// file[..32].copy_from_slice(&header.to_bytes());
 /// let enter = Record::Function { action: FunctionAction::Enter, id: FunctionId::new(1).unwrap(), delta: 0 };
-/// let mut push = |r: Record<'_>| {
-///     let mut buf = [0u8; 16];
-///     let n = r.encode(Version::V1, &mut buf).unwrap();
-///     file.extend_from_slice(&buf[..n]);
-/// };
-/// push(Record::NewBuffer { tid: 1 });
-/// push(Record::Walltime { seconds: 1, micros: 0 });
-/// push(enter); // no NewCPUId before the first event
+/// let mut len = 32;
+/// for record in [
+///     Record::NewBuffer { tid: 1 },
+///     Record::Walltime { seconds: 1, micros: 0 },
+///     enter, // no NewCPUId before the first event
+/// ] {
+///     len += record.encode(Version::V1, &mut file[len..]).unwrap();
+/// }
 ///
-/// let err = verify(&file).unwrap_err();
+/// let err = verify(&file[..len]).unwrap_err();
 /// assert_eq!(err.offset, 64);
 /// assert_eq!(
 ///     err.kind,

@@ -1,4 +1,18 @@
 //! The 32-byte FDR file header.
+//!
+//! Every FDR file starts with it: format [`Version`], log type, [`HeaderFlags`], the
+//! clock rate that turns TSC deltas into time, and the buffer size. A file is this
+//! header followed by the buffers of every thread; a
+//! [`Recorder`](super::ring::Recorder) gives the header for its ring with
+//! [`file_header`](super::ring::Recorder::file_header).
+//!
+//! ```
+//! use core::num::NonZeroU64;
+//! use flightrec_core::fdr::header::{FileHeader, HEADER_SIZE};
+//! let header = FileHeader::new(NonZeroU64::new(48_000_000).unwrap(), 1024);
+//! let bytes: [u8; HEADER_SIZE] = header.to_bytes();
+//! assert_eq!(FileHeader::parse(&bytes).unwrap().cycle_frequency.get(), 48_000_000);
+//! ```
 
 use core::num::NonZeroU64;
 
@@ -6,9 +20,26 @@ use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// The value of the header's `type` field for FDR mode (0 is XRay's "basic" mode).
+///
+/// Bytes 2 and 3 of every header this crate writes; [`FileHeader::parse`] rejects any
+/// other value with [`HeaderError::NotFdr`].
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::header::{FileHeader, FDR_LOG_TYPE};
+/// let bytes = FileHeader::new(NonZeroU64::MIN, 0).to_bytes();
+/// assert_eq!(u16::from_le_bytes([bytes[2], bytes[3]]), FDR_LOG_TYPE);
+/// ```
 pub const FDR_LOG_TYPE: u16 = 1;
 
-/// Size of the file header in bytes.
+/// Size of the file header in bytes: the first buffer of a file starts here.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::header::{FileHeader, HEADER_SIZE};
+/// assert_eq!(HEADER_SIZE, 32);
+/// assert_eq!(FileHeader::new(NonZeroU64::MIN, 0).to_bytes().len(), HEADER_SIZE);
+/// ```
 pub const HEADER_SIZE: usize = 32;
 
 /// An FDR format version this crate writes.
@@ -40,7 +71,13 @@ pub enum Version {
 }
 
 impl Version {
-    /// The number written in the header.
+    /// The number written in the header (bytes 0 and 1).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::Version;
+    /// assert_eq!(Version::V1.number(), 1);
+    /// assert_eq!(Version::V5.number(), 5);
+    /// ```
     pub const fn number(self) -> u16 {
         match self {
             Version::V1 => 1,
@@ -52,6 +89,13 @@ impl Version {
     }
 
     /// The version with that number, if it is one of 1 to 5.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::Version;
+    /// assert_eq!(Version::from_number(4), Some(Version::V4));
+    /// assert_eq!(Version::from_number(0), None);
+    /// assert_eq!(Version::from_number(6), None);
+    /// ```
     pub const fn from_number(n: u16) -> Option<Self> {
         match n {
             1 => Some(Version::V1),
@@ -63,13 +107,28 @@ impl Version {
         }
     }
 
-    /// Whether each buffer starts with a BufferExtents record.
+    /// Whether each buffer starts with a BufferExtents record (every version but 1,
+    /// whose buffers end with an EndOfBuffer record instead).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::Version;
+    /// assert!(!Version::V1.has_extents());
+    /// assert!(Version::V2.has_extents());
+    /// assert!(Version::V5.has_extents());
+    /// ```
     pub const fn has_extents(self) -> bool {
         !matches!(self, Version::V1)
     }
 
     /// Whether custom and typed events carry a TSC delta that advances the base TSC
-    /// (version 5), rather than an absolute TSC.
+    /// (version 5), rather than an absolute TSC. It decides which
+    /// [`CustomEventTime`](super::records::CustomEventTime) a custom event takes.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::Version;
+    /// assert!(Version::V5.events_use_delta());
+    /// assert!(!Version::V4.events_use_delta());
+    /// ```
     pub const fn events_use_delta(self) -> bool {
         matches!(self, Version::V5)
     }
@@ -100,6 +159,21 @@ impl defmt::Format for HeaderFlags {
 }
 
 /// The header exactly as it lies in the file (little-endian, no padding).
+///
+/// A zerocopy type: read it straight out of a byte slice, or write it as bytes. Most
+/// code wants the validated [`FileHeader`] instead.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::header::{FileHeader, RawFileHeader, HEADER_SIZE};
+/// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 4096);
+/// let raw: RawFileHeader = header.to_raw();
+/// assert_eq!(raw.version.get(), 5);
+/// assert_eq!(raw.log_type.get(), 1);
+/// assert_eq!(raw.buffer_size.get(), 4096);
+/// assert_eq!(raw.reserved, [0; 8]);
+/// assert_eq!(core::mem::size_of::<RawFileHeader>(), HEADER_SIZE);
+/// ```
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
 )]
@@ -120,6 +194,11 @@ pub struct RawFileHeader {
 }
 
 /// The file header: what an FDR file says about itself.
+///
+/// Write [`to_bytes`](Self::to_bytes) at the start of a file, then the buffers; read a
+/// file's header back with [`parse`](Self::parse) (the
+/// [`Decoder`](super::decoder::Decoder) does). A ring's recorder builds the right one
+/// with [`Recorder::file_header`](super::ring::Recorder::file_header).
 ///
 /// ```
 /// use core::num::NonZeroU64;
@@ -143,6 +222,15 @@ pub struct FileHeader {
 }
 
 /// Why a header could not be read.
+///
+/// ```
+/// use flightrec_core::fdr::header::{FileHeader, HeaderError};
+/// assert_eq!(FileHeader::parse(&[5, 0, 1, 0]), Err(HeaderError::Truncated { len: 4 }));
+/// let mut basic = [0u8; 32];
+/// basic[0] = 5; // version 5, log type 0 ("basic" mode)
+/// assert_eq!(FileHeader::parse(&basic), Err(HeaderError::NotFdr(0)));
+/// assert_eq!(HeaderError::NotFdr(0).to_string(), "log type 0 is not FDR (1)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum HeaderError {
@@ -177,6 +265,15 @@ impl core::fmt::Display for HeaderError {
 impl FileHeader {
     /// A version-5 header with constant and non-stop TSC flags set, as compiler-rt
     /// writes it.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::{FileHeader, HeaderFlags, Version};
+    /// let h = FileHeader::new(NonZeroU64::new(3_000_000_000).unwrap(), 16384);
+    /// assert_eq!(h.version, Version::V5);
+    /// assert_eq!(h.flags, HeaderFlags::CONSTANT_TSC | HeaderFlags::NONSTOP_TSC);
+    /// assert_eq!(h.buffer_size, 16384);
+    /// ```
     pub const fn new(cycle_frequency: NonZeroU64, buffer_size: u64) -> Self {
         Self {
             version: Version::V5,
@@ -186,13 +283,30 @@ impl FileHeader {
         }
     }
 
-    /// The same header with another version.
+    /// The same header with another version, for a file whose buffers were written
+    /// in that version.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::{FileHeader, Version};
+    /// let h = FileHeader::new(NonZeroU64::MIN, 0).with_version(Version::V3);
+    /// assert_eq!(h.version, Version::V3);
+    /// assert_eq!(h.to_bytes()[0], 3);
+    /// ```
     pub const fn with_version(mut self, version: Version) -> Self {
         self.version = version;
         self
     }
 
     /// The header as it lies in a file.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// let raw = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0).to_raw();
+    /// assert_eq!(raw.cycle_frequency.get(), 1_000);
+    /// assert_eq!(raw.flags.get(), 3);
+    /// ```
     pub fn to_raw(&self) -> RawFileHeader {
         RawFileHeader {
             version: U16::new(self.version.number()),
@@ -204,7 +318,16 @@ impl FileHeader {
         }
     }
 
-    /// The 32 header bytes.
+    /// The 32 header bytes, ready to be written at the start of a file.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// let bytes = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 16384).to_bytes();
+    /// assert_eq!(&bytes[..4], &[5, 0, 1, 0]); // version 5, FDR
+    /// assert_eq!(&bytes[8..12], &1_000_000_000u32.to_le_bytes());
+    /// assert_eq!(&bytes[24..], &[0; 8]);
+    /// ```
     pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
         let mut out = [0u8; HEADER_SIZE];
         out.copy_from_slice(self.to_raw().as_bytes());
@@ -214,7 +337,18 @@ impl FileHeader {
     /// Reads a header from the first 32 bytes of `bytes`.
     ///
     /// Unknown flag bits are dropped (readers ignore them); a zero frequency is an
-    /// error, since it makes every duration meaningless.
+    /// error, since it makes every duration meaningless. Bytes after the first 32 are
+    /// not looked at, so a whole file can be passed.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::header::{FileHeader, HeaderError, HeaderFlags};
+    /// let mut bytes = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0).to_bytes();
+    /// bytes[4] = 0xff; // unknown flag bits
+    /// assert_eq!(FileHeader::parse(&bytes).unwrap().flags, HeaderFlags::all());
+    /// bytes[8..16].copy_from_slice(&[0; 8]);
+    /// assert_eq!(FileHeader::parse(&bytes), Err(HeaderError::ZeroFrequency));
+    /// ```
     pub fn parse(bytes: &[u8]) -> Result<Self, HeaderError> {
         let Ok((raw, _)) = RawFileHeader::read_from_prefix(bytes) else {
             return Err(HeaderError::Truncated { len: bytes.len() });
@@ -222,7 +356,18 @@ impl FileHeader {
         Self::from_raw(&raw)
     }
 
-    /// Validates a raw header.
+    /// Validates a raw header: the checks of [`parse`](Self::parse) without the
+    /// length check.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::header::{FileHeader, HeaderError};
+    /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0);
+    /// let mut raw = header.to_raw();
+    /// assert_eq!(FileHeader::from_raw(&raw), Ok(header));
+    /// raw.version.set(7);
+    /// assert_eq!(FileHeader::from_raw(&raw), Err(HeaderError::UnsupportedVersion(7)));
+    /// ```
     pub fn from_raw(raw: &RawFileHeader) -> Result<Self, HeaderError> {
         let version = Version::from_number(raw.version.get())
             .ok_or(HeaderError::UnsupportedVersion(raw.version.get()))?;

@@ -52,9 +52,62 @@ use crate::clock::Timestamp;
 
 /// The event type of the typed event that marks lost records in a streaming ring.
 /// Its payload is ASCII text: `flightrec: lost N records`.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::decoder::decode_record;
+/// use flightrec_core::fdr::records::Record;
+/// use flightrec_core::fdr::ring::{Dropped, Policy, RecorderConfig, Ring, Slot, LOSS_EVENT_TYPE};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::{FunctionId, Version};
+///
+/// let mut storage = [0u8; 128]; // one buffer: preamble, NewCPUId, 8 function records
+/// let slots = [Slot::NEW; 1];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+/// let f = FunctionId::new(1).unwrap();
+/// for t in 0..10 {
+///     let kept = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+///     assert_eq!(kept.is_err(), t >= 8);
+/// }
+/// drop(consumer.pop()); // the consumer takes the full buffer and gives it back
+/// rec.enter(f, Timestamp { tsc: 10, cpu: 0 }).unwrap();
+/// rec.flush();
+/// let buffer = consumer.pop().unwrap();
+/// let (marker, _) = decode_record(Version::V5, &buffer[64..]).unwrap();
+/// assert_eq!(
+///     marker,
+///     Record::TypedEvent { delta: 0, event_type: LOSS_EVENT_TYPE, payload: b"flightrec: lost 2 records" }
+/// );
+/// ```
 pub const LOSS_EVENT_TYPE: u16 = 0xF17C;
 
 /// What a ring does when its buffers are all in use.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let f = FunctionId::new(1).unwrap();
+/// for policy in [Policy::FlightRecorder, Policy::Streaming] {
+///     let mut storage = [0u8; 2 * 128];
+///     let slots = [Slot::NEW; 2];
+///     let mut ring = Ring::new(&mut storage, &slots, policy).unwrap();
+///     let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+///     for t in 0..100 {
+///         let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+///     }
+///     let stats = rec.stats();
+///     match policy {
+///         // The oldest buffers were overwritten; no record was refused.
+///         Policy::FlightRecorder => assert!(stats.buffers_overwritten > 0 && stats.records_dropped == 0),
+///         // Nobody consumed: both buffers wait, newer records were refused.
+///         Policy::Streaming => assert!(stats.buffers_overwritten == 0 && stats.records_dropped > 0),
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Policy {
@@ -64,11 +117,15 @@ pub enum Policy {
     Streaming,
 }
 
-/// Bookkeeping for one buffer of a ring. Make an array of them with [`Slot::NEW`].
+/// Bookkeeping for one buffer of a ring. Make an array of them with [`Slot::NEW`]; the
+/// number of slots is the number of buffers [`Ring::new`] splits its storage into.
 ///
 /// ```
-/// use flightrec_core::fdr::ring::Slot;
+/// use flightrec_core::fdr::ring::{Policy, Ring, Slot};
 /// static SLOTS: [Slot; 4] = [Slot::NEW; 4];
+/// let mut storage = [0u8; 4 * 512];
+/// let ring = Ring::new(&mut storage, &SLOTS, Policy::FlightRecorder).unwrap();
+/// assert_eq!(ring.buffer_count(), 4);
 /// ```
 #[derive(Debug)]
 pub struct Slot {
@@ -77,7 +134,15 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// An unused slot.
+    /// An unused slot; a constant so that `[Slot::NEW; N]` works in a `static`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, Ring, Slot};
+    /// let slots = [Slot::NEW; 3];
+    /// let mut storage = [0u8; 3 * 128];
+    /// let ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// assert_eq!((ring.buffer_count(), ring.buffer_size()), (3, 128));
+    /// ```
     #[allow(clippy::declare_interior_mutable_const)] // the point: a fresh slot per use
     pub const NEW: Slot = Slot {
         len: AtomicU32::new(0),
@@ -91,12 +156,24 @@ impl Default for Slot {
 }
 
 /// Why a ring could not be made.
+///
+/// ```
+/// use flightrec_core::fdr::ring::{Policy, Ring, RingError};
+/// let mut storage = [0u8; 256];
+/// let err = Ring::new(&mut storage, &[], Policy::Streaming).err();
+/// assert_eq!(err, Some(RingError::NoSlots));
+/// assert_eq!(RingError::NoSlots.to_string(), "a ring needs at least one buffer");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RingError {
     /// No slots were given.
     NoSlots,
     /// Each buffer (storage length / slot count) is smaller than a writer needs.
+    ///
+    /// [`Ring::new`] does not know the writer's configuration, so it does not return
+    /// this: a ring whose buffers are too small for the configuration given to
+    /// [`Ring::split`] refuses every record with [`Dropped::TooLarge`] instead.
     BufferTooSmall(BufferTooSmall),
     /// Each buffer would be larger than 4 GiB.
     BufferTooLarge,
@@ -112,7 +189,27 @@ impl core::fmt::Display for RingError {
     }
 }
 
-/// Counters of a ring, readable from any context.
+/// Counters of a ring, readable from any context: [`Ring::stats`],
+/// [`Recorder::stats`] and [`Consumer::stats`] all return them.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, RingStats, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let mut storage = [0u8; 2 * 256];
+/// let slots = [Slot::NEW; 2];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+/// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+/// rec.flush();
+/// drop(consumer.pop());
+/// assert_eq!(
+///     consumer.stats(),
+///     RingStats { buffers_finished: 1, buffers_consumed: 1, records_dropped: 0, buffers_overwritten: 0 }
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RingStats {
@@ -127,6 +224,11 @@ pub struct RingStats {
 }
 
 /// A fixed set of buffers in caller memory.
+///
+/// Make one per recording context over memory it alone uses (a `static` array on
+/// firmware), then [`split`](Ring::split) it into its [`Recorder`] and its
+/// [`Consumer`]. See the [module docs](self) for the policies and the concurrency
+/// contract.
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
@@ -178,6 +280,16 @@ unsafe impl Send for Ring<'_> {}
 impl<'a> Ring<'a> {
     /// A ring over `storage`, split into `slots.len()` buffers of equal size (rounded
     /// down to a multiple of 8 bytes).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, Ring, RingError, Slot};
+    /// let mut storage = [0u8; 1000];
+    /// let slots = [Slot::NEW; 3];
+    /// let ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// assert_eq!(ring.buffer_size(), 328); // 1000 / 3 = 333, rounded down to 8 bytes
+    /// let mut storage = [0u8; 1000];
+    /// assert_eq!(Ring::new(&mut storage, &[], Policy::Streaming).err(), Some(RingError::NoSlots));
+    /// ```
     pub fn new(
         storage: &'a mut [u8],
         slots: &'a [Slot],
@@ -207,21 +319,63 @@ impl<'a> Ring<'a> {
     }
 
     /// Size of each buffer in bytes.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, Ring, Slot};
+    /// let mut storage = [0u8; 4 * 1024];
+    /// let slots = [Slot::NEW; 4];
+    /// let ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+    /// assert_eq!(ring.buffer_size(), 1024);
+    /// ```
     pub fn buffer_size(&self) -> usize {
         self.buffer_size
     }
 
-    /// Number of buffers.
+    /// Number of buffers: the number of slots.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, Ring, Slot};
+    /// let mut storage = [0u8; 4 * 1024];
+    /// let slots = [Slot::NEW; 4];
+    /// let ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+    /// assert_eq!(ring.buffer_count(), 4);
+    /// ```
     pub fn buffer_count(&self) -> usize {
         self.slots.len()
     }
 
     /// The ring's policy.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, Ring, Slot};
+    /// let mut storage = [0u8; 1024];
+    /// let slots = [Slot::NEW; 1];
+    /// let ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// assert_eq!(ring.policy(), Policy::Streaming);
+    /// ```
     pub fn policy(&self) -> Policy {
         self.policy
     }
 
-    /// The counters. Safe from any context.
+    /// The counters. Safe from any context; while the ring is split, read them through
+    /// [`Recorder::stats`] or [`Consumer::stats`].
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    /// let mut storage = [0u8; 2 * 256];
+    /// let slots = [Slot::NEW; 2];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// {
+    ///     let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    ///     rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    ///     rec.flush();
+    /// }
+    /// assert_eq!(ring.stats().buffers_finished, 1);
+    /// assert_eq!(ring.stats().buffers_consumed, 0);
+    /// ```
     pub fn stats(&self) -> RingStats {
         RingStats {
             buffers_finished: self.head.load(Ordering::Relaxed),
@@ -236,6 +390,20 @@ impl<'a> Ring<'a> {
     /// When the buffers are too small for `config` (see
     /// [`WriterConfig::min_buffer_len`]), every record is refused with
     /// [`Dropped::TooLarge`] and counted.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::ring::{Dropped, Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    /// let mut storage = [0u8; 2 * 64]; // 64-byte buffers; this writer needs 72
+    /// let slots = [Slot::NEW; 2];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let f = FunctionId::new(1).unwrap();
+    /// assert_eq!(rec.enter(f, Timestamp::default()), Err(Dropped::TooLarge));
+    /// assert_eq!(rec.records_dropped(), 1);
+    /// ```
     pub fn split<'r>(&'r mut self, config: RecorderConfig) -> (Recorder<'r, 'a>, Consumer<'r, 'a>) {
         let ring: &'r Ring<'a> = self;
         let too_small = ring.buffer_size < config.writer.min_buffer_len();
@@ -288,7 +456,8 @@ impl<'a> Ring<'a> {
     }
 }
 
-/// How a [`Recorder`] writes its buffers.
+/// How a [`Recorder`] writes its buffers: the [`WriterConfig`] of each buffer, the
+/// clock rate, and the wall-clock time at some TSC.
 ///
 /// ```
 /// use flightrec_core::fdr::ring::RecorderConfig;
@@ -314,6 +483,14 @@ pub struct RecorderConfig {
 impl RecorderConfig {
     /// A configuration with wall times counted from 0 at TSC 0 (firmware without a
     /// real-time clock). A rate of 0 is taken as 1.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::{Walltime, WriterConfig};
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 0);
+    /// assert_eq!(cfg.ticks_per_second.get(), 1);
+    /// assert_eq!((cfg.epoch, cfg.epoch_tsc), (Walltime::default(), 0));
+    /// ```
     pub const fn new(writer: WriterConfig, ticks_per_second: u64) -> Self {
         let ticks_per_second = match NonZeroU64::new(ticks_per_second) {
             Some(f) => f,
@@ -330,7 +507,30 @@ impl RecorderConfig {
         }
     }
 
-    /// Sets the wall time at a given TSC.
+    /// Sets the wall time at a given TSC, so that buffers carry real wall-clock
+    /// seconds (the std shell reads the system clock and the TSC once at start).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::{Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionId, Version};
+    ///
+    /// // At TSC 1000 of a 1 kHz clock it was 1_700_000_000 s.
+    /// let epoch = Walltime { seconds: 1_700_000_000, micros: 0 };
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000).with_epoch(epoch, 1_000);
+    /// let mut storage = [0u8; 256];
+    /// let slots = [Slot::NEW; 1];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, mut consumer) = ring.split(cfg);
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp { tsc: 6_000, cpu: 0 }).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (walltime, _) = decode_record(Version::V5, &buffer[32..]).unwrap();
+    /// assert_eq!(walltime, Record::Walltime { seconds: 1_700_000_005, micros: 0 });
+    /// ```
     pub const fn with_epoch(mut self, epoch: Walltime, epoch_tsc: u64) -> Self {
         self.epoch = epoch;
         self.epoch_tsc = epoch_tsc;
@@ -338,6 +538,17 @@ impl RecorderConfig {
     }
 
     /// The file header for traces of this configuration with buffers of `buffer_size`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1).with_version(Version::V3), 48_000_000);
+    /// let header = cfg.file_header(1024);
+    /// assert_eq!(header.version, Version::V3);
+    /// assert_eq!(header.cycle_frequency.get(), 48_000_000);
+    /// assert_eq!(header.buffer_size, 1024);
+    /// ```
     pub fn file_header(&self, buffer_size: usize) -> FileHeader {
         FileHeader {
             version: self.writer.version,
@@ -353,7 +564,30 @@ impl RecorderConfig {
     }
 }
 
-/// Why a record was not kept.
+/// Why a record was not kept by a [`Recorder`]. Tracing goes on either way, so the
+/// caller may ignore it: every dropped record but an empty event is also counted in
+/// [`RingStats`] and marked in the next buffer the recorder starts (see
+/// [`LOSS_EVENT_TYPE`]).
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::ring::{Dropped, Policy, RecorderConfig, Ring, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let mut storage = [0u8; 128];
+/// let slots = [Slot::NEW; 1];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+/// let t = Timestamp::default();
+/// assert_eq!(rec.custom_event(t, b""), Err(Dropped::EmptyPayload));
+/// assert_eq!(rec.custom_event(t, &[0; 100]), Err(Dropped::TooLarge));
+/// rec.flush(); // hands over nothing: the buffer has no events
+/// rec.enter(FunctionId::new(1).unwrap(), t).unwrap();
+/// rec.flush(); // the only buffer now waits for the consumer
+/// assert_eq!(rec.enter(FunctionId::new(1).unwrap(), t), Err(Dropped::ConsumerBehind));
+/// assert_eq!(rec.records_dropped(), 2); // the empty payload is not counted
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Dropped {
@@ -379,7 +613,56 @@ impl core::fmt::Display for Dropped {
 /// The recording side of a ring: writes records into the current buffer and moves
 /// to the next when it fills.
 ///
-/// Every method returns at once; none blocks, allocates or panics.
+/// Every method returns at once; none blocks, allocates or panics. A record that is
+/// not kept is reported as [`Dropped`] and counted in [`RingStats`]. In streaming mode
+/// each finished buffer goes to the [`Consumer`], which lends it out as a
+/// [`FinishedBuffer`]; in flight-recorder mode read the buffers with
+/// [`for_each_buffer`](Recorder::for_each_buffer).
+///
+/// ```
+/// use flightrec_core::clock::{Clock, ManualClock};
+/// use flightrec_core::fdr::decoder::verify;
+/// use flightrec_core::fdr::header::HEADER_SIZE;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let mut storage = [0u8; 4 * 256];
+/// let slots = [Slot::NEW; 4];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let mut clock = ManualClock::new(1_000_000);
+/// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000_000));
+///
+/// // The file the consumer writes: the header, then each buffer it gets.
+/// let mut file = [0u8; HEADER_SIZE + 16 * 256];
+/// file[..HEADER_SIZE].copy_from_slice(&rec.file_header().to_bytes());
+/// let mut len = HEADER_SIZE;
+///
+/// let (outer, inner) = (FunctionId::new(1).unwrap(), FunctionId::new(2).unwrap());
+/// for _ in 0..50 {
+///     rec.enter(outer, clock.now()).unwrap();
+///     clock.advance(10);
+///     rec.enter(inner, clock.now()).unwrap();
+///     clock.advance(10);
+///     rec.exit(inner, clock.now()).unwrap();
+///     rec.exit(outer, clock.now()).unwrap();
+///     // The main loop drains finished buffers as they come.
+///     while let Some(buffer) = consumer.pop() {
+///         file[len..len + buffer.len()].copy_from_slice(&buffer);
+///         len += buffer.len();
+///     }
+/// }
+/// rec.flush();
+/// while let Some(buffer) = consumer.pop() {
+///     file[len..len + buffer.len()].copy_from_slice(&buffer);
+///     len += buffer.len();
+/// }
+///
+/// let summary = verify(&file[..len]).unwrap();
+/// assert_eq!(summary.function_records, 200);
+/// assert_eq!(summary.buffers as u32, rec.stats().buffers_finished);
+/// assert_eq!(rec.records_dropped(), 0);
+/// ```
 pub struct Recorder<'r, 'a> {
     ring: &'r Ring<'a>,
     config: RecorderConfig,
@@ -406,44 +689,188 @@ pub struct Recorder<'r, 'a> {
 
 impl<'r, 'a> Recorder<'r, 'a> {
     /// The ring's counters.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// assert_eq!(rec.stats().buffers_finished, 0); // still being written
+    /// rec.flush();
+    /// assert_eq!(rec.stats().buffers_finished, 1);
+    /// ```
     pub fn stats(&self) -> RingStats {
         self.ring.stats()
     }
 
-    /// All records dropped by this recorder, as a 64-bit count.
+    /// All records dropped by this recorder, as a 64-bit count ([`RingStats`] keeps
+    /// the low 32 bits, since a 64-bit atomic store is not available everywhere).
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let t = Timestamp::default();
+    /// assert!(rec.custom_event(t, &[0; 300]).is_err()); // larger than a buffer
+    /// assert_eq!(rec.records_dropped(), 1);
+    /// assert_eq!(rec.stats().records_dropped, 1);
+    /// ```
     pub fn records_dropped(&self) -> u64 {
         self.records_dropped
     }
 
-    /// The configuration.
+    /// The configuration given to [`Ring::split`].
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// let mut storage = [0u8; 256];
+    /// let slots = [Slot::NEW; 1];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(12), 1_000));
+    /// assert_eq!(rec.config().writer.tid, 12);
+    /// assert_eq!(rec.config().ticks_per_second.get(), 1_000);
+    /// ```
     pub fn config(&self) -> &RecorderConfig {
         &self.config
     }
 
-    /// The header of a file holding this ring's buffers.
+    /// The header of a file holding this ring's buffers: write it first, then the
+    /// buffers (from [`Consumer::pop`] or [`Recorder::for_each_buffer`]).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// let mut storage = [0u8; 2 * 512];
+    /// let slots = [Slot::NEW; 2];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 64_000_000));
+    /// let header = rec.file_header();
+    /// assert_eq!(header.version, Version::V5);
+    /// assert_eq!(header.cycle_frequency.get(), 64_000_000);
+    /// assert_eq!(header.buffer_size, 512);
+    /// ```
     pub fn file_header(&self) -> FileHeader {
         self.config.file_header(self.ring.buffer_size)
     }
 
-    /// Records a function entry.
+    /// Records a function entry: call it at the top of an instrumented function with
+    /// a [`Timestamp`] from the context's [`Clock`](crate::clock::Clock).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut storage = [0u8; 2 * 256];
+    /// let slots = [Slot::NEW; 2];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(9).unwrap();
+    /// rec.enter(id, Timestamp { tsc: 500, cpu: 0 }).unwrap();
+    /// rec.enter(id, Timestamp { tsc: 530, cpu: 0 }).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (second, _) = decode_record(Version::V5, &buffer[buffer.len() - 8..]).unwrap();
+    /// assert_eq!(second, Record::Function { action: FunctionAction::Enter, id, delta: 30 });
+    /// ```
     #[inline]
     pub fn enter(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Dropped> {
         self.function(FunctionAction::Enter, id, ts)
     }
 
-    /// Records a function exit.
+    /// Records a function exit. With a short-call threshold
+    /// ([`WriterConfig::with_threshold_ticks`]) it may erase a short call instead.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut storage = [0u8; 2 * 256];
+    /// let slots = [Slot::NEW; 2];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(9).unwrap();
+    /// rec.enter(id, Timestamp { tsc: 500, cpu: 0 }).unwrap();
+    /// rec.exit(id, Timestamp { tsc: 620, cpu: 0 }).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (exit, _) = decode_record(Version::V5, &buffer[buffer.len() - 8..]).unwrap();
+    /// assert_eq!(exit, Record::Function { action: FunctionAction::Exit, id, delta: 120 });
+    /// ```
     #[inline]
     pub fn exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Dropped> {
         self.function(FunctionAction::Exit, id, ts)
     }
 
     /// Records an exit through a tail call.
+    ///
+    /// ```
+    /// # use flightrec_core::fdr::decoder::decode_record;
+    /// # use flightrec_core::fdr::records::Record;
+    /// # use flightrec_core::fdr::{FunctionAction, Version};
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(4).unwrap();
+    /// rec.enter(id, Timestamp { tsc: 1, cpu: 0 }).unwrap();
+    /// rec.tail_exit(id, Timestamp { tsc: 3, cpu: 0 }).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (last, _) = decode_record(Version::V5, &buffer[buffer.len() - 8..]).unwrap();
+    /// assert_eq!(last, Record::Function { action: FunctionAction::TailExit, id, delta: 2 });
+    /// ```
     #[inline]
     pub fn tail_exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Dropped> {
         self.function(FunctionAction::TailExit, id, ts)
     }
 
-    /// Records a function record of any action.
+    /// Records a function record of any action, for instrumentation that passes the
+    /// action as a value (as XRay's handler does).
+    ///
+    /// ```
+    /// # use flightrec_core::fdr::decoder::decode_record;
+    /// # use flightrec_core::fdr::records::Record;
+    /// # use flightrec_core::fdr::Version;
+    /// use flightrec_core::fdr::FunctionAction;
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(4).unwrap();
+    /// rec.function(FunctionAction::EnterArg, id, Timestamp { tsc: 1, cpu: 0 }).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (last, _) = decode_record(Version::V5, &buffer[buffer.len() - 8..]).unwrap();
+    /// assert_eq!(last, Record::Function { action: FunctionAction::EnterArg, id, delta: 0 });
+    /// ```
     #[inline(always)]
     pub fn function(
         &mut self,
@@ -461,7 +888,31 @@ impl<'r, 'a> Recorder<'r, 'a> {
         })
     }
 
-    /// Records a function entry with its arguments.
+    /// Records a function entry with its arguments (an EnterArg record and one
+    /// CallArgument record per argument, all in the same buffer).
+    ///
+    /// ```
+    /// # use flightrec_core::fdr::decoder::decode_record;
+    /// # use flightrec_core::fdr::records::Record;
+    /// # use flightrec_core::fdr::Version;
+    /// # use flightrec_core::fdr::ring::Dropped;
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(4).unwrap();
+    /// rec.enter_with_args(id, Timestamp::default(), &[0xdead, 0xbeef]).unwrap();
+    /// // 20 arguments (336 bytes) never fit a 256-byte buffer.
+    /// assert_eq!(rec.enter_with_args(id, Timestamp::default(), &[0; 20]), Err(Dropped::TooLarge));
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (last, _) = decode_record(Version::V5, &buffer[buffer.len() - 16..]).unwrap();
+    /// assert_eq!(last, Record::CallArgument { value: 0xbeef });
+    /// ```
     pub fn enter_with_args(
         &mut self,
         id: FunctionId,
@@ -471,12 +922,52 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.record(ts, |w| w.enter_with_args(id, ts, args))
     }
 
-    /// Records a custom event.
+    /// Records a custom event: a payload of 1 byte or more, for example a log line or
+    /// a state change. See [`BufferWriter::custom_event`] for its time stamp.
+    ///
+    /// ```
+    /// # use flightrec_core::fdr::decoder::decode_record;
+    /// # use flightrec_core::fdr::records::{CustomEventTime, Record};
+    /// # use flightrec_core::fdr::Version;
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.custom_event(Timestamp { tsc: 7, cpu: 0 }, b"low battery").unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (event, _) = decode_record(Version::V5, &buffer[64..]).unwrap();
+    /// assert_eq!(event, Record::CustomEvent { time: CustomEventTime::Delta(0), payload: b"low battery" });
+    /// ```
     pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), Dropped> {
         self.record(ts, |w| w.custom_event(ts, payload))
     }
 
-    /// Records a typed event.
+    /// Records a typed event: an event type of the caller's choosing and a payload
+    /// of 1 byte or more.
+    ///
+    /// ```
+    /// # use flightrec_core::fdr::decoder::decode_record;
+    /// # use flightrec_core::fdr::records::Record;
+    /// # use flightrec_core::fdr::Version;
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.typed_event(Timestamp { tsc: 7, cpu: 0 }, 3, &[1, 2, 3]).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// let (event, _) = decode_record(Version::V5, &buffer[64..]).unwrap();
+    /// assert_eq!(event, Record::TypedEvent { delta: 0, event_type: 3, payload: &[1, 2, 3] });
+    /// ```
     pub fn typed_event(
         &mut self,
         ts: Timestamp,
@@ -636,7 +1127,29 @@ impl<'r, 'a> Recorder<'r, 'a> {
 
     /// Streaming: hands the current buffer to the consumer now, even if it is not
     /// full (at shutdown, on a timer, before the device sleeps). The next record
-    /// starts a new buffer.
+    /// starts a new buffer. A buffer without events is kept for later, since readers
+    /// reject it.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let f = FunctionId::new(1).unwrap();
+    /// rec.enter(f, Timestamp::default()).unwrap();
+    /// assert!(consumer.pop().is_none()); // the buffer is still being written
+    /// rec.flush();
+    /// assert_eq!(consumer.pending(), 1);
+    /// rec.flush(); // nothing new: nothing handed over
+    /// assert_eq!(consumer.pending(), 1);
+    /// rec.exit(f, Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// assert_eq!(consumer.pending(), 2);
+    /// ```
     pub fn flush(&mut self) {
         self.finish_current();
     }
@@ -658,6 +1171,37 @@ impl<'r, 'a> Recorder<'r, 'a> {
     ///
     /// Each slice is a complete FDR buffer; write a [`FileHeader`]
     /// ([`Recorder::file_header`]) and then the buffers to make a file.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::verify;
+    /// use flightrec_core::fdr::header::HEADER_SIZE;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// let mut storage = [0u8; 3 * 128];
+    /// let slots = [Slot::NEW; 3];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+    /// let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let f = FunctionId::new(1).unwrap();
+    /// for t in 0..1_000 {
+    ///     rec.enter(f, Timestamp { tsc: 2 * t, cpu: 0 }).unwrap();
+    ///     rec.exit(f, Timestamp { tsc: 2 * t + 1, cpu: 0 }).unwrap();
+    /// }
+    /// // A crash dump: the header, then the newest buffers, oldest first.
+    /// let mut file = [0u8; HEADER_SIZE + 3 * 128];
+    /// file[..HEADER_SIZE].copy_from_slice(&rec.file_header().to_bytes());
+    /// let mut len = HEADER_SIZE;
+    /// rec.for_each_buffer(|buffer| {
+    ///     file[len..len + buffer.len()].copy_from_slice(buffer);
+    ///     len += buffer.len();
+    /// });
+    /// let summary = verify(&file[..len]).unwrap();
+    /// assert_eq!(summary.buffers, 3);
+    /// // 8 records fit each buffer: the last 24 of the 2000 are kept.
+    /// assert_eq!(summary.function_records, 24);
+    /// ```
     pub fn for_each_buffer(&mut self, mut f: impl FnMut(&[u8])) {
         let n = self.ring.slots.len() as u32;
         let first = match self.ring.policy {
@@ -713,7 +1257,62 @@ fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
     pos + SUFFIX.len()
 }
 
-/// The consuming side of a streaming ring.
+/// The consuming side of a streaming ring: takes finished buffers from the
+/// [`Recorder`] as [`FinishedBuffer`]s, oldest first, and gives them back when done.
+///
+/// It may run in another thread, or on another core, while the recorder records. A
+/// host example (it uses `std::thread`):
+///
+/// ```
+/// use core::sync::atomic::{AtomicBool, Ordering};
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::decoder::decode_record;
+/// use flightrec_core::fdr::records::Record;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::{FunctionId, Version};
+///
+/// let mut storage = [0u8; 4 * 512];
+/// let slots = [Slot::NEW; 4];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+/// let done = AtomicBool::new(false);
+/// const CALLS: u64 = 10_000;
+///
+/// std::thread::scope(|s| {
+///     let recording = s.spawn(|| {
+///         let f = FunctionId::new(1).unwrap();
+///         for t in 0..CALLS {
+///             // A record the consumer had no room for is counted, not waited for.
+///             let _ = rec.enter(f, Timestamp { tsc: 2 * t, cpu: 0 });
+///             let _ = rec.exit(f, Timestamp { tsc: 2 * t + 1, cpu: 0 });
+///         }
+///         rec.flush();
+///         done.store(true, Ordering::Release);
+///         rec.records_dropped()
+///     });
+///     let mut kept = 0u64;
+///     loop {
+///         let finished = done.load(Ordering::Acquire);
+///         while let Some(buffer) = consumer.pop() {
+///             let mut at = 0;
+///             while at < buffer.len() {
+///                 let (record, len) = decode_record(Version::V5, &buffer[at..]).unwrap();
+///                 kept += u64::from(matches!(record, Record::Function { .. }));
+///                 at += len;
+///             }
+///         }
+///         if finished {
+///             break;
+///         }
+///         std::thread::yield_now();
+///     }
+///     let dropped = recording.join().unwrap();
+///     // Every record was either handed over or counted as dropped.
+///     assert_eq!(kept + dropped, 2 * CALLS);
+///     assert!(kept > 0);
+/// });
+/// ```
 pub struct Consumer<'r, 'a> {
     ring: &'r Ring<'a>,
     /// Next buffer to read; mirrors the ring's tail, which only the consumer writes.
@@ -723,6 +1322,27 @@ pub struct Consumer<'r, 'a> {
 impl<'r, 'a> Consumer<'r, 'a> {
     /// The oldest finished buffer, if any. The buffer goes back to the recorder when
     /// the returned guard is dropped. Always `None` in flight-recorder mode.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let f = FunctionId::new(1).unwrap();
+    /// rec.enter(f, Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// rec.exit(f, Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// let first = consumer.pop().unwrap();
+    /// assert_eq!(first.len(), 48 + 16 + 8); // preamble, NewCPUId, the entry
+    /// drop(first); // gives the buffer back to the recorder
+    /// assert_eq!(consumer.pop().unwrap().len(), 48 + 16 + 8); // then the exit's buffer
+    /// assert!(consumer.pop().is_none());
+    /// ```
     pub fn pop(&mut self) -> Option<FinishedBuffer<'_, 'r, 'a>> {
         if self.ring.policy != Policy::Streaming {
             return None;
@@ -745,6 +1365,23 @@ impl<'r, 'a> Consumer<'r, 'a> {
     }
 
     /// Number of finished buffers waiting.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// assert_eq!(consumer.pending(), 0);
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// assert_eq!(consumer.pending(), 1);
+    /// drop(consumer.pop());
+    /// assert_eq!(consumer.pending(), 0);
+    /// ```
     pub fn pending(&self) -> u32 {
         self.ring
             .head
@@ -753,19 +1390,78 @@ impl<'r, 'a> Consumer<'r, 'a> {
     }
 
     /// The ring's counters.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// drop(buffer);
+    /// assert_eq!(consumer.stats().buffers_consumed, 1);
+    /// ```
     pub fn stats(&self) -> RingStats {
         self.ring.stats()
     }
 }
 
 /// A finished buffer lent to the consumer; dropping it gives the buffer back.
+///
+/// It dereferences to the buffer's bytes: a complete FDR buffer, to be written after a
+/// [`FileHeader`] (see [`Recorder::file_header`]).
+///
+/// ```
+/// # use flightrec_core::fdr::decoder::decode_record;
+/// # use flightrec_core::fdr::records::Record;
+/// # use flightrec_core::fdr::Version;
+/// # use flightrec_core::clock::Timestamp;
+/// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+/// # use flightrec_core::fdr::writer::WriterConfig;
+/// # use flightrec_core::fdr::FunctionId;
+/// # let mut storage = [0u8; 2 * 256];
+/// # let slots = [Slot::NEW; 2];
+/// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(7), 1_000));
+/// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+/// rec.flush();
+/// let buffer = consumer.pop().unwrap();
+/// let (first, _) = decode_record(Version::V5, &buffer).unwrap();
+/// assert_eq!(first, Record::BufferExtents { size: buffer.len() as u64 - 16 });
+/// assert_eq!(decode_record(Version::V5, &buffer[16..]).unwrap().0, Record::NewBuffer { tid: 7 });
+/// assert_eq!(rec.stats().buffers_consumed, 0);
+/// drop(buffer); // the recorder may write it again
+/// assert_eq!(rec.stats().buffers_consumed, 1);
+/// ```
 pub struct FinishedBuffer<'c, 'r, 'a> {
     consumer: &'c mut Consumer<'r, 'a>,
     bytes: &'c [u8],
 }
 
 impl FinishedBuffer<'_, '_, '_> {
-    /// The buffer: a complete FDR buffer.
+    /// The buffer: a complete FDR buffer (the same slice the guard dereferences to).
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # use flightrec_core::fdr::FunctionId;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// let buffer = consumer.pop().unwrap();
+    /// assert_eq!(buffer.bytes().len(), 72);
+    /// assert_eq!(buffer.bytes()[0], 0x0f); // BufferExtents
+    /// assert_eq!(buffer.bytes(), &buffer[..]);
+    /// ```
     pub fn bytes(&self) -> &[u8] {
         self.bytes
     }

@@ -23,6 +23,29 @@
 //! metadata record (CPU change, wrap, call argument, event, buffer start) can be
 //! erased, and an exit erases an entry only when the ids match, so arguments, events
 //! and metadata in between keep everything they follow.
+//!
+//! A [`Recorder`](super::ring::Recorder) drives one writer per buffer of its ring; use a
+//! writer directly to fill a single buffer, for example in a fault handler.
+//!
+//! ```
+//! use flightrec_core::clock::Timestamp;
+//! use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+//! use flightrec_core::fdr::FunctionId;
+//!
+//! // Calls shorter than 100 ticks are not kept.
+//! let cfg = WriterConfig::new(1).with_threshold_ticks(100);
+//! let mut buf = [0u8; 256];
+//! let mut w = BufferWriter::new(&mut buf, &cfg, Walltime::default()).unwrap();
+//! let (outer, inner) = (FunctionId::new(1).unwrap(), FunctionId::new(2).unwrap());
+//! let at = |tsc| Timestamp { tsc, cpu: 0 };
+//! w.enter(outer, at(0)).unwrap();
+//! let before = w.len();
+//! w.enter(inner, at(10)).unwrap();
+//! w.exit(inner, at(20)).unwrap(); // 10 ticks: the pair is erased
+//! assert_eq!(w.len(), before);
+//! w.exit(outer, at(500)).unwrap(); // 500 ticks: kept
+//! assert_eq!(w.len(), before + 8);
+//! ```
 
 use core::num::NonZeroU64;
 
@@ -64,7 +87,16 @@ impl Walltime {
     ///
     /// Firmware rarely has a wall clock, so a ring derives each buffer's wall time from
     /// one reference point and the TSC; all that readers use it for is ordering a
-    /// thread's buffers.
+    /// thread's buffers. Seconds saturate at `i64::MAX` instead of overflowing.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::writer::Walltime;
+    /// let start = Walltime { seconds: 10, micros: 900_000 };
+    /// let khz = NonZeroU64::new(1_000).unwrap();
+    /// assert_eq!(start.advanced_by_ticks(250, khz), Walltime { seconds: 11, micros: 150_000 });
+    /// assert_eq!(start.advanced_by_ticks(u64::MAX, NonZeroU64::MIN).seconds, i64::MAX);
+    /// ```
     pub fn advanced_by_ticks(self, ticks: u64, ticks_per_second: NonZeroU64) -> Self {
         let tps = ticks_per_second.get();
         let secs = ticks / tps;
@@ -81,7 +113,8 @@ impl Walltime {
     }
 }
 
-/// How a [`BufferWriter`] writes.
+/// How a [`BufferWriter`] writes: version, thread and process ids, and the short-call
+/// threshold. A [`RecorderConfig`](super::ring::RecorderConfig) holds one for a ring.
 ///
 /// ```
 /// use flightrec_core::fdr::writer::WriterConfig;
@@ -106,6 +139,13 @@ pub struct WriterConfig {
 
 impl WriterConfig {
     /// Version 5, no Pid record, no elision.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// let cfg = WriterConfig::new(3);
+    /// assert_eq!((cfg.version, cfg.tid, cfg.pid, cfg.threshold_ticks), (Version::V5, 3, None, 0));
+    /// ```
     pub const fn new(tid: i32) -> Self {
         Self {
             version: Version::V5,
@@ -115,25 +155,52 @@ impl WriterConfig {
         }
     }
 
-    /// Sets the version.
+    /// Sets the version, for readers older than LLVM's current one.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// assert_eq!(WriterConfig::new(1).with_version(Version::V1).version, Version::V1);
+    /// ```
     pub const fn with_version(mut self, version: Version) -> Self {
         self.version = version;
         self
     }
 
-    /// Sets the process id.
+    /// Sets the process id: each buffer then carries a Pid record.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// let cfg = WriterConfig::new(1).with_pid(4242);
+    /// assert_eq!(cfg.pid, Some(4242));
+    /// assert_eq!(cfg.preamble_len(), WriterConfig::new(1).preamble_len() + 16);
+    /// ```
     pub const fn with_pid(mut self, pid: i32) -> Self {
         self.pid = Some(pid);
         self
     }
 
-    /// Sets the short-call threshold in ticks.
+    /// Sets the short-call threshold in ticks (see the [module docs](self) for what is
+    /// erased); 0 keeps every call.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// assert_eq!(WriterConfig::new(1).with_threshold_ticks(1_000).threshold_ticks, 1_000);
+    /// ```
     pub const fn with_threshold_ticks(mut self, ticks: u64) -> Self {
         self.threshold_ticks = ticks;
         self
     }
 
     /// Bytes of the buffer preamble (BufferExtents, NewBuffer, WalltimeMarker, Pid).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// assert_eq!(WriterConfig::new(1).preamble_len(), 48);
+    /// assert_eq!(WriterConfig::new(1).with_pid(1).preamble_len(), 64);
+    /// assert_eq!(WriterConfig::new(1).with_version(Version::V1).preamble_len(), 32);
+    /// ```
     pub const fn preamble_len(&self) -> usize {
         let extents = if self.version.has_extents() { META } else { 0 };
         let pid = if self.pid.is_some() { META } else { 0 };
@@ -151,13 +218,35 @@ impl WriterConfig {
 
     /// The smallest buffer a writer accepts: the preamble, a NewCPUId and one function
     /// record (and EndOfBuffer in version 1).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// let cfg = WriterConfig::new(1);
+    /// assert_eq!(cfg.min_buffer_len(), 48 + 16 + 8);
+    /// let mut buf = [0u8; 72];
+    /// assert!(BufferWriter::new(&mut buf, &cfg, Walltime::default()).is_ok());
+    /// assert!(BufferWriter::new(&mut buf[..71], &cfg, Walltime::default()).is_err());
+    /// ```
     pub const fn min_buffer_len(&self) -> usize {
         self.preamble_len() + META + FUNC + self.tail_reserve()
     }
 }
 
 /// The record did not fit in the rest of the buffer. Nothing was written; switch to a
-/// new buffer and write it again.
+/// new buffer and write it again (a [`Recorder`](super::ring::Recorder) does that).
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::writer::{BufferWriter, Full, Walltime, WriterConfig};
+/// use flightrec_core::fdr::FunctionId;
+/// let mut buf = [0u8; 80]; // preamble, NewCPUId and two function records
+/// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+/// let f = FunctionId::new(1).unwrap();
+/// w.enter(f, Timestamp { tsc: 1, cpu: 0 }).unwrap();
+/// w.exit(f, Timestamp { tsc: 2, cpu: 0 }).unwrap();
+/// assert_eq!(w.enter(f, Timestamp { tsc: 3, cpu: 0 }), Err(Full));
+/// assert_eq!(w.len(), 80);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Full;
@@ -169,6 +258,20 @@ impl core::fmt::Display for Full {
 }
 
 /// Why a record with a variable size (arguments, event payloads) was not written.
+/// Nothing was written in each case.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::writer::{BufferWriter, RecordError, Walltime, WriterConfig};
+/// let mut buf = [0u8; 128];
+/// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+/// let t = Timestamp { tsc: 0, cpu: 0 };
+/// assert_eq!(w.custom_event(t, b""), Err(RecordError::EmptyPayload));
+/// // 80 bytes are free after the preamble; marker, NewCPUId and payload need 132.
+/// assert_eq!(w.custom_event(t, &[0; 100]), Err(RecordError::TooLarge { needed: 132 }));
+/// w.custom_event(t, &[0; 40]).unwrap();
+/// assert_eq!(w.custom_event(t, &[0; 40]), Err(RecordError::Full));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RecordError {
@@ -201,7 +304,16 @@ impl core::fmt::Display for RecordError {
     }
 }
 
-/// The buffer cannot hold even the preamble, a NewCPUId and one record.
+/// The buffer cannot hold even the preamble, a NewCPUId and one record (see
+/// [`WriterConfig::min_buffer_len`]).
+///
+/// ```
+/// use flightrec_core::fdr::writer::{BufferTooSmall, BufferWriter, Walltime, WriterConfig};
+/// let mut buf = [0u8; 64];
+/// let err = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).err();
+/// assert_eq!(err, Some(BufferTooSmall { len: 64, needed: 72 }));
+/// assert_eq!(err.unwrap().to_string(), "buffer of 64 bytes is too small (at least 72 needed)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct BufferTooSmall {
@@ -236,7 +348,8 @@ enum Preamble {
 ///
 /// Never allocates and never panics: a record that does not fit returns [`Full`] (or
 /// [`RecordError`]) and leaves the buffer as it was. [`BufferWriter::as_bytes`] is a
-/// complete, valid FDR buffer at any time once an event was written.
+/// complete, valid FDR buffer at any time once an event was written. Put a
+/// [`FileHeader`](super::FileHeader) before one or more such buffers to make a file.
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
@@ -271,7 +384,22 @@ pub struct BufferWriter<'b> {
 
 impl<'b> BufferWriter<'b> {
     /// Starts a buffer in `buf`: writes the preamble (BufferExtents, NewBuffer with
-    /// the thread id, WalltimeMarker, Pid).
+    /// the thread id, WalltimeMarker, Pid). A buffer shorter than
+    /// [`WriterConfig::min_buffer_len`] is an error.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::Version;
+    /// let mut buf = [0u8; 128];
+    /// let when = Walltime { seconds: 1_700_000_000, micros: 0 };
+    /// let w = BufferWriter::new(&mut buf, &WriterConfig::new(9).with_pid(100), when).unwrap();
+    /// let b = w.as_bytes();
+    /// assert_eq!(b.len(), 64);
+    /// assert_eq!(decode_record(Version::V5, &b[16..]).unwrap().0, Record::NewBuffer { tid: 9 });
+    /// assert_eq!(decode_record(Version::V5, &b[48..]).unwrap().0, Record::Pid { pid: 100 });
+    /// ```
     pub fn new(
         buf: &'b mut [u8],
         config: &WriterConfig,
@@ -345,13 +473,39 @@ impl<'b> BufferWriter<'b> {
 
     /// The buffer so far: a complete FDR buffer once [`has_events`](Self::has_events).
     /// (In version 1 it lacks the optional EndOfBuffer that [`finish`](Self::finish)
-    /// adds.)
+    /// adds.) Its BufferExtents record always counts exactly the bytes after it.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(1).unwrap(), Timestamp { tsc: 5, cpu: 0 }).unwrap();
+    /// let b = w.as_bytes();
+    /// let extents = u64::from_le_bytes(b[1..9].try_into().unwrap());
+    /// assert_eq!(extents as usize, b.len() - 16);
+    /// ```
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.pos]
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far, preamble included.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// assert_eq!(w.len(), 48);
+    /// let f = FunctionId::new(1).unwrap();
+    /// w.enter(f, Timestamp { tsc: 5, cpu: 0 }).unwrap(); // NewCPUId and the entry
+    /// assert_eq!(w.len(), 48 + 16 + 8);
+    /// w.exit(f, Timestamp { tsc: 9, cpu: 0 }).unwrap();
+    /// assert_eq!(w.len(), 48 + 16 + 8 + 8);
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.pos
@@ -359,6 +513,17 @@ impl<'b> BufferWriter<'b> {
 
     /// Whether nothing but the preamble was written. (A buffer is never empty in the
     /// byte sense: it always holds its preamble.)
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// assert!(w.is_empty() && w.len() > 0);
+    /// w.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// assert!(!w.is_empty());
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         !self.has_events()
@@ -366,18 +531,51 @@ impl<'b> BufferWriter<'b> {
 
     /// Whether anything was written after the preamble. A buffer that ends in its
     /// preamble is rejected by readers, so such a buffer should not be kept.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// assert!(!w.has_events());
+    /// w.typed_event(Timestamp::default(), 1, b"boot").unwrap();
+    /// assert!(w.has_events());
+    /// ```
     #[inline]
     pub fn has_events(&self) -> bool {
         self.pos > self.body_start
     }
 
-    /// Bytes left for records.
+    /// Bytes left for records (in version 1, without the room kept for EndOfBuffer).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionId, Version};
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// assert_eq!(w.remaining(), 256 - 48);
+    /// w.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// assert_eq!(w.remaining(), 256 - 48 - 24);
+    /// let v1 = WriterConfig::new(1).with_version(Version::V1);
+    /// let mut buf = [0u8; 256];
+    /// assert_eq!(BufferWriter::new(&mut buf, &v1, Walltime::default()).unwrap().remaining(), 256 - 32 - 16);
+    /// ```
     #[inline]
     pub fn remaining(&self) -> usize {
         self.limit - self.pos
     }
 
     /// The format version being written.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::Version;
+    /// let mut buf = [0u8; 256];
+    /// let cfg = WriterConfig::new(1).with_version(Version::V3);
+    /// let w = BufferWriter::new(&mut buf, &cfg, Walltime::default()).unwrap();
+    /// assert_eq!(w.version(), Version::V3);
+    /// ```
     pub fn version(&self) -> Version {
         self.version
     }
@@ -385,6 +583,28 @@ impl<'b> BufferWriter<'b> {
     /// Ends the buffer and returns its bytes. Version 1 gets its EndOfBuffer record
     /// (room for it is always kept). A buffer without events gets a NewCPUId so it
     /// stays valid.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionId, Version};
+    ///
+    /// let v1 = WriterConfig::new(1).with_version(Version::V1);
+    /// let mut buf = [0u8; 128];
+    /// let mut w = BufferWriter::new(&mut buf, &v1, Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// let bytes = w.finish();
+    /// let last = &bytes[bytes.len() - 16..];
+    /// assert_eq!(decode_record(Version::V1, last), Ok((Record::EndOfBuffer, 16)));
+    ///
+    /// // Without events, a NewCPUId keeps the buffer valid.
+    /// let mut buf = [0u8; 128];
+    /// let w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let bytes = w.finish();
+    /// assert_eq!(decode_record(Version::V5, &bytes[48..]).unwrap().0, Record::NewCpuId { cpu: 0, tsc: 0 });
+    /// ```
     pub fn finish(mut self) -> &'b [u8] {
         if !self.has_events() {
             // Room is guaranteed by `min_buffer_len`.
@@ -481,18 +701,80 @@ impl<'b> BufferWriter<'b> {
     }
 
     /// Records a function entry.
+    ///
+    /// The first event of a buffer, and each event on another CPU, is preceded by a
+    /// NewCPUId that sets the base TSC; the entry then carries the delta from it.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let id = FunctionId::new(7).unwrap();
+    /// w.enter(id, Timestamp { tsc: 1_000, cpu: 2 }).unwrap();
+    /// w.enter(id, Timestamp { tsc: 1_250, cpu: 2 }).unwrap();
+    /// let b = w.as_bytes();
+    /// assert_eq!(decode_record(Version::V5, &b[48..]).unwrap().0, Record::NewCpuId { cpu: 2, tsc: 1_000 });
+    /// let enter = |delta| Record::Function { action: FunctionAction::Enter, id, delta };
+    /// assert_eq!(decode_record(Version::V5, &b[64..]).unwrap().0, enter(0));
+    /// assert_eq!(decode_record(Version::V5, &b[72..]).unwrap().0, enter(250));
+    /// ```
     #[inline]
     pub fn enter(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
         self.function(FunctionAction::Enter, id, ts)
     }
 
-    /// Records a function exit (it may erase a short call, see the module docs).
+    /// Records a function exit (it may erase a short call, see the
+    /// [module docs](self)).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let id = FunctionId::new(3).unwrap();
+    /// w.enter(id, Timestamp { tsc: 100, cpu: 0 }).unwrap();
+    /// w.exit(id, Timestamp { tsc: 140, cpu: 0 }).unwrap();
+    /// let b = w.as_bytes();
+    /// assert_eq!(
+    ///     decode_record(Version::V5, &b[b.len() - 8..]).unwrap().0,
+    ///     Record::Function { action: FunctionAction::Exit, id, delta: 40 }
+    /// );
+    /// ```
     #[inline]
     pub fn exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
         self.function(FunctionAction::Exit, id, ts)
     }
 
-    /// Records an exit through a tail call.
+    /// Records an exit through a tail call: the function left by jumping to another
+    /// one, whose own exit follows later.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let id = FunctionId::new(3).unwrap();
+    /// w.enter(id, Timestamp { tsc: 100, cpu: 0 }).unwrap();
+    /// w.tail_exit(id, Timestamp { tsc: 110, cpu: 0 }).unwrap();
+    /// let b = w.as_bytes();
+    /// assert_eq!(
+    ///     decode_record(Version::V5, &b[b.len() - 8..]).unwrap().0,
+    ///     Record::Function { action: FunctionAction::TailExit, id, delta: 10 }
+    /// );
+    /// ```
     #[inline]
     pub fn tail_exit(&mut self, id: FunctionId, ts: Timestamp) -> Result<(), Full> {
         self.function(FunctionAction::TailExit, id, ts)
@@ -501,6 +783,31 @@ impl<'b> BufferWriter<'b> {
     /// Records a function record of any action. `EnterArg` without arguments is
     /// written as such (readers accept it); use
     /// [`enter_with_args`](Self::enter_with_args) to attach arguments.
+    ///
+    /// A delta that does not fit 32 bits, or a clock that went backwards, gets a
+    /// TSCWrap record first.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let id = FunctionId::new(3).unwrap();
+    /// w.function(FunctionAction::Enter, id, Timestamp { tsc: 0, cpu: 0 }).unwrap();
+    /// let late = 1u64 << 40;
+    /// w.function(FunctionAction::Exit, id, Timestamp { tsc: late, cpu: 0 }).unwrap();
+    /// let b = w.as_bytes();
+    /// let n = b.len();
+    /// assert_eq!(decode_record(Version::V5, &b[n - 24..]).unwrap().0, Record::TscWrap { tsc: late });
+    /// assert_eq!(
+    ///     decode_record(Version::V5, &b[n - 8..]).unwrap().0,
+    ///     Record::Function { action: FunctionAction::Exit, id, delta: 0 }
+    /// );
+    /// ```
     #[inline(always)]
     pub fn function(
         &mut self,
@@ -573,7 +880,33 @@ impl<'b> BufferWriter<'b> {
     }
 
     /// Records a function entry with its arguments: an EnterArg record followed by one
-    /// CallArgument per argument.
+    /// CallArgument per argument. All of it is written, or nothing.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, RecordError, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// let id = FunctionId::new(3).unwrap();
+    /// w.enter_with_args(id, Timestamp::default(), &[10, 20]).unwrap();
+    /// let b = w.as_bytes();
+    /// let n = b.len();
+    /// assert_eq!(
+    ///     decode_record(Version::V5, &b[n - 40..]).unwrap().0,
+    ///     Record::Function { action: FunctionAction::EnterArg, id, delta: 0 }
+    /// );
+    /// assert_eq!(decode_record(Version::V5, &b[n - 32..]).unwrap().0, Record::CallArgument { value: 10 });
+    /// assert_eq!(decode_record(Version::V5, &b[n - 16..]).unwrap().0, Record::CallArgument { value: 20 });
+    /// // More arguments than a whole buffer holds.
+    /// assert!(matches!(
+    ///     w.enter_with_args(id, Timestamp::default(), &[0; 64]),
+    ///     Err(RecordError::TooLarge { .. })
+    /// ));
+    /// ```
     pub fn enter_with_args(
         &mut self,
         id: FunctionId,
@@ -626,6 +959,30 @@ impl<'b> BufferWriter<'b> {
     ///
     /// Version 5 writes a TSC delta; versions 1 to 4 write the absolute TSC (and, in
     /// version 4, the CPU).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::{CustomEventTime, Record};
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::Version;
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// w.custom_event(Timestamp { tsc: 70, cpu: 0 }, b"reset").unwrap();
+    /// let b = w.as_bytes();
+    /// let (record, len) = decode_record(Version::V5, &b[64..]).unwrap();
+    /// assert_eq!(record, Record::CustomEvent { time: CustomEventTime::Delta(0), payload: b"reset" });
+    /// assert_eq!(64 + len, b.len());
+    ///
+    /// let v4 = WriterConfig::new(1).with_version(Version::V4);
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &v4, Walltime::default()).unwrap();
+    /// w.custom_event(Timestamp { tsc: 70, cpu: 1 }, b"reset").unwrap();
+    /// let (record, _) = decode_record(Version::V4, &w.as_bytes()[64..]).unwrap();
+    /// let time = CustomEventTime::Absolute { tsc: 70, cpu: 1 };
+    /// assert_eq!(record, Record::CustomEvent { time, payload: b"reset" });
+    /// ```
     pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
         self.check_event(payload)?;
         let size = I32::new(payload.len() as i32);
@@ -671,6 +1028,22 @@ impl<'b> BufferWriter<'b> {
 
     /// Records a typed event: an event type and a payload (1 byte at least). Typed
     /// events carry a TSC delta in every version.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::decode_record;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::Version;
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// w.typed_event(Timestamp { tsc: 10, cpu: 0 }, 1, b"a").unwrap();
+    /// w.typed_event(Timestamp { tsc: 35, cpu: 0 }, 2, b"bc").unwrap();
+    /// let b = w.as_bytes();
+    /// let (record, _) = decode_record(Version::V5, &b[b.len() - 18..]).unwrap();
+    /// assert_eq!(record, Record::TypedEvent { delta: 25, event_type: 2, payload: b"bc" });
+    /// ```
     pub fn typed_event(
         &mut self,
         ts: Timestamp,

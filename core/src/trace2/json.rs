@@ -3,8 +3,8 @@
 use super::ctx::LineCtx;
 use super::event::{Args, Event, Msg};
 use super::line::{LineBuf, Result};
-use super::text::{shown, write_json_string, write_msg_json};
-use super::time::write_iso8601_utc;
+use super::text::{shown, write_json_escaped, write_json_string, write_msg_json};
+use super::time::write_iso8601;
 
 /// Git's default `eventNesting`: top-level regions and their direct children.
 pub const DEFAULT_EVENT_NESTING: u32 = 2;
@@ -66,22 +66,21 @@ pub fn write_line(
         return Ok(0);
     }
     let mut l = LineBuf::new(out);
-    l.put(b"{\"event\":\"")?;
-    l.put(ev.name().as_bytes())?;
-    l.put(b"\",\"sid\":")?;
-    write_json_string(&mut l, ctx.sid)?;
-    l.put(b",\"thread\":")?;
-    write_json_string(&mut l, ctx.thread)?;
+    l.put(head(ev))?;
+    write_json_escaped(&mut l, ctx.sid)?;
+    l.put(b"\",\"thread\":\"")?;
+    write_json_escaped(&mut l, ctx.thread)?;
     if !brief || matches!(ev, Event::Version { .. } | Event::Atexit { .. }) {
-        l.put(b",\"time\":\"")?;
-        write_iso8601_utc(&mut l, &ctx.time.civil_utc())?;
-        l.byte(b'"')?;
+        l.put(b"\",\"time\":\"")?;
+        write_iso8601(&mut l, ctx.time)?;
     }
     if !brief && !ctx.file.is_empty() {
-        l.put(b",\"file\":")?;
-        write_json_string(&mut l, ctx.file)?;
-        l.put(b",\"line\":")?;
+        l.put(b"\",\"file\":\"")?;
+        write_json_escaped(&mut l, ctx.file)?;
+        l.put(b"\",\"line\":")?;
         l.u64(u64::from(ctx.line))?;
+    } else {
+        l.byte(b'"')?;
     }
     if let (true, Some(repo)) = (carries_repo(ev), ctx.repo) {
         l.put(b",\"repo\":")?;
@@ -90,6 +89,51 @@ pub fn write_line(
     body(&mut l, ctx, ev)?;
     l.put(b"}\n")?;
     Ok(l.len())
+}
+
+/// `{"event":"<name>","sid":"` as one literal per event.
+fn head(ev: &Event<'_>) -> &'static [u8] {
+    macro_rules! head {
+        ($name:literal) => {
+            concat!("{\"event\":\"", $name, "\",\"sid\":\"").as_bytes()
+        };
+    }
+    match ev {
+        Event::Version { .. } => head!("version"),
+        Event::TooManyFiles => head!("too_many_files"),
+        Event::Start { .. } => head!("start"),
+        Event::Exit { .. } => head!("exit"),
+        Event::Atexit { .. } => head!("atexit"),
+        Event::Signal { .. } => head!("signal"),
+        Event::Error { .. } => head!("error"),
+        Event::CmdPath { .. } => head!("cmd_path"),
+        Event::CmdAncestry { .. } => head!("cmd_ancestry"),
+        Event::CmdName { .. } => head!("cmd_name"),
+        Event::CmdMode { .. } => head!("cmd_mode"),
+        Event::Alias { .. } => head!("alias"),
+        Event::ChildStart { .. } => head!("child_start"),
+        Event::ChildExit { .. } => head!("child_exit"),
+        Event::ChildReady { .. } => head!("child_ready"),
+        Event::Exec { .. } => head!("exec"),
+        Event::ExecResult { .. } => head!("exec_result"),
+        Event::ThreadStart => head!("thread_start"),
+        Event::ThreadExit { .. } => head!("thread_exit"),
+        Event::DefParam { .. } => head!("def_param"),
+        Event::DefRepo { .. } => head!("def_repo"),
+        Event::RegionEnter { .. } => head!("region_enter"),
+        Event::RegionLeave { .. } => head!("region_leave"),
+        Event::Data { .. } => head!("data"),
+        Event::DataJson { .. } => head!("data_json"),
+        Event::Printf { .. } => head!("printf"),
+        Event::Timer {
+            per_thread: true, ..
+        } => head!("th_timer"),
+        Event::Timer { .. } => head!("timer"),
+        Event::Counter {
+            per_thread: true, ..
+        } => head!("th_counter"),
+        Event::Counter { .. } => head!("counter"),
+    }
 }
 
 fn carries_repo(ev: &Event<'_>) -> bool {
@@ -110,16 +154,25 @@ macro_rules! k {
     };
 }
 
+/// The bytes `,"name":"` (a key and the opening quote of its string value).
+macro_rules! ks {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":\"").as_bytes()
+    };
+}
+
 /// Writes a key made by [`k!`].
 #[inline(always)]
 fn key(l: &mut LineBuf<'_>, k: &[u8]) -> Result {
     l.put(k)
 }
 
+/// A string field; `k` comes from [`ks!`].
 #[inline]
 fn str_field(l: &mut LineBuf<'_>, k: &[u8], v: &[u8]) -> Result {
     key(l, k)?;
-    write_json_string(l, v)
+    write_json_escaped(l, v)?;
+    l.byte(b'"')
 }
 
 #[inline]
@@ -182,10 +235,10 @@ fn region_fields(
 ) -> Result {
     int_field(l, k!("nesting"), i64::from(nesting))?;
     if let Some(c) = category {
-        str_field(l, k!("category"), c)?;
+        str_field(l, ks!("category"), c)?;
     }
     if let Some(lab) = label {
-        str_field(l, k!("label"), lab)?;
+        str_field(l, ks!("label"), lab)?;
     }
     if let Some(m) = shown(msg) {
         msg_field(l, m)?;
@@ -197,7 +250,7 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
     match *ev {
         Event::Version { exe } => {
             l.put(b",\"evt\":\"4\"")?;
-            str_field(l, k!("exe"), exe)
+            str_field(l, ks!("exe"), exe)
         }
         Event::TooManyFiles | Event::ThreadStart => Ok(()),
         Event::Start { argv } => {
@@ -215,22 +268,22 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
         Event::Error { msg, fmt } => {
             if !fmt.is_empty() || !msg.is_empty() {
                 msg_field(l, &msg)?;
-                str_field(l, k!("fmt"), fmt)?;
+                str_field(l, ks!("fmt"), fmt)?;
             }
             Ok(())
         }
-        Event::CmdPath { path } => str_field(l, k!("path"), path),
+        Event::CmdPath { path } => str_field(l, ks!("path"), path),
         Event::CmdAncestry { ancestry } => argv_field(l, k!("ancestry"), None, ancestry),
         Event::CmdName { name, hierarchy } => {
-            str_field(l, k!("name"), name)?;
+            str_field(l, ks!("name"), name)?;
             if !hierarchy.is_empty() {
-                str_field(l, k!("hierarchy"), hierarchy)?;
+                str_field(l, ks!("hierarchy"), hierarchy)?;
             }
             Ok(())
         }
-        Event::CmdMode { mode } => str_field(l, k!("name"), mode),
+        Event::CmdMode { mode } => str_field(l, ks!("name"), mode),
         Event::Alias { alias, argv } => {
-            str_field(l, k!("alias"), alias)?;
+            str_field(l, ks!("alias"), alias)?;
             argv_field(l, k!("argv"), None, argv)
         }
         Event::ChildStart {
@@ -245,13 +298,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             int_field(l, k!("child_id"), child_id)?;
             match hook_name {
                 Some(hook) => {
-                    str_field(l, k!("child_class"), b"hook")?;
-                    str_field(l, k!("hook_name"), hook)?;
+                    str_field(l, ks!("child_class"), b"hook")?;
+                    str_field(l, ks!("hook_name"), hook)?;
                 }
-                None => str_field(l, k!("child_class"), child_class.unwrap_or(b"?"))?,
+                None => str_field(l, ks!("child_class"), child_class.unwrap_or(b"?"))?,
             }
             if let Some(dir) = cd {
-                str_field(l, k!("cd"), dir)?;
+                str_field(l, ks!("cd"), dir)?;
             }
             key(l, k!("use_shell"))?;
             l.put(if use_shell { b"true" } else { b"false" })?;
@@ -276,13 +329,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
         } => {
             int_field(l, k!("child_id"), child_id)?;
             int_field(l, k!("pid"), pid)?;
-            str_field(l, k!("ready"), ready)?;
+            str_field(l, ks!("ready"), ready)?;
             time_field(l, k!("t_rel"), t_rel)
         }
         Event::Exec { exec_id, exe, argv } => {
             int_field(l, k!("exec_id"), exec_id)?;
             if let Some(exe) = exe {
-                str_field(l, k!("exe"), exe)?;
+                str_field(l, ks!("exe"), exe)?;
             }
             argv_field(l, k!("argv"), None, argv)
         }
@@ -296,14 +349,14 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             param,
             value,
         } => {
-            str_field(l, k!("scope"), scope)?;
-            str_field(l, k!("param"), param)?;
+            str_field(l, ks!("scope"), scope)?;
+            str_field(l, ks!("param"), param)?;
             match value {
-                Some(v) => str_field(l, k!("value"), v),
+                Some(v) => str_field(l, ks!("value"), v),
                 None => Ok(()),
             }
         }
-        Event::DefRepo { worktree } => str_field(l, k!("worktree"), worktree),
+        Event::DefRepo { worktree } => str_field(l, ks!("worktree"), worktree),
         Event::RegionEnter {
             category,
             label,
@@ -333,8 +386,8 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             time_field(l, k!("t_abs"), ctx.t_abs)?;
             time_field(l, k!("t_rel"), t_rel)?;
             int_field(l, k!("nesting"), i64::from(ctx.nesting))?;
-            str_field(l, k!("category"), category)?;
-            str_field(l, k!("key"), k)?;
+            str_field(l, ks!("category"), category)?;
+            str_field(l, ks!("key"), k)?;
             key(l, k!("value"))?;
             if matches!(ev, Event::Data { .. }) {
                 write_json_string(l, value)
@@ -358,8 +411,8 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             max_ns,
             ..
         } => {
-            str_field(l, k!("category"), category)?;
-            str_field(l, k!("name"), name)?;
+            str_field(l, ks!("category"), category)?;
+            str_field(l, ks!("name"), name)?;
             key(l, k!("intervals"))?;
             l.u64(intervals)?;
             time_field(l, k!("t_total"), super::line::ns_to_printf_micros(total_ns))?;
@@ -372,8 +425,8 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             value,
             ..
         } => {
-            str_field(l, k!("category"), category)?;
-            str_field(l, k!("name"), name)?;
+            str_field(l, ks!("category"), category)?;
+            str_field(l, ks!("name"), name)?;
             key(l, k!("count"))?;
             l.u64(value)
         }

@@ -78,8 +78,28 @@ impl<'a> LineBuf<'a> {
         self.pos.checked_sub(1).map(|i| self.buf[i])
     }
 
+    /// The unwritten rest of the buffer, for writers that fill it directly and
+    /// then [`advance`](Self::advance).
+    #[inline(always)]
+    pub(crate) fn spare(&mut self) -> &mut [u8] {
+        self.buf.get_mut(self.pos..).unwrap_or_default()
+    }
+
+    /// Counts `n` bytes written into [`spare`](Self::spare) as part of the line.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self, n: usize) -> Result {
+        let end = self.pos.saturating_add(n);
+        if end > self.buf.len() {
+            return Err(BufferTooSmall);
+        }
+        self.pos = end;
+        Ok(())
+    }
+
     /// Appends bytes.
-    #[inline]
+    // Always inlined: most calls copy a literal, whose length then folds the
+    // size dispatch of the copy away.
+    #[inline(always)]
     pub fn put(&mut self, bytes: &[u8]) -> Result {
         let end = self.pos + bytes.len();
         match self.buf.get_mut(self.pos..end) {
@@ -93,7 +113,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Appends one byte.
-    #[inline]
+    #[inline(always)]
     pub fn byte(&mut self, b: u8) -> Result {
         match self.buf.get_mut(self.pos) {
             Some(slot) => {
@@ -145,15 +165,34 @@ impl<'a> LineBuf<'a> {
     }
 
     /// `%PRIu64`.
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> Result {
+        if v < 10 {
+            // Nesting levels, repo ids, exit codes: one digit, no buffer.
+            return self.byte(b'0' + v as u8);
+        }
+        self.u64_multi_digit(v)
+    }
+
+    /// [`u64`](Self::u64) of values from 10 on.
+    #[inline(never)]
+    fn u64_multi_digit(&mut self, v: u64) -> Result {
+        if v < 10_000 {
+            // Line numbers: two or four digits from two pair lookups, one copy.
+            let v = v as u32;
+            let mut d = [0u8; 4];
+            d[..2].copy_from_slice(&pair(v / 100));
+            d[2..].copy_from_slice(&pair(v));
+            let skip = if v < 100 { 2 } else { usize::from(v < 1000) };
+            return self.put(&d[skip..]);
+        }
         let mut tmp = [0u8; 20];
         let digits = dec_u64(v, &mut tmp);
         self.put(digits)
     }
 
     /// `%d` / `%PRIdMAX`.
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self, v: i64) -> Result {
         if v < 0 {
             self.byte(b'-')?;
@@ -166,21 +205,7 @@ impl<'a> LineBuf<'a> {
     #[inline]
     pub fn digits<const N: usize>(&mut self, v: u64) -> Result {
         let mut d = [b'0'; N];
-        if N <= 9 {
-            // 10^9 is a multiple of 10^N: the last N digits survive, and 32-bit
-            // division by 10 is cheaper than 64-bit.
-            let mut v = (v % 1_000_000_000) as u32;
-            for slot in d.iter_mut().rev() {
-                *slot = b'0' + (v % 10) as u8;
-                v /= 10;
-            }
-        } else {
-            let mut v = v;
-            for slot in d.iter_mut().rev() {
-                *slot = b'0' + (v % 10) as u8;
-                v /= 10;
-            }
-        }
+        fixed_digits(&mut d, v);
         self.put(&d)
     }
 
@@ -215,12 +240,10 @@ impl<'a> LineBuf<'a> {
         if us < 10_000_000 {
             // Under ten seconds (most t_abs/t_rel values): `S.uuuuuu` in one copy.
             let mut d = [b'0', b'.', b'0', b'0', b'0', b'0', b'0', b'0'];
-            let mut frac = (us % 1_000_000) as u32;
-            for slot in d[2..].iter_mut().rev() {
-                *slot = b'0' + (frac % 10) as u8;
-                frac /= 10;
-            }
             d[0] = b'0' + (us / 1_000_000) as u8;
+            if let Some(frac) = d.last_chunk_mut::<6>() {
+                fixed_digits(frac, us % 1_000_000);
+            }
             return self.put(&d);
         }
         self.u64(us / 1_000_000)?;
@@ -307,17 +330,84 @@ pub(crate) fn digit_count(mut v: u64) -> usize {
     n
 }
 
+/// `"00" "01" ... "99"`: two decimal digits per lookup, half the divisions of
+/// a digit-by-digit loop.
+pub(crate) const DIGIT_PAIRS: &[u8; 200] = &{
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The two ASCII digits of `v % 100`.
+#[inline(always)]
+pub(crate) fn pair(v: u32) -> [u8; 2] {
+    let i = (v % 100) as usize * 2;
+    match DIGIT_PAIRS.get(i..i + 2) {
+        Some(&[a, b]) => [a, b],
+        _ => *b"00",
+    }
+}
+
+/// Fills `d` with the last `d.len()` decimal digits of `v`, zero-padded.
+#[inline(always)]
+pub(crate) fn fixed_digits(d: &mut [u8], v: u64) {
+    // Up to 9 digits: 10^9 is a multiple of 10^len, so the low digits survive
+    // the reduction to 32 bits, where division is cheaper.
+    if d.len() <= 9 {
+        let mut v = (v % 1_000_000_000) as u32;
+        let mut chunks = d.rchunks_exact_mut(2);
+        for slot in &mut chunks {
+            slot.copy_from_slice(&pair(v));
+            v /= 100;
+        }
+        if let [first] = chunks.into_remainder() {
+            *first = b'0' + (v % 10) as u8;
+        }
+    } else {
+        let mut v = v;
+        for slot in d.iter_mut().rev() {
+            *slot = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
+}
+
 /// Writes the decimal digits of `v` at the end of `tmp` and returns them.
 #[inline]
-pub(crate) fn dec_u64(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn dec_u64(v: u64, tmp: &mut [u8; 20]) -> &[u8] {
     let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+    let mut v = v;
+    // Above 32 bits: peel off 8 digits at a time with 64-bit divisions, the
+    // rest uses 32-bit math.
+    while v > u64::from(u32::MAX) {
+        let low = (v % 100_000_000) as u32;
+        v /= 100_000_000;
+        if let Some(slot) = tmp.get_mut(i - 8..i) {
+            fixed_digits(slot, u64::from(low));
         }
+        i -= 8;
+    }
+    let mut w = v as u32;
+    while w >= 100 {
+        i -= 2;
+        if let Some(slot) = tmp.get_mut(i..i + 2) {
+            slot.copy_from_slice(&pair(w));
+        }
+        w /= 100;
+    }
+    if w >= 10 {
+        i -= 2;
+        if let Some(slot) = tmp.get_mut(i..i + 2) {
+            slot.copy_from_slice(&pair(w));
+        }
+    } else {
+        i -= 1;
+        tmp[i] = b'0' + w as u8;
     }
     &tmp[i..]
 }
@@ -409,6 +499,39 @@ mod tests {
         assert_eq!(&b[..n], b"551615");
         let (b, n) = run(|l| l.digits::<12>(u64::MAX));
         assert_eq!(&b[..n], b"073709551615");
+    }
+
+    #[test]
+    fn decimal_digits_match_core_fmt() {
+        /// `format_args!` output through `core::fmt`, the reference.
+        fn reference(args: core::fmt::Arguments<'_>) -> ([u8; 64], usize) {
+            run(|l| core::fmt::write(l, args).map_err(|_| BufferTooSmall))
+        }
+        let values = (0..20_000u64)
+            .chain((0..64).map(|s| 1u64 << s))
+            .chain((1..20).flat_map(|p| {
+                let t = 10u64.pow(p);
+                [t - 1, t, t + 1]
+            }))
+            .chain([
+                u64::MAX,
+                u64::MAX - 1,
+                u64::from(u32::MAX),
+                u64::from(u32::MAX) + 1,
+            ]);
+        for v in values {
+            let (w, wn) = reference(format_args!("{v}"));
+            let (b, n) = run(|l| l.u64(v));
+            assert_eq!(&b[..n], &w[..wn]);
+            let mut tmp = [0u8; 20];
+            assert_eq!(dec_u64(v, &mut tmp), &w[..wn]);
+            let (w, wn) = reference(format_args!("{:06}", v % 1_000_000));
+            let (b, n) = run(|l| l.digits::<6>(v));
+            assert_eq!(&b[..n], &w[..wn]);
+            let (w, wn) = reference(format_args!("{}.{:06}", v / 1_000_000, v % 1_000_000));
+            let (b, n) = run(|l| l.micros_fixed6(v));
+            assert_eq!(&b[..n], &w[..wn]);
+        }
     }
 
     #[test]

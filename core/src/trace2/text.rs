@@ -79,40 +79,124 @@ const JSON_ESCAPE: [u8; 256] = {
     t
 };
 
-/// True when any of the 8 bytes of `w` needs a JSON escape (`< 0x20`, `"`, `\`).
+/// A word whose byte `i` has its top bit set if byte `i` of `w` is below 0x20,
+/// a `"` or a `\\`, possibly with more bits set above such a byte (the borrow of
+/// the subtraction): nonzero exactly when some byte needs a JSON escape.
 ///
-/// Classic SWAR tests ("has a byte less than n", "has a zero byte"): exact for
-/// the question "is there any such byte", which is all the fast path needs.
-#[inline]
-fn word_needs_escape(w: u64) -> bool {
+/// Classic SWAR tests ("has a byte less than n", "has a zero byte" of `w` xor
+/// the quote or backslash pattern), sharing `!w` because the quote and
+/// backslash patterns have their top bits clear.
+#[inline(always)]
+fn escape_hits(w: u64) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
-    let below_space = w.wrapping_sub(LO * 0x20) & !w & HI;
-    let q = w ^ (LO * u64::from(b'"'));
-    let quote = q.wrapping_sub(LO) & !q & HI;
-    let bs = w ^ (LO * u64::from(b'\\'));
-    let backslash = bs.wrapping_sub(LO) & !bs & HI;
-    (below_space | quote | backslash) != 0
+    let below_space = w.wrapping_sub(LO * 0x20);
+    let quote = (w ^ (LO * u64::from(b'"'))).wrapping_sub(LO);
+    let backslash = (w ^ (LO * u64::from(b'\\'))).wrapping_sub(LO);
+    (below_space | quote | backslash) & !w & HI
+}
+
+/// True when any of the 8 bytes of `w` needs a JSON escape (`< 0x20`, `"`, `\\`).
+#[inline(always)]
+fn word_needs_escape(w: u64) -> bool {
+    escape_hits(w) != 0
+}
+
+/// [`word_needs_escape`] of two words at once, written so that the compiler
+/// can check both in one SIMD register.
+#[inline(always)]
+fn pair_needs_escape(a: &[u8; 8], b: &[u8; 8]) -> bool {
+    let words = [u64::from_le_bytes(*a), u64::from_le_bytes(*b)];
+    let hits = words.map(escape_hits);
+    (hits[0] | hits[1]) != 0
 }
 
 /// True when some byte of `s` needs a JSON escape.
-#[inline]
-fn needs_escape(s: &[u8]) -> bool {
-    if s.len() < 8 {
-        return s.iter().any(|&b| JSON_ESCAPE[b as usize] != 0);
-    }
-    let mut i = 0;
-    loop {
-        // The last word overlaps bytes already checked, which is harmless.
-        let at = i.min(s.len() - 8);
-        if let Some(Ok(word)) = s.get(at..at + 8).map(<[u8; 8]>::try_from) {
-            if word_needs_escape(u64::from_le_bytes(word)) {
+/// Copies `s` into the front of `dst` if no byte of `s` needs a JSON escape
+/// and `dst` is long enough; returns false otherwise, with `dst` possibly
+/// partly written.
+///
+/// Strings are checked a word at a time while they are copied (16 bytes per
+/// branch); strings shorter than 16 bytes are read as two overlapping words or
+/// single bytes, so no call to `memcpy` is made for them.
+#[inline(always)]
+fn copy_if_clean(dst: &mut [u8], s: &[u8]) -> bool {
+    let n = s.len();
+    let Some(dst) = dst.get_mut(..n) else {
+        return false;
+    };
+    match n {
+        0 => true,
+        1..=3 => {
+            let (a, b, c) = (s[0], s[n / 2], s[n - 1]);
+            let esc = |x: u8| JSON_ESCAPE[x as usize] != 0;
+            if esc(a) | esc(b) | esc(c) {
+                return false;
+            }
+            dst[0] = a;
+            dst[n / 2] = b;
+            dst[n - 1] = c;
+            true
+        }
+        4..=7 => {
+            let (Some(a), Some(b)) = (s.first_chunk::<4>(), s.last_chunk::<4>()) else {
+                return false;
+            };
+            let w = u64::from(u32::from_le_bytes(*a)) | u64::from(u32::from_le_bytes(*b)) << 32;
+            if word_needs_escape(w) {
+                return false;
+            }
+            if let Some(d) = dst.first_chunk_mut::<4>() {
+                *d = *a;
+            }
+            if let Some(d) = dst.last_chunk_mut::<4>() {
+                *d = *b;
+            }
+            true
+        }
+        8..=16 => {
+            let (Some(a), Some(b)) = (s.first_chunk::<8>(), s.last_chunk::<8>()) else {
+                return false;
+            };
+            if pair_needs_escape(a, b) {
+                return false;
+            }
+            if let Some(d) = dst.first_chunk_mut::<8>() {
+                *d = *a;
+            }
+            if let Some(d) = dst.last_chunk_mut::<8>() {
+                *d = *b;
+            }
+            true
+        }
+        _ => {
+            let mut blocks = s.chunks_exact(16);
+            for (d, block) in dst.chunks_exact_mut(16).zip(&mut blocks) {
+                let (Some(a), Some(b)) = (block.first_chunk::<8>(), block.last_chunk::<8>()) else {
+                    return false;
+                };
+                if pair_needs_escape(a, b) {
+                    return false;
+                }
+                d.copy_from_slice(block);
+            }
+            if blocks.remainder().is_empty() {
                 return true;
             }
-        }
-        i = at + 8;
-        if i >= s.len() {
-            return false;
+            // The last 16 bytes overlap bytes already copied, which is harmless.
+            let Some(last) = s.last_chunk::<16>() else {
+                return false;
+            };
+            let (Some(a), Some(b)) = (last.first_chunk::<8>(), last.last_chunk::<8>()) else {
+                return false;
+            };
+            if pair_needs_escape(a, b) {
+                return false;
+            }
+            if let Some(d) = dst.last_chunk_mut::<16>() {
+                *d = *last;
+            }
+            true
         }
     }
 }
@@ -122,9 +206,9 @@ fn needs_escape(s: &[u8]) -> bool {
 /// including `/`, DEL and every byte >= 0x80 (valid UTF-8 or not), is copied raw.
 #[inline]
 pub fn write_json_escaped(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
-    // Most strings need no escape at all: one check, one copy.
-    if !needs_escape(s) {
-        return out.put(s);
+    // Most strings need no escape at all: checked and copied in one pass.
+    if copy_if_clean(out.spare(), s) {
+        return out.advance(s.len());
     }
     write_json_escaped_slow(out, s)
 }
@@ -239,13 +323,34 @@ mod tests {
                 );
             }
         }
-        for n in 0..20 {
+        // Every byte value at every position of every length up to 40 (all
+        // the copy's paths, both words of a pair, the overlapping tail), with
+        // clean neighbours and with a second byte that needs an escape.
+        let clean_bytes = [b'x', b' ', b'#', b']', 0x7f, 0x80, 0xff, b'!'];
+        for n in 0..=40usize {
             for pos in 0..n {
-                let mut v = [b'x'; 20];
-                v[pos] = b'"';
-                assert!(needs_escape(&v[..n]), "quote at {pos} of {n}");
+                for b in 0..=255u8 {
+                    let filler = clean_bytes[(pos + usize::from(b)) % clean_bytes.len()];
+                    let mut v = [filler; 40];
+                    v[pos] = b;
+                    let s = &v[..n];
+                    let mut dst = [0u8; 48];
+                    let clean = JSON_ESCAPE[b as usize] == 0;
+                    assert_eq!(
+                        copy_if_clean(&mut dst, s),
+                        clean,
+                        "byte {b:#x} at {pos} of {n}"
+                    );
+                    if clean {
+                        assert_eq!(&dst[..n], s, "copy of {n} bytes");
+                        assert!(dst[n..].iter().all(|&c| c == 0), "nothing past {n}");
+                    }
+                }
             }
-            assert!(!needs_escape(&[b'x'; 20][..n]));
+            let s = &[b'x'; 40][..n];
+            let mut dst = [0u8; 48];
+            assert!(copy_if_clean(&mut dst, s));
+            assert!(!copy_if_clean(&mut dst[..n.saturating_sub(1)], s) || n == 0);
         }
         // Neighbouring bytes that could borrow into each other.
         assert!(!word_needs_escape(u64::from_le_bytes(

@@ -5,7 +5,7 @@
 //! time zone database, so the caller passes the UTC offset that applies to the
 //! instant (what `localtime_r` would have used).
 
-use super::line::{LineBuf, Result};
+use super::line::{fixed_digits, pair, LineBuf, Result};
 
 /// An instant of the wall clock: seconds and microseconds since the Unix epoch (UTC).
 ///
@@ -98,13 +98,67 @@ impl WallTime {
 }
 
 /// Converts days since 1970-01-01 to a (year, month, day) of the proleptic
-/// Gregorian calendar (Howard Hinnant's `civil_from_days`, valid for every `i64`
-/// day count that `secs / 86400` can produce).
+/// Gregorian calendar, valid for every `i64` day count that `secs / 86400` can
+/// produce.
 ///
-/// The day count is first moved up by a whole number of 400-year eras so that
-/// all the divisions are unsigned (cheaper than `div_euclid` on this hot path).
+/// ```
+/// use flightrec_core::trace2::civil_from_days;
+/// assert_eq!(civil_from_days(19_675), (2023, 11, 14));
+/// assert_eq!(civil_from_days(-1), (1969, 12, 31));
+/// ```
 #[inline]
 pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    match civil_from_days_fast(days) {
+        Some(ymd) => ymd,
+        None => civil_from_days_wide(days),
+    }
+}
+
+/// Days added by [`civil_from_days_fast`] so that every day from year -32 800
+/// on is a positive `u32`: 82 eras of 400 years plus the days from 0000-03-01
+/// to the epoch.
+const FAST_SHIFT_DAYS: i64 = 719_468 + 82 * 146_097;
+
+/// Neri and Schneider's calendar algorithm ("Euclidean affine functions and
+/// their application to calendar algorithms", 2022): a handful of 32-bit
+/// multiplications and shifts instead of Hinnant's chain of divisions.
+/// `None` outside the days it covers (years -32 800 to about 11 700 000).
+#[inline]
+fn civil_from_days_fast(days: i64) -> Option<(i64, u8, u8)> {
+    let n = u32::try_from(days.checked_add(FAST_SHIFT_DAYS)?).ok()?;
+    // Keeps 4 * n + 3 within u32.
+    if n > (u32::MAX - 3) / 4 {
+        return None;
+    }
+    // Century and day of the century.
+    let n1 = 4 * n + 3;
+    let century = n1 / 146_097;
+    let n_c = n1 % 146_097 / 4;
+    // Year of the century and day of the year (March-based).
+    let n2 = 4 * n_c + 3;
+    let p2 = 2_939_745u64 * u64::from(n2);
+    let year_of_century = (p2 >> 32) as u32;
+    let day_of_year = (p2 as u32) / 2_939_745 / 4;
+    // Month and day (March = 3 .. February = 14).
+    let n3 = 2141 * day_of_year + 197_913;
+    let month = n3 >> 16;
+    let day = (n3 & 0xffff) / 2141 + 1;
+    let january_or_february = day_of_year >= 306;
+    let year =
+        i64::from(100 * century + year_of_century) - 82 * 400 + i64::from(january_or_february);
+    let month = if january_or_february {
+        month - 12
+    } else {
+        month
+    };
+    Some((year, month as u8, day as u8))
+}
+
+/// Howard Hinnant's `civil_from_days` for the whole `i64` range.
+///
+/// The day count is first moved up by a whole number of 400-year eras so that
+/// all the divisions are unsigned.
+fn civil_from_days_wide(days: i64) -> (i64, u8, u8) {
     // 10^9 eras of 146 097 days keep every `i64::MIN / 86400`-sized input positive.
     const SHIFT_ERAS: i64 = 1_000_000_000;
     let shifted =
@@ -143,14 +197,55 @@ pub fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
 }
 
 /// `HH:MM:SS.uuuuuu` (git's `%02d:%02d:%02d.%06ld` of `localtime_r`).
+#[inline]
 pub(crate) fn write_time_of_day(out: &mut LineBuf<'_>, c: &Civil) -> Result {
-    two(out, c.hour)?;
-    out.byte(b':')?;
-    two(out, c.minute)?;
-    out.byte(b':')?;
-    two(out, c.second)?;
-    out.byte(b'.')?;
-    out.digits::<6>(u64::from(c.micros))
+    let mut d = *b"00:00:00.000000";
+    time_of_day_digits(&mut d, c);
+    out.put(&d)
+}
+
+/// Fills the digits of `HH:MM:SS.uuuuuu` (separators already in place).
+#[inline(always)]
+fn time_of_day_digits(d: &mut [u8; 15], c: &Civil) {
+    d[0..2].copy_from_slice(&pair(u32::from(c.hour)));
+    d[3..5].copy_from_slice(&pair(u32::from(c.minute)));
+    d[6..8].copy_from_slice(&pair(u32::from(c.second)));
+    fixed_digits(&mut d[9..15], u64::from(c.micros));
+}
+
+/// The event target's `time`: `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` of `t` in UTC.
+///
+/// Years 1000 to 9999 are built in one 27-byte array and copied once; other
+/// years take the general path of [`write_iso8601_utc`].
+#[inline]
+pub(crate) fn write_iso8601(out: &mut LineBuf<'_>, t: WallTime) -> Result {
+    let secs = t.secs.saturating_add(i64::from(t.micros / 1_000_000));
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400) as u32;
+    match civil_from_days_fast(days) {
+        Some((year, month, day)) if (1000..=9999).contains(&year) => {
+            let mut b = *b"0000-00-00T00:00:00.000000Z";
+            let year = year as u32;
+            b[0..2].copy_from_slice(&pair(year / 100));
+            b[2..4].copy_from_slice(&pair(year));
+            b[5..7].copy_from_slice(&pair(u32::from(month)));
+            b[8..10].copy_from_slice(&pair(u32::from(day)));
+            let c = Civil {
+                year: 0,
+                month: 1,
+                day: 1,
+                hour: (sod / 3600) as u8,
+                minute: (sod / 60 % 60) as u8,
+                second: (sod % 60) as u8,
+                micros: t.micros % 1_000_000,
+            };
+            let mut tod = *b"00:00:00.000000";
+            time_of_day_digits(&mut tod, &c);
+            b[11..26].copy_from_slice(&tod);
+            out.put(&b)
+        }
+        _ => write_iso8601_utc(out, &t.civil_utc()),
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (git's `%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ`).
@@ -216,6 +311,66 @@ mod tests {
         assert_eq!((c.hour, c.minute, c.second), (23, 13, 20));
         let c = WallTime::new(0, 0).civil_with_offset(-1);
         assert_eq!((c.year, c.month, c.day, c.hour), (1969, 12, 31, 23));
+    }
+
+    #[test]
+    fn fast_calendar_agrees_with_the_wide_one() {
+        let lowest = -FAST_SHIFT_DAYS;
+        let highest = i64::from((u32::MAX - 3) / 4) - FAST_SHIFT_DAYS;
+        // Every day of the years around today and the epoch, then a sparse
+        // walk over the whole range the fast path covers, and its edges.
+        let dense = (-800_000..800_000).chain((10_950..80_000).step_by(1));
+        let sparse = (lowest..=highest).step_by(7_919);
+        let edges = [lowest, lowest + 1, highest - 1, highest];
+        for days in dense.chain(sparse).chain(edges) {
+            assert_eq!(
+                civil_from_days_fast(days),
+                Some(civil_from_days_wide(days)),
+                "day {days}"
+            );
+        }
+        assert_eq!(civil_from_days_fast(lowest - 1), None);
+        assert_eq!(civil_from_days_fast(highest + 1), None);
+        assert_eq!(civil_from_days_fast(i64::MIN), None);
+        assert_eq!(civil_from_days_fast(i64::MAX), None);
+        assert_eq!(
+            civil_from_days(i64::MIN / 86_400),
+            civil_from_days_wide(i64::MIN / 86_400)
+        );
+    }
+
+    #[test]
+    fn iso_time_of_an_instant_matches_the_civil_path() {
+        let mut fast = [0u8; 64];
+        let mut general = [0u8; 64];
+        let secs = (-70_000_000_000i64..300_000_000_000)
+            .step_by(86_413 * 997)
+            .chain([
+                i64::MIN,
+                i64::MAX,
+                -1,
+                0,
+                1_700_000_000,
+                253_402_300_799,
+                253_402_300_800,
+            ])
+            .chain([-30_610_224_000, -30_610_224_001]);
+        for secs in secs {
+            for micros in [0, 7, 999_999, 1_000_000, u32::MAX] {
+                let t = WallTime::new(secs, micros);
+                let mut a = LineBuf::new(&mut fast);
+                write_iso8601(&mut a, t).unwrap();
+                let mut b = LineBuf::new(&mut general);
+                write_iso8601_utc(&mut b, &t.civil_utc()).unwrap();
+                assert_eq!(a.as_bytes(), b.as_bytes(), "{secs}.{micros}");
+            }
+        }
+        let mut l = LineBuf::new(&mut fast);
+        write_iso8601(&mut l, WallTime::new(1_700_000_000, 123_456)).unwrap();
+        assert_eq!(l.as_bytes(), b"2023-11-14T22:13:20.123456Z");
+        let mut short = [0u8; 26];
+        let mut l = LineBuf::new(&mut short);
+        assert!(write_iso8601(&mut l, WallTime::new(1_700_000_000, 0)).is_err());
     }
 
     #[test]

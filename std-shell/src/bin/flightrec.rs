@@ -1,7 +1,9 @@
 //! The flightrec host command-line tool.
 //!
-//! `flightrec trace2 render --format normal|perf|event [--brief] [FILE]`
-//! converts a git Trace2 event stream (stdin when FILE is absent).
+//! * `flightrec trace2 render --format normal|perf|event [--brief] [FILE]`
+//!   converts a git Trace2 event stream (stdin when FILE is absent).
+//! * `flightrec recv`, `verify`, `dump`, `convert`: the serial link and FDR files
+//!   (see `flightrec help` and `docs/firmware-guide.md`).
 
 use std::fs::File;
 use std::io::{self, BufReader};
@@ -12,8 +14,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 use flightrec::core::trace2::Target;
 use flightrec::trace2_render::{render, RenderOptions};
 
+use flightrec::tool::cli as link_cli;
+
 #[derive(Parser)]
-#[command(name = "flightrec", version, about = "flightrec host tools")]
+#[command(
+    name = "flightrec",
+    version,
+    about = "flightrec host tools",
+    after_help = link_cli::EXIT_CODES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,6 +35,8 @@ enum Command {
         #[command(subcommand)]
         command: Trace2Command,
     },
+    #[command(flatten)]
+    Link(link_cli::LinkCommand),
 }
 
 #[derive(Subcommand)]
@@ -63,9 +74,12 @@ struct RenderArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Trace2 {
-        command: Trace2Command::Render(args),
-    } = cli.command;
+    let args = match cli.command {
+        Command::Trace2 {
+            command: Trace2Command::Render(args),
+        } => args,
+        Command::Link(cmd) => return link_cli::run(cmd),
+    };
     let target = match args.format {
         FormatArg::Normal => Target::Normal,
         FormatArg::Perf => Target::Perf,

@@ -12,6 +12,17 @@ use super::super::records::{
 
 /// Which kind of event marker a [`RecordError::BadEventSize`] or a truncated payload
 /// belongs to.
+///
+/// ```
+/// use flightrec_core::fdr::decoder::{decode_record, EventKind, RecordError};
+/// use flightrec_core::fdr::Version;
+/// let mut marker = [0u8; 16];
+/// marker[0] = 0x11; // TypedEventMarker with a payload size of 0
+/// assert_eq!(
+///     decode_record(Version::V5, &marker),
+///     Err(RecordError::BadEventSize { event: EventKind::Typed, size: 0 })
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EventKind {
@@ -23,6 +34,12 @@ pub enum EventKind {
 
 impl EventKind {
     /// Lower-case name used in messages.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::EventKind;
+    /// assert_eq!(EventKind::Custom.name(), "custom");
+    /// assert_eq!(EventKind::Typed.name(), "typed");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             EventKind::Custom => "custom",
@@ -35,6 +52,14 @@ impl EventKind {
 ///
 /// Its [`Display`](core::fmt::Display) uses the names `llvm-xray` prints in its
 /// "Record Type = ..." messages (`Function`, `Metadata:PIDEntry`, ...).
+///
+/// ```
+/// use flightrec_core::fdr::decoder::RecordType;
+/// use flightrec_core::fdr::records::MetadataKind;
+/// assert_eq!(RecordType::from_first_byte(0x13), Some(RecordType::Metadata(MetadataKind::Pid)));
+/// assert_eq!(RecordType::Metadata(MetadataKind::Pid).to_string(), "Metadata:PIDEntry");
+/// assert_eq!(RecordType::Function.to_string(), "Function");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RecordType {
@@ -46,6 +71,12 @@ pub enum RecordType {
 
 impl RecordType {
     /// The type of a decoded record.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::RecordType;
+    /// use flightrec_core::fdr::records::{MetadataKind, Record};
+    /// assert_eq!(RecordType::of(&Record::TscWrap { tsc: 0 }), RecordType::Metadata(MetadataKind::TscWrap));
+    /// ```
     pub const fn of(record: &Record<'_>) -> Self {
         RecordType::Metadata(match record {
             Record::Function { .. } => return RecordType::Function,
@@ -63,6 +94,15 @@ impl RecordType {
     }
 
     /// The type announced by a record's first byte, if its metadata kind is known.
+    /// Bit 0 clear means a function record, whatever the other bits say.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::RecordType;
+    /// use flightrec_core::fdr::records::MetadataKind;
+    /// assert_eq!(RecordType::from_first_byte(0x70), Some(RecordType::Function));
+    /// assert_eq!(RecordType::from_first_byte(0x0f), Some(RecordType::Metadata(MetadataKind::BufferExtents)));
+    /// assert_eq!(RecordType::from_first_byte(0x15), None); // kind 10
+    /// ```
     pub const fn from_first_byte(byte: u8) -> Option<Self> {
         if byte & 1 == 0 {
             return Some(RecordType::Function);
@@ -74,6 +114,13 @@ impl RecordType {
     }
 
     /// The name `llvm-xray` uses for this record type.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::RecordType;
+    /// use flightrec_core::fdr::records::MetadataKind;
+    /// assert_eq!(RecordType::Metadata(MetadataKind::WalltimeMarker).llvm_name(), "Metadata:WallClockTime");
+    /// assert_eq!(RecordType::Metadata(MetadataKind::CallArgument).llvm_name(), "Metadata:CallArg");
+    /// ```
     pub const fn llvm_name(self) -> &'static str {
         match self {
             RecordType::Function => "Function",
@@ -100,6 +147,17 @@ impl core::fmt::Display for RecordType {
 }
 
 /// Why [`decode_record`] could not decode a record.
+///
+/// ```
+/// use flightrec_core::fdr::decoder::{decode_record, RecordError};
+/// use flightrec_core::fdr::Version;
+/// assert_eq!(decode_record(Version::V5, &[]), Err(RecordError::Incomplete { needed: 1 }));
+/// assert_eq!(decode_record(Version::V5, &[0x70, 0, 0]), Err(RecordError::Incomplete { needed: 8 }));
+/// // Action 4 does not exist.
+/// assert_eq!(decode_record(Version::V5, &[0x08, 0, 0, 0, 0, 0, 0, 0]), Err(RecordError::UnknownFunctionAction(4)));
+/// // EndOfBuffer is a version-1 record.
+/// assert_eq!(decode_record(Version::V2, &[0x03]), Err(RecordError::EndOfBufferNotSupported(Version::V2)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RecordError {
@@ -130,6 +188,13 @@ pub enum RecordError {
 impl RecordError {
     /// Distance from the record's start to the byte `llvm-xray` names in its message
     /// for this error: 5 (just past the size field) for a bad event size, 0 otherwise.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{EventKind, RecordError};
+    /// let bad_size = RecordError::BadEventSize { event: EventKind::Custom, size: -1 };
+    /// assert_eq!(bad_size.llvm_offset_in_record(), 5);
+    /// assert_eq!(RecordError::UnknownMetadataKind(12).llvm_offset_in_record(), 0);
+    /// ```
     pub const fn llvm_offset_in_record(&self) -> usize {
         match self {
             RecordError::BadEventSize { .. } => 5,

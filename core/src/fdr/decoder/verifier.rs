@@ -5,6 +5,16 @@ use super::super::records::Record;
 /// The last record kind a [`BlockVerifier`] saw in the current block.
 ///
 /// Names and [`Display`](core::fmt::Display) follow LLVM's `BlockVerifier::State`.
+///
+/// ```
+/// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
+/// use flightrec_core::fdr::records::Record;
+/// let mut v = BlockVerifier::new();
+/// assert_eq!(v.state(), BlockState::Unknown);
+/// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
+/// assert_eq!(v.state(), BlockState::NewBuffer);
+/// assert_eq!(BlockState::PidEntry.to_string(), "PIDEntry");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum BlockState {
@@ -35,6 +45,13 @@ pub enum BlockState {
 impl BlockState {
     /// The state a record leads to, or `None` for BufferExtents, which LLVM's block
     /// indexer drops before the verifier sees a block.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::BlockState;
+    /// use flightrec_core::fdr::records::Record;
+    /// assert_eq!(BlockState::of(&Record::CallArgument { value: 1 }), Some(BlockState::CallArg));
+    /// assert_eq!(BlockState::of(&Record::BufferExtents { size: 64 }), None);
+    /// ```
     pub const fn of(record: &Record<'_>) -> Option<Self> {
         Some(match record {
             Record::Function { .. } => BlockState::Function,
@@ -51,7 +68,13 @@ impl BlockState {
         })
     }
 
-    /// LLVM's name for the state.
+    /// LLVM's name for the state, as its error messages print it.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::BlockState;
+    /// assert_eq!(BlockState::WallClockTime.name(), "WallClockTime");
+    /// assert_eq!(BlockState::NewCpuId.name(), "NewCPUId");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             BlockState::Unknown => "Unknown",
@@ -70,6 +93,14 @@ impl BlockState {
 
     /// Whether a block may end in this state. A block that stops inside its preamble
     /// (NewBuffer, WalltimeMarker, Pid) or never started may not.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::BlockState;
+    /// assert!(BlockState::NewCpuId.is_terminal());
+    /// assert!(BlockState::CallArg.is_terminal());
+    /// assert!(!BlockState::PidEntry.is_terminal());
+    /// assert!(!BlockState::Unknown.is_terminal());
+    /// ```
     pub const fn is_terminal(self) -> bool {
         !matches!(
             self,
@@ -86,6 +117,14 @@ impl BlockState {
     /// CallArgument may only follow a function record or another CallArgument.
     /// EndOfBuffer allows nothing here: what follows it is ignored by
     /// [`BlockVerifier::feed`] instead.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::BlockState;
+    /// assert!(BlockState::Function.allows(BlockState::CallArg));
+    /// assert!(!BlockState::TscWrap.allows(BlockState::CallArg));
+    /// assert!(BlockState::WallClockTime.allows(BlockState::PidEntry));
+    /// assert!(!BlockState::WallClockTime.allows(BlockState::Function));
+    /// ```
     pub const fn allows(self, to: BlockState) -> bool {
         use BlockState as S;
         match self {
@@ -123,7 +162,17 @@ impl core::fmt::Display for BlockState {
     }
 }
 
-/// A violation of the block grammar.
+/// A violation of the block grammar, found by [`BlockVerifier`].
+///
+/// ```
+/// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
+/// use flightrec_core::fdr::records::Record;
+/// let mut v = BlockVerifier::new();
+/// let err = v.feed(&Record::Pid { pid: 1 }).unwrap_err();
+/// assert_eq!(err, VerifyError::InvalidTransition { from: BlockState::Unknown, to: BlockState::PidEntry });
+/// assert_eq!(err.to_string(), "invalid transition from Unknown to PIDEntry");
+/// assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum VerifyError {
@@ -210,6 +259,12 @@ impl Default for BlockVerifier {
 
 impl BlockVerifier {
     /// A verifier that has seen nothing.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
+    /// let v = BlockVerifier::new();
+    /// assert_eq!((v.state(), v.blocks()), (BlockState::Unknown, 0));
+    /// ```
     pub const fn new() -> Self {
         Self {
             state: BlockState::Unknown,
@@ -218,11 +273,32 @@ impl BlockVerifier {
     }
 
     /// The state after the last record fed.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
+    /// use flightrec_core::fdr::records::Record;
+    /// let mut v = BlockVerifier::new();
+    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
+    /// v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
+    /// assert_eq!(v.state(), BlockState::WallClockTime);
+    /// ```
     pub const fn state(&self) -> BlockState {
         self.state
     }
 
     /// Number of blocks (NewBuffer records) seen so far.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::BlockVerifier;
+    /// use flightrec_core::fdr::records::Record;
+    /// let mut v = BlockVerifier::new();
+    /// for tid in 1..=2 {
+    ///     v.feed(&Record::NewBuffer { tid }).unwrap();
+    ///     v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
+    ///     v.feed(&Record::NewCpuId { cpu: 0, tsc: 0 }).unwrap();
+    /// }
+    /// assert_eq!(v.blocks(), 2);
+    /// ```
     pub const fn blocks(&self) -> usize {
         self.blocks
     }
@@ -233,6 +309,20 @@ impl BlockVerifier {
     /// state, then starts a new block. BufferExtents records are ignored. After an
     /// EndOfBuffer everything but a NewBuffer is ignored. On error the state is left
     /// unchanged.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
+    /// use flightrec_core::fdr::records::Record;
+    /// let mut v = BlockVerifier::new();
+    /// v.feed(&Record::BufferExtents { size: 48 }).unwrap(); // not part of the grammar
+    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
+    /// // A new block while this one is still in its preamble.
+    /// assert_eq!(
+    ///     v.feed(&Record::NewBuffer { tid: 2 }),
+    ///     Err(VerifyError::InvalidTerminal { state: BlockState::NewBuffer })
+    /// );
+    /// assert_eq!(v.state(), BlockState::NewBuffer);
+    /// ```
     pub fn feed(&mut self, record: &Record<'_>) -> Result<(), VerifyError> {
         let Some(to) = BlockState::of(record) else {
             return Ok(());
@@ -262,6 +352,18 @@ impl BlockVerifier {
 
     /// Checks that the log may end here: at least one block was seen and the last
     /// one ended in a valid state.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
+    /// use flightrec_core::fdr::records::Record;
+    /// let mut v = BlockVerifier::new();
+    /// assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
+    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
+    /// assert_eq!(v.finish(), Err(VerifyError::InvalidTerminal { state: BlockState::NewBuffer }));
+    /// v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
+    /// v.feed(&Record::NewCpuId { cpu: 0, tsc: 0 }).unwrap();
+    /// assert_eq!(v.finish(), Ok(()));
+    /// ```
     pub fn finish(&self) -> Result<(), VerifyError> {
         match self.state {
             // Any record other than NewBuffer or BufferExtents would have failed in

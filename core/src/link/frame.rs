@@ -1,0 +1,254 @@
+//! What one frame carries: its kind, its source, its sequence number and its payload.
+//!
+//! Before byte stuffing a frame is
+//!
+//! ```text
+//! tag:u8  source:u32le  seq:u16le  payload:[u8]  crc:u32le
+//! ```
+//!
+//! where `tag = LINK_VERSION << 4 | kind` and `crc` is [`crc32`](super::crc32) over
+//! everything before it.
+
+use crate::fdr::ring::RingStats;
+
+/// The wire format version in the high nibble of every frame's tag byte.
+pub const LINK_VERSION: u8 = 1;
+
+/// Bytes before the payload: tag, source, sequence number.
+pub const HEAD_LEN: usize = 7;
+
+/// Bytes after the payload: the CRC.
+pub const CRC_LEN: usize = 4;
+
+/// Smallest decoded frame: an empty payload.
+pub const MIN_FRAME_LEN: usize = HEAD_LEN + CRC_LEN;
+
+/// What a frame's payload is.
+///
+/// ```
+/// use flightrec_core::link::FrameKind;
+/// assert_eq!(FrameKind::from_number(2), Some(FrameKind::FdrBuffer));
+/// assert_eq!(FrameKind::FdrBuffer.number(), 2);
+/// assert_eq!(FrameKind::from_number(9), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FrameKind {
+    /// The 32-byte FDR file header of the source's trace. Sent before the source's
+    /// first buffer and again from time to time, so a receiver that joins late can
+    /// start its file.
+    FileHeader,
+    /// One finished FDR buffer of the source (a complete, valid FDR buffer).
+    FdrBuffer,
+    /// One git Trace2 line (with or without its trailing LF).
+    Trace2Line,
+    /// The source's counters: a [`LinkStats`] payload.
+    Stats,
+}
+
+impl FrameKind {
+    /// The number in the low nibble of the tag byte.
+    pub const fn number(self) -> u8 {
+        match self {
+            FrameKind::FileHeader => 1,
+            FrameKind::FdrBuffer => 2,
+            FrameKind::Trace2Line => 3,
+            FrameKind::Stats => 4,
+        }
+    }
+
+    /// The kind with that number.
+    pub const fn from_number(n: u8) -> Option<Self> {
+        match n {
+            1 => Some(FrameKind::FileHeader),
+            2 => Some(FrameKind::FdrBuffer),
+            3 => Some(FrameKind::Trace2Line),
+            4 => Some(FrameKind::Stats),
+            _ => None,
+        }
+    }
+
+    /// A lower-case name for messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FrameKind::FileHeader => "file-header",
+            FrameKind::FdrBuffer => "fdr-buffer",
+            FrameKind::Trace2Line => "trace2-line",
+            FrameKind::Stats => "stats",
+        }
+    }
+}
+
+/// The fields before a frame's payload.
+///
+/// `source` names the recording context (a thread id, a core, an RTOS task, an
+/// interrupt level); `seq` counts the frames of one [`LinkWriter`](super::LinkWriter)
+/// (wrapping), so a receiver sees how many frames it lost.
+///
+/// ```
+/// use flightrec_core::link::{FrameHead, FrameKind};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 7, seq: 300 };
+/// let bytes = head.to_bytes();
+/// assert_eq!(bytes, [0x13, 7, 0, 0, 0, 0x2c, 0x01]);
+/// assert_eq!(FrameHead::parse(&bytes), Ok(head));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FrameHead {
+    /// What the payload is.
+    pub kind: FrameKind,
+    /// Which recording context it comes from.
+    pub source: u32,
+    /// The writer's frame counter.
+    pub seq: u16,
+}
+
+/// Why a decoded frame's head is not one this crate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HeadError {
+    /// Fewer than 7 bytes.
+    Truncated,
+    /// The tag's high nibble is not [`LINK_VERSION`].
+    Version(u8),
+    /// The tag's low nibble names no [`FrameKind`].
+    Kind(u8),
+}
+
+impl FrameHead {
+    /// The 7 head bytes.
+    pub const fn to_bytes(&self) -> [u8; HEAD_LEN] {
+        let s = self.source.to_le_bytes();
+        let q = self.seq.to_le_bytes();
+        [
+            LINK_VERSION << 4 | self.kind.number(),
+            s[0],
+            s[1],
+            s[2],
+            s[3],
+            q[0],
+            q[1],
+        ]
+    }
+
+    /// Reads the head from the start of a decoded frame.
+    pub fn parse(bytes: &[u8]) -> Result<Self, HeadError> {
+        let Some(&[tag, s0, s1, s2, s3, q0, q1]) = bytes.first_chunk::<HEAD_LEN>() else {
+            return Err(HeadError::Truncated);
+        };
+        if tag >> 4 != LINK_VERSION {
+            return Err(HeadError::Version(tag >> 4));
+        }
+        let kind = FrameKind::from_number(tag & 0x0f).ok_or(HeadError::Kind(tag & 0x0f))?;
+        Ok(Self {
+            kind,
+            source: u32::from_le_bytes([s0, s1, s2, s3]),
+            seq: u16::from_le_bytes([q0, q1]),
+        })
+    }
+}
+
+/// A frame that passed its CRC check: the head and the payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Frame<'a> {
+    /// Kind, source and sequence number.
+    pub head: FrameHead,
+    /// The payload (what the kind says it is).
+    pub payload: &'a [u8],
+}
+
+/// The counters a [`FrameKind::Stats`] frame carries: the source ring's
+/// [`RingStats`] and the frames its link writer could not send.
+///
+/// ```
+/// use flightrec_core::fdr::ring::RingStats;
+/// use flightrec_core::link::LinkStats;
+/// let s = LinkStats {
+///     ring: RingStats { buffers_finished: 9, buffers_consumed: 8, records_dropped: 120, buffers_overwritten: 0 },
+///     frames_failed: 1,
+/// };
+/// assert_eq!(LinkStats::parse(&s.to_bytes()), Some(s));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LinkStats {
+    /// The ring's counters (records dropped, buffers overwritten, ...).
+    pub ring: RingStats,
+    /// Frames the writer gave up on because the sink failed.
+    pub frames_failed: u32,
+}
+
+impl LinkStats {
+    /// Payload length of a stats frame.
+    pub const LEN: usize = 20;
+
+    /// The payload bytes: five little-endian `u32`s.
+    pub fn to_bytes(&self) -> [u8; Self::LEN] {
+        let fields = [
+            self.ring.buffers_finished,
+            self.ring.buffers_consumed,
+            self.ring.records_dropped,
+            self.ring.buffers_overwritten,
+            self.frames_failed,
+        ];
+        let mut out = [0u8; Self::LEN];
+        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads a stats payload; `None` unless it is exactly [`LinkStats::LEN`] bytes.
+    pub fn parse(payload: &[u8]) -> Option<Self> {
+        let bytes: &[u8; Self::LEN] = payload.try_into().ok()?;
+        let mut v = [0u32; 5];
+        for (slot, chunk) in v.iter_mut().zip(bytes.chunks_exact(4)) {
+            let mut word = [0u8; 4];
+            word.copy_from_slice(chunk);
+            *slot = u32::from_le_bytes(word);
+        }
+        Some(Self {
+            ring: RingStats {
+                buffers_finished: v[0],
+                buffers_consumed: v[1],
+                records_dropped: v[2],
+                buffers_overwritten: v[3],
+            },
+            frames_failed: v[4],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_rejects_other_versions_and_kinds() {
+        assert_eq!(
+            FrameHead::parse(&[0x12, 0, 0, 0]),
+            Err(HeadError::Truncated)
+        );
+        assert_eq!(
+            FrameHead::parse(&[0x22, 0, 0, 0, 0, 0, 0]),
+            Err(HeadError::Version(2))
+        );
+        assert_eq!(
+            FrameHead::parse(&[0x15, 0, 0, 0, 0, 0, 0]),
+            Err(HeadError::Kind(5))
+        );
+        for n in 0..16 {
+            if let Some(k) = FrameKind::from_number(n) {
+                assert_eq!(k.number(), n);
+            }
+        }
+    }
+
+    #[test]
+    fn stats_payload_must_be_exact() {
+        assert_eq!(LinkStats::parse(&[0; 19]), None);
+        assert_eq!(LinkStats::parse(&[0; 21]), None);
+        assert_eq!(LinkStats::parse(&[0; 20]), Some(LinkStats::default()));
+    }
+}

@@ -1,0 +1,394 @@
+//! The command-line surface of `recv`, `verify`, `dump` and `convert` (clap), and
+//! what each exits with.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::collect::Collector;
+use super::dump::{dump, DumpError};
+use super::expand::load;
+use super::names::Names;
+use super::progress::Progress;
+use super::recv::{Input, RecvOptions, RecvReport, SerialSettings};
+use super::verify::{describe, verify_file, Verdict};
+
+/// The exit codes, shown by `--help`.
+pub const EXIT_CODES: &str = "\
+Exit status:
+  0  success
+  1  the input is damaged or invalid (verify: a file failed; dump/convert: the
+     file does not decode; recv: frames were damaged, lost or left out)
+  2  usage error, or a file or device could not be opened, read or written";
+
+/// Exit status 1: the data is bad.
+const BAD_INPUT: u8 = 1;
+/// Exit status 2: usage or I/O.
+const FAILURE: u8 = 2;
+
+/// The link and FDR file commands.
+#[derive(Subcommand)]
+pub enum LinkCommand {
+    /// Receive a framed link (serial device, file or stdin) into FDR files and a
+    /// Trace2 text file.
+    #[command(after_help = EXIT_CODES)]
+    Recv(RecvArgs),
+    /// Check FDR files with the core's decoder and verifier (what llvm-xray 14
+    /// accepts); prints the first error's byte offset and reason.
+    #[command(after_help = EXIT_CODES)]
+    Verify(VerifyArgs),
+    /// Print one line per record, like `llvm-xray fdr-dump`.
+    #[command(after_help = EXIT_CODES)]
+    Dump(DumpArgs),
+    /// Convert an FDR file to Chrome trace-event JSON or llvm-xray's YAML.
+    #[command(after_help = EXIT_CODES)]
+    Convert(ConvertArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ParityArg {
+    None,
+    Odd,
+    Even,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FlowArg {
+    None,
+    Software,
+    Hardware,
+}
+
+/// Arguments of `recv`.
+#[derive(Args)]
+pub struct RecvArgs {
+    /// Input file of a captured link; `-` or nothing for stdin. Not with --device.
+    input: Option<PathBuf>,
+    /// Serial device to read (e.g. /dev/ttyUSB0).
+    #[arg(long, conflicts_with = "input")]
+    device: Option<String>,
+    /// Baud rate of the serial device.
+    #[arg(long, default_value_t = 115_200)]
+    baud: u32,
+    /// Data bits (5 to 8).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(5..=8))]
+    data_bits: u8,
+    /// Parity.
+    #[arg(long, value_enum, default_value_t = ParityArg::None)]
+    parity: ParityArg,
+    /// Stop bits (1 or 2).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    stop_bits: u8,
+    /// Flow control.
+    #[arg(long, value_enum, default_value_t = FlowArg::None)]
+    flow_control: FlowArg,
+    /// Stop when the serial device disappears instead of waiting for it to return.
+    #[arg(long)]
+    no_reconnect: bool,
+    /// Output directory for `source-<id>.xray` files.
+    #[arg(short = 'o', long, default_value = ".")]
+    out_dir: PathBuf,
+    /// Trace2 text file (default: trace2.txt in the output directory).
+    #[arg(long)]
+    trace2: Option<PathBuf>,
+    /// Stop after this many seconds without input (default: wait for the end of
+    /// the input or Ctrl-C).
+    #[arg(long)]
+    idle_timeout: Option<f64>,
+    /// Largest frame payload accepted, in bytes (larger frames are skipped).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_payload: usize,
+    /// No progress display.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Arguments of `verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// FDR files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Arguments of `dump`.
+#[derive(Args)]
+pub struct DumpArgs {
+    /// FDR file.
+    file: PathBuf,
+    /// Function names: llvm-xray's instrumentation map (YAML) or `ID NAME` lines.
+    #[arg(long)]
+    names: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ConvertFormat {
+    /// Chrome trace-event JSON (Perfetto, chrome://tracing).
+    Chrome,
+    /// The YAML of `llvm-xray convert --output-format=yaml`.
+    Yaml,
+}
+
+/// Arguments of `convert`.
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// FDR file.
+    file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    format: ConvertFormat,
+    /// Output file (stdout when absent).
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Function names: llvm-xray's instrumentation map (YAML) or `ID NAME` lines.
+    #[arg(long)]
+    names: Option<PathBuf>,
+}
+
+/// Runs one command and maps its outcome to the documented exit status.
+pub fn run(cmd: LinkCommand) -> ExitCode {
+    match cmd {
+        LinkCommand::Recv(a) => recv(a),
+        LinkCommand::Verify(a) => verify(a),
+        LinkCommand::Dump(a) => dump_cmd(a),
+        LinkCommand::Convert(a) => convert(a),
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("flightrec: {msg}");
+    ExitCode::from(FAILURE)
+}
+
+fn load_names(path: Option<&Path>) -> Result<Names, String> {
+    path.map_or_else(|| Ok(Names::empty()), Names::load)
+}
+
+fn verify(a: VerifyArgs) -> ExitCode {
+    let mut status = ExitCode::SUCCESS;
+    for path in &a.files {
+        match verify_file(path) {
+            Verdict::Valid(s) => println!("{}: ok: {}", path.display(), describe(&s)),
+            Verdict::Invalid(e) => {
+                println!("{}: invalid: {e}", path.display());
+                if status == ExitCode::SUCCESS {
+                    status = ExitCode::from(BAD_INPUT);
+                }
+            }
+            Verdict::Unreadable(e) => {
+                eprintln!("flightrec: {}: {e}", path.display());
+                status = ExitCode::from(FAILURE);
+            }
+        }
+    }
+    status
+}
+
+fn dump_cmd(a: DumpArgs) -> ExitCode {
+    let names = match load_names(a.names.as_deref()) {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
+    let bytes = match std::fs::read(&a.file) {
+        Ok(b) => b,
+        Err(e) => return fail(format_args!("{}: {e}", a.file.display())),
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    let result = dump(&bytes, &names, &mut out);
+    let flushed = out.flush();
+    match (result, flushed) {
+        (Ok(_), Ok(())) => ExitCode::SUCCESS,
+        (Err(DumpError::Decode(e)), _) => {
+            eprintln!("flightrec: {}: {e}", a.file.display());
+            ExitCode::from(BAD_INPUT)
+        }
+        (Err(DumpError::Io(e)), _) | (_, Err(e)) => fail(e),
+    }
+}
+
+fn convert(a: ConvertArgs) -> ExitCode {
+    let names = match load_names(a.names.as_deref()) {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
+    let bytes = match std::fs::read(&a.file) {
+        Ok(b) => b,
+        Err(e) => return fail(format_args!("{}: {e}", a.file.display())),
+    };
+    let trace = match load(&bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("flightrec: {}: {e}", a.file.display());
+            return ExitCode::from(BAD_INPUT);
+        }
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => match File::create(p) {
+            Ok(f) => Box::new(BufWriter::new(f)),
+            Err(e) => return fail(format_args!("{}: {e}", p.display())),
+        },
+        None => Box::new(BufWriter::new(io::stdout().lock())),
+    };
+    let written = match a.format {
+        ConvertFormat::Yaml => super::yaml::write_yaml(&trace, &names, &mut out),
+        ConvertFormat::Chrome => super::chrome::write_chrome(&trace, &names, &mut out).map(|r| {
+            if r.unmatched_exits > 0 || r.unfinished_calls > 0 {
+                eprintln!(
+                    "flightrec: {} exits without an entry left out, {} calls still open at the end",
+                    r.unmatched_exits, r.unfinished_calls
+                );
+            }
+        }),
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+fn recv(a: RecvArgs) -> ExitCode {
+    let input = match (&a.device, &a.input) {
+        (Some(path), _) => Input::Serial(SerialSettings {
+            path: path.clone(),
+            baud: a.baud,
+            data_bits: match a.data_bits {
+                5 => serialport::DataBits::Five,
+                6 => serialport::DataBits::Six,
+                7 => serialport::DataBits::Seven,
+                _ => serialport::DataBits::Eight,
+            },
+            parity: match a.parity {
+                ParityArg::None => serialport::Parity::None,
+                ParityArg::Odd => serialport::Parity::Odd,
+                ParityArg::Even => serialport::Parity::Even,
+            },
+            stop_bits: if a.stop_bits == 2 {
+                serialport::StopBits::Two
+            } else {
+                serialport::StopBits::One
+            },
+            flow_control: match a.flow_control {
+                FlowArg::None => serialport::FlowControl::None,
+                FlowArg::Software => serialport::FlowControl::Software,
+                FlowArg::Hardware => serialport::FlowControl::Hardware,
+            },
+            reconnect: !a.no_reconnect,
+        }),
+        (None, Some(p)) if p.as_os_str() != "-" => Input::File(p.clone()),
+        _ => Input::Stdin,
+    };
+    let opts = RecvOptions {
+        input,
+        idle_timeout: a
+            .idle_timeout
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64),
+        max_payload: a.max_payload,
+    };
+    let trace2 = a
+        .trace2
+        .clone()
+        .unwrap_or_else(|| a.out_dir.join("trace2.txt"));
+    let mut collector = match Collector::new(&a.out_dir, trace2) {
+        Ok(c) => c,
+        Err(e) => return fail(format_args!("{}: {e}", a.out_dir.display())),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        // A second Ctrl-C still ends the process the usual way.
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::Relaxed) {
+                std::process::exit(130);
+            }
+        });
+    }
+    let progress = Progress::new(a.quiet);
+    let result = super::recv::run(&opts, &mut collector, &stop, &progress);
+    match result {
+        Ok(report) => {
+            print_report(&report, &collector);
+            let damaged = report.link.crc_failures
+                + report.link.malformed
+                + report.link.frames_lost
+                + report.link.bytes_skipped
+                > 0;
+            if damaged || collector.had_problems() {
+                ExitCode::from(BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            print_report(&RecvReport::default(), &collector);
+            fail(e)
+        }
+    }
+}
+
+fn print_report(r: &RecvReport, c: &Collector) {
+    let l = &r.link;
+    eprintln!(
+        "flightrec recv: {} bytes, {} frames, {} CRC failures, {} malformed, {} bytes skipped, {} frames lost{}{}",
+        r.bytes_read,
+        l.frames,
+        l.crc_failures,
+        l.malformed,
+        l.bytes_skipped,
+        l.frames_lost,
+        if r.disconnects > 0 {
+            format!(", {} disconnects", r.disconnects)
+        } else {
+            String::new()
+        },
+        if r.interrupted { " (interrupted)" } else { "" },
+    );
+    for (id, s) in c.sources() {
+        let file = s
+            .path
+            .as_ref()
+            .map_or_else(|| "no file".to_string(), |p| p.display().to_string());
+        let target = s.stats.map_or_else(
+            || "no counters received".to_string(),
+            |st| {
+                format!(
+                    "target dropped {} records, overwrote {} buffers, failed to send {} frames",
+                    st.ring.records_dropped, st.ring.buffers_overwritten, st.frames_failed
+                )
+            },
+        );
+        eprintln!(
+            "  source {id}: {} buffers -> {file}; {target}{}{}",
+            s.buffers,
+            if s.invalid_buffers > 0 {
+                format!("; {} invalid buffers left out", s.invalid_buffers)
+            } else {
+                String::new()
+            },
+            if s.headerless_buffers > 0 {
+                format!(
+                    "; {} buffers lost without a file header",
+                    s.headerless_buffers
+                )
+            } else {
+                String::new()
+            },
+        );
+    }
+    let (lines, path) = c.trace2();
+    if lines > 0 {
+        eprintln!("  trace2: {lines} lines -> {}", path.display());
+    }
+    if c.bad_control_frames() > 0 {
+        eprintln!(
+            "  {} header or counter frames with a bad payload",
+            c.bad_control_frames()
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! From FDR records to timed events, the way `llvm-xray` 14's loader does it.
+//!
+//! Blocks (a NewBuffer and what follows it) are grouped per thread, keyed by
+//! (process, thread), in the order threads first appear; each block is expanded with
+//! a fresh state: NewCPUId sets the CPU and the base TSC, TSCWrap the base TSC,
+//! every function record and version-5 event adds its delta. CallArgument records
+//! attach to the record before them and make it an `function-enter-arg`.
+//!
+//! Two cosmetic quirks of LLVM's expander are kept so that `convert --format yaml`
+//! matches `llvm-xray convert` field for field: an event shows the function id of the
+//! record before it in its block, and a typed event's type stays in the `type` field
+//! of the records after it.
+
+use flightrec_core::fdr::decoder::{verify, DecodeError, Decoder};
+use flightrec_core::fdr::records::{CustomEventTime, Record};
+use flightrec_core::fdr::{FileHeader, FunctionAction, Version};
+
+/// What an expanded event is (LLVM's `RecordTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Function entry.
+    Enter,
+    /// Function exit.
+    Exit,
+    /// Exit through a tail call.
+    TailExit,
+    /// Function entry with arguments.
+    EnterArg,
+    /// Custom event.
+    CustomEvent,
+    /// Typed event.
+    TypedEvent,
+}
+
+impl Kind {
+    /// LLVM's YAML name for the kind.
+    pub const fn yaml_name(self) -> &'static str {
+        match self {
+            Kind::Enter => "function-enter",
+            Kind::Exit => "function-exit",
+            Kind::TailExit => "function-tail-exit",
+            Kind::EnterArg => "function-enter-arg",
+            Kind::CustomEvent => "custom-event",
+            Kind::TypedEvent => "typed-event",
+        }
+    }
+
+    /// Whether it is an entry (with or without arguments).
+    pub const fn is_enter(self) -> bool {
+        matches!(self, Kind::Enter | Kind::EnterArg)
+    }
+
+    /// Whether it is an exit (plain or tail).
+    pub const fn is_exit(self) -> bool {
+        matches!(self, Kind::Exit | Kind::TailExit)
+    }
+}
+
+/// One event of a trace, with absolute time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XEvent {
+    /// The typed-event type field (sticky, as in LLVM).
+    pub event_type: u16,
+    /// The function id.
+    pub func_id: u32,
+    /// Call arguments.
+    pub args: Vec<u64>,
+    /// CPU.
+    pub cpu: u16,
+    /// Thread id.
+    pub thread: u32,
+    /// Process id (0 when the trace has none).
+    pub process: u32,
+    /// What happened.
+    pub kind: Kind,
+    /// Absolute TSC.
+    pub tsc: u64,
+    /// Event payload.
+    pub data: Vec<u8>,
+}
+
+/// A verified trace, expanded.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The file header.
+    pub header: FileHeader,
+    /// Events in thread order (threads in order of first appearance, each thread's
+    /// events in its block order).
+    pub events: Vec<XEvent>,
+}
+
+impl Trace {
+    /// Events sorted by TSC, stable (what `llvm-xray convert` prints).
+    pub fn sorted_events(&self) -> Vec<&XEvent> {
+        let mut v: Vec<&XEvent> = self.events.iter().collect();
+        v.sort_by_key(|e| e.tsc);
+        v
+    }
+
+    /// Seconds per TSC tick.
+    pub fn seconds_per_tick(&self) -> f64 {
+        1.0 / self.header.cycle_frequency.get() as f64
+    }
+}
+
+/// The state of LLVM's `TraceExpander` for one block.
+struct Expander {
+    version: Version,
+    current: XEvent,
+    building: bool,
+    ignoring: bool,
+    base_tsc: u64,
+    cpu: u16,
+    tid: u32,
+    pid: u32,
+    out: Vec<XEvent>,
+}
+
+impl Expander {
+    fn new(version: Version) -> Self {
+        Self {
+            version,
+            current: XEvent {
+                event_type: 0,
+                func_id: 0,
+                args: Vec::new(),
+                cpu: 0,
+                thread: 0,
+                process: 0,
+                kind: Kind::Enter,
+                tsc: 0,
+                data: Vec::new(),
+            },
+            building: false,
+            ignoring: false,
+            base_tsc: 0,
+            cpu: 0,
+            tid: 0,
+            pid: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn reset_current(&mut self) {
+        if self.building {
+            self.out.push(self.current.clone());
+        }
+        self.building = false;
+        self.current.args.clear();
+        self.current.data.clear();
+    }
+
+    fn stamp(&mut self, tsc: u64, cpu: u16, kind: Kind) {
+        self.current.tsc = tsc;
+        self.current.cpu = cpu;
+        self.current.process = self.pid;
+        self.current.thread = self.tid;
+        self.current.kind = kind;
+        self.building = true;
+    }
+
+    fn visit(&mut self, record: &Record<'_>) {
+        match *record {
+            Record::NewBuffer { tid } => {
+                self.ignoring = false;
+                self.tid = tid as u32;
+                if self.version == Version::V2 {
+                    self.pid = tid as u32;
+                }
+            }
+            Record::Pid { pid } => self.pid = pid as u32,
+            Record::EndOfBuffer => self.ignoring = true,
+            Record::NewCpuId { cpu, tsc } => {
+                self.cpu = cpu;
+                self.base_tsc = tsc;
+            }
+            Record::TscWrap { tsc } => self.base_tsc = tsc,
+            Record::Walltime { .. } | Record::BufferExtents { .. } => {}
+            Record::CallArgument { value } => {
+                self.current.args.push(value);
+                self.current.kind = Kind::EnterArg;
+            }
+            Record::Function { action, id, delta } => {
+                self.reset_current();
+                if !self.ignoring {
+                    self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
+                    self.current.func_id = id.get();
+                    let kind = match action {
+                        FunctionAction::Enter => Kind::Enter,
+                        FunctionAction::Exit => Kind::Exit,
+                        FunctionAction::TailExit => Kind::TailExit,
+                        FunctionAction::EnterArg => Kind::EnterArg,
+                    };
+                    self.stamp(self.base_tsc, self.cpu, kind);
+                }
+            }
+            Record::CustomEvent { time, payload } => {
+                self.reset_current();
+                if !self.ignoring {
+                    let (tsc, cpu) = match time {
+                        CustomEventTime::Absolute { tsc, cpu } => (tsc, cpu),
+                        CustomEventTime::Delta(d) => {
+                            self.base_tsc = self.base_tsc.wrapping_add(d as i64 as u64);
+                            (self.base_tsc, self.cpu)
+                        }
+                    };
+                    self.stamp(tsc, cpu, Kind::CustomEvent);
+                    self.current.data = payload.to_vec();
+                }
+            }
+            Record::TypedEvent {
+                delta,
+                event_type,
+                payload,
+            } => {
+                self.reset_current();
+                if !self.ignoring {
+                    self.base_tsc = self.base_tsc.wrapping_add(delta as i64 as u64);
+                    self.current.event_type = event_type;
+                    self.stamp(self.base_tsc, self.cpu, Kind::TypedEvent);
+                    self.current.data = payload.to_vec();
+                }
+            }
+        }
+    }
+}
+
+/// Verifies a whole file with the core's verifier and expands it.
+pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
+    let summary = verify(bytes)?;
+    let decoder = Decoder::new(bytes)?;
+    let version = summary.header.version;
+
+    // Split into blocks, each with its (pid, tid) key.
+    let mut blocks: Vec<((u32, u32), Vec<Record<'_>>)> = Vec::new();
+    for item in decoder {
+        let record = item?.record;
+        match record {
+            Record::BufferExtents { .. } => continue,
+            Record::NewBuffer { tid } => blocks.push(((0, tid as u32), vec![record])),
+            _ => {
+                if let Some((key, recs)) = blocks.last_mut() {
+                    if let Record::Pid { pid } = record {
+                        key.0 = pid as u32;
+                    }
+                    recs.push(record);
+                }
+            }
+        }
+    }
+    if version == Version::V2 {
+        for (key, _) in &mut blocks {
+            key.0 = key.1;
+        }
+    }
+
+    // Threads in order of first appearance; blocks of a thread in file order.
+    let mut order: Vec<(u32, u32)> = Vec::new();
+    for (key, _) in &blocks {
+        if !order.contains(key) {
+            order.push(*key);
+        }
+    }
+    let mut events = Vec::new();
+    for key in order {
+        for (k, records) in &blocks {
+            if *k != key {
+                continue;
+            }
+            let mut ex = Expander::new(version);
+            for r in records {
+                ex.visit(r);
+            }
+            ex.reset_current();
+            events.append(&mut ex.out);
+        }
+    }
+    Ok(Trace {
+        header: summary.header,
+        events,
+    })
+}

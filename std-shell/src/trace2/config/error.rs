@@ -1,0 +1,87 @@
+//! The config errors git dies on while reading Trace2's settings, as a value.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::reader::{ConfigEntry, MAX_INCLUDE_DEPTH};
+
+/// A config file git would refuse: git prints [`ConfigError::git_messages`]
+/// and exits with 128. flightrec never exits the host program: the caller
+/// prints the messages once and runs with Trace2 disabled (see
+/// [`super::Trace2Config::load`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A line git cannot accept: a syntax error (`cause: None`), or a
+    /// recognized key (`trace2.eventTarget`, `include.path`) written without
+    /// `=` (`cause: Some("missing value for 'trace2.eventtarget'")`).
+    BadLine {
+        /// The `error:` text git prints first, if any.
+        cause: Option<String>,
+        /// The line, 1-based.
+        line: usize,
+        /// The file, as git names it (`$HOME/.gitconfig`, an included path).
+        path: PathBuf,
+    },
+    /// More than ten nested `include.path` levels (usually a cycle).
+    IncludeDepth {
+        /// The file that would be included.
+        path: PathBuf,
+        /// The file that includes it.
+        from: PathBuf,
+    },
+}
+
+impl ConfigError {
+    pub(crate) fn missing_value(entry: &ConfigEntry) -> Self {
+        ConfigError::BadLine {
+            cause: Some(format!("missing value for '{}'", entry.key_str())),
+            line: entry.line,
+            path: entry.path.clone(),
+        }
+    }
+
+    /// git's lines on stderr for this error, each with its `error: ` or
+    /// `fatal: ` prefix and without the line end.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::ConfigError;
+    /// let e = ConfigError::BadLine {
+    ///     cause: Some("missing value for 'trace2.eventtarget'".into()),
+    ///     line: 2,
+    ///     path: "/home/u/.gitconfig".into(),
+    /// };
+    /// assert_eq!(
+    ///     e.git_messages(),
+    ///     [
+    ///         "error: missing value for 'trace2.eventtarget'",
+    ///         "fatal: bad config line 2 in file /home/u/.gitconfig",
+    ///     ]
+    /// );
+    /// ```
+    pub fn git_messages(&self) -> Vec<String> {
+        match self {
+            ConfigError::BadLine { cause, line, path } => cause
+                .iter()
+                .map(|c| format!("error: {c}"))
+                .chain([format!(
+                    "fatal: bad config line {line} in file {}",
+                    path.display()
+                )])
+                .collect(),
+            ConfigError::IncludeDepth { path, from } => vec![format!(
+                "fatal: exceeded maximum include depth ({MAX_INCLUDE_DEPTH}) while including\n\t{}\nfrom\n\t{}\n\
+                 This might be due to circular includes.",
+                path.display(),
+                from.display()
+            )],
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.git_messages().join("\n"))
+    }
+}
+
+impl std::error::Error for ConfigError {}

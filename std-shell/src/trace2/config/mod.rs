@@ -1,0 +1,459 @@
+//! Trace2 settings as git reads them: `GIT_TRACE2*` environment variables (or a
+//! program's own prefix) over the `trace2.*` keys of the system and global git
+//! config files.
+//!
+//! * [`Trace2Config`]: the settings of a process. [`Trace2Config::load`]
+//!   never fails (a config file git would die on disables Trace2 after
+//!   printing git's messages once); [`Trace2Config::try_load_from`] and
+//!   [`Trace2Config::load_with`] return the [`ConfigError`] instead.
+//! * [`ConfigFiles`]: which files are read (system, XDG, `~/.gitconfig`,
+//!   `GIT_CONFIG_NOSYSTEM`/`GIT_CONFIG_SYSTEM`/`GIT_CONFIG_GLOBAL`), with
+//!   `include.path` followed where it stands. Repository-local config and
+//!   `-c` are not read for settings, as in git.
+//! * For `def_param`: [`ConfigFiles::entries`] lists every entry with its
+//!   [`Scope`] and canonical key (local and worktree files too when given a
+//!   git directory), and [`def_param_entries`] / [`wildmatch_key`] apply the
+//!   `configParams` patterns with git's wildmatch.
+//!
+//! Precedence (git's `tr2_sysenv_get`): an environment variable that is set
+//! and non-empty wins; otherwise the last config value read; an empty value
+//! counts as unset.
+//!
+//! A program that picks its own prefix (`MYAPP_TRACE2` gives `MYAPP_TRACE2`,
+//! `MYAPP_TRACE2_PERF`, ...) reads no `trace2.*` keys: git's config belongs
+//! to git. It can name a config section of its own with
+//! [`Trace2Config::load_with`] (section `myapp-trace2` gives
+//! `myapp-trace2.eventTarget`, ...).
+//!
+//! ```
+//! use flightrec::trace2::config::{ConfigFiles, Trace2Config};
+//! use std::ffi::OsString;
+//!
+//! let home = tempfile::tempdir().unwrap();
+//! std::fs::write(
+//!     home.path().join(".gitconfig"),
+//!     "[trace2]\n\teventTarget = /tmp/t2-event\n\teventBrief = yes\n",
+//! )
+//! .unwrap();
+//! let env = |name: &str| match name {
+//!     "HOME" => Some(OsString::from(home.path())),
+//!     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("1")),
+//!     "GIT_TRACE2_EVENT" => Some(OsString::new()), // empty: does not override
+//!     _ => None,
+//! };
+//! let cfg = Trace2Config::try_load_from("GIT_TRACE2", env).unwrap();
+//! assert_eq!(cfg.event.value.as_deref(), Some("/tmp/t2-event".as_ref()));
+//! assert!(cfg.event.brief);
+//! ```
+
+mod error;
+mod files;
+mod params;
+mod reader;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use flightrec_core::trace2::Target;
+
+pub use error::ConfigError;
+pub use files::{ConfigFiles, Scope, SYSTEM_CONFIG};
+pub use params::{def_param_entries, matches_any, wildmatch_key};
+pub use reader::{ConfigEntry, MAX_INCLUDE_DEPTH};
+
+/// One target's setting: the destination value as written (env or config) and
+/// its brief flag.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TargetSetting {
+    /// The destination value (`1`, `2`..`9`, an absolute path, `af_unix:...`),
+    /// `None` when unset or empty.
+    pub value: Option<OsString>,
+    /// The target's `*_BRIEF` / `trace2.*Brief` setting.
+    pub brief: bool,
+}
+
+/// Every Trace2 setting of a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace2Config {
+    /// The environment prefix (`GIT_TRACE2` for git; a program may choose its own).
+    pub prefix: String,
+    /// `GIT_TRACE2` / `trace2.normalTarget` and `GIT_TRACE2_BRIEF`.
+    pub normal: TargetSetting,
+    /// `GIT_TRACE2_PERF` / `trace2.perfTarget` and `GIT_TRACE2_PERF_BRIEF`.
+    pub perf: TargetSetting,
+    /// `GIT_TRACE2_EVENT` / `trace2.eventTarget` and `GIT_TRACE2_EVENT_BRIEF`.
+    pub event: TargetSetting,
+    /// `GIT_TRACE2_EVENT_NESTING` (default 2).
+    pub event_nesting: u32,
+    /// `GIT_TRACE2_CONFIG_PARAMS`: wildmatch patterns of config keys to report.
+    pub config_params: Vec<String>,
+    /// `GIT_TRACE2_ENV_VARS`: environment variable names to report.
+    pub env_vars: Vec<String>,
+    /// `GIT_TRACE2_DST_DEBUG` > 0: warn when a destination fails.
+    pub dst_debug: bool,
+    /// `GIT_TRACE2_MAX_FILES` (0: no limit).
+    pub max_files: u32,
+    /// `GIT_TRACE2_REDACT` (environment only; default on).
+    pub redact: bool,
+    /// `GIT_TRACE2_PARENT_SID` (environment only).
+    pub parent_sid: Option<OsString>,
+    /// `GIT_TRACE2_PARENT_NAME` (environment only).
+    pub parent_name: Option<OsString>,
+}
+
+/// The eleven settings that have a config key, in git's table order:
+/// environment suffix and lowercase key name.
+const SETTINGS: [(&str, &str); 11] = [
+    ("", "normaltarget"),
+    ("_BRIEF", "normalbrief"),
+    ("_PERF", "perftarget"),
+    ("_PERF_BRIEF", "perfbrief"),
+    ("_EVENT", "eventtarget"),
+    ("_EVENT_BRIEF", "eventbrief"),
+    ("_EVENT_NESTING", "eventnesting"),
+    ("_CONFIG_PARAMS", "configparams"),
+    ("_ENV_VARS", "envvars"),
+    ("_DST_DEBUG", "destinationdebug"),
+    ("_MAX_FILES", "maxfiles"),
+];
+
+/// git's prefix, whose settings also come from the `trace2` config section.
+pub const GIT_PREFIX: &str = "GIT_TRACE2";
+
+/// The config section read for `prefix`: `trace2` for [`GIT_PREFIX`], none
+/// for any other prefix.
+///
+/// ```
+/// use flightrec::trace2::config::default_section;
+/// assert_eq!(default_section("GIT_TRACE2"), Some("trace2"));
+/// assert_eq!(default_section("MYAPP_TRACE2"), None);
+/// ```
+pub fn default_section(prefix: &str) -> Option<&'static str> {
+    (prefix == GIT_PREFIX).then_some("trace2")
+}
+
+static CONFIG_ERROR_PRINTED: AtomicBool = AtomicBool::new(false);
+
+impl Trace2Config {
+    /// The settings of this process for `prefix` (`"GIT_TRACE2"` for git's
+    /// names), from the environment and the config files git reads.
+    ///
+    /// A config file git would die on (see [`ConfigError`]) does not stop
+    /// the program: git's messages are printed once on stderr and the result
+    /// has every target off, so Trace2 stays disabled.
+    pub fn load(prefix: &str) -> Self {
+        Self::load_from(prefix, |name| std::env::var_os(name))
+    }
+
+    /// As [`Self::load`], with environment variables read through `env` (the
+    /// config files are located through it too: `HOME`, `XDG_CONFIG_HOME`,
+    /// `GIT_CONFIG_*`), so tests need not touch the process environment.
+    pub fn load_from(prefix: &str, env: impl Fn(&str) -> Option<OsString>) -> Self {
+        match Self::try_load_from(prefix, &env) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                if !CONFIG_ERROR_PRINTED.swap(true, Ordering::Relaxed) {
+                    for line in e.git_messages() {
+                        eprintln!("{line}");
+                    }
+                }
+                Self::load_with(prefix, None, env, &ConfigFiles::none())
+                    .map(|c| c.disabled())
+                    .unwrap_or_else(|_| Self::off(prefix))
+            }
+        }
+    }
+
+    /// The settings for `prefix` from `env` and the files it locates, or the
+    /// config error git would die on.
+    pub fn try_load_from(
+        prefix: &str,
+        env: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, ConfigError> {
+        let files = ConfigFiles::from_env(&env);
+        Self::load_with(prefix, default_section(prefix), env, &files)
+    }
+
+    /// The settings for `prefix`, with `section.<key>` entries of `files` under
+    /// the environment (`section` `None`: environment only).
+    ///
+    /// ```
+    /// use flightrec::trace2::config::{ConfigFiles, Trace2Config};
+    /// use std::ffi::OsString;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("app.config");
+    /// std::fs::write(&file, "[myapp-trace2]\n\tperfTarget = 1\n\tmaxFiles = 20\n").unwrap();
+    /// let files = ConfigFiles { global: vec![file], ..ConfigFiles::none() };
+    /// let env = |name: &str| (name == "MYAPP_TRACE2").then(|| OsString::from("2"));
+    /// let cfg = Trace2Config::load_with("MYAPP_TRACE2", Some("myapp-trace2"), env, &files).unwrap();
+    /// assert_eq!(cfg.normal.value.as_deref(), Some("2".as_ref()));
+    /// assert_eq!(cfg.perf.value.as_deref(), Some("1".as_ref()));
+    /// assert_eq!(cfg.max_files, 20);
+    /// ```
+    pub fn load_with(
+        prefix: &str,
+        section: Option<&str>,
+        env: impl Fn(&str) -> Option<OsString>,
+        files: &ConfigFiles,
+    ) -> Result<Self, ConfigError> {
+        let mut from_config: [Option<Vec<u8>>; 11] = Default::default();
+        if let Some(section) = section {
+            let section = section.to_ascii_lowercase();
+            files.visit(&mut |entry| {
+                let Some(name) = entry
+                    .key
+                    .strip_prefix(section.as_bytes())
+                    .and_then(|k| k.strip_prefix(b"."))
+                else {
+                    return Ok(());
+                };
+                if let Some(i) = SETTINGS.iter().position(|(_, k)| k.as_bytes() == name) {
+                    match &entry.value {
+                        Some(v) => from_config[i] = Some(v.clone()),
+                        None => return Err(ConfigError::missing_value(entry)),
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let value = |i: usize| -> Option<OsString> {
+            env(&format!("{prefix}{}", SETTINGS[i].0))
+                .filter(|v| !v.is_empty())
+                .or_else(|| from_config[i].clone().map(OsString::from_vec))
+                .filter(|v| !v.is_empty())
+        };
+        let text = |i: usize| value(i).map(|v| v.to_string_lossy().into_owned());
+        let brief = |i: usize| text(i).and_then(|v| parse_maybe_bool(&v)).unwrap_or(false);
+        let number = |i: usize| text(i).map(|v| atoi(&v)).unwrap_or(0);
+        let list = |i: usize| -> Vec<String> {
+            text(i)
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim_matches(|c: char| c.is_ascii_whitespace()))
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let nesting = number(6);
+        let only_env = |suffix: &str| env(&format!("{prefix}{suffix}"));
+        Ok(Trace2Config {
+            prefix: prefix.to_string(),
+            normal: TargetSetting {
+                value: value(0),
+                brief: brief(1),
+            },
+            perf: TargetSetting {
+                value: value(2),
+                brief: brief(3),
+            },
+            event: TargetSetting {
+                value: value(4),
+                brief: brief(5),
+            },
+            event_nesting: if nesting > 0 {
+                u32::try_from(nesting).unwrap_or(u32::MAX)
+            } else {
+                2
+            },
+            config_params: list(7),
+            env_vars: list(8),
+            dst_debug: number(9) > 0,
+            max_files: u32::try_from(number(10).max(0)).unwrap_or(u32::MAX),
+            redact: only_env("_REDACT")
+                .map(|v| parse_maybe_bool(&v.to_string_lossy()).unwrap_or(true))
+                .unwrap_or(true),
+            parent_sid: only_env("_PARENT_SID").filter(|v| !v.is_empty()),
+            parent_name: only_env("_PARENT_NAME").filter(|v| !v.is_empty()),
+        })
+    }
+
+    /// Every setting unset.
+    fn off(prefix: &str) -> Self {
+        Trace2Config {
+            prefix: prefix.to_string(),
+            normal: TargetSetting::default(),
+            perf: TargetSetting::default(),
+            event: TargetSetting::default(),
+            event_nesting: 2,
+            config_params: Vec::new(),
+            env_vars: Vec::new(),
+            dst_debug: false,
+            max_files: 0,
+            redact: true,
+            parent_sid: None,
+            parent_name: None,
+        }
+    }
+
+    /// These settings with every target off.
+    fn disabled(mut self) -> Self {
+        self.normal.value = None;
+        self.perf.value = None;
+        self.event.value = None;
+        self
+    }
+
+    /// The setting of one target.
+    pub fn setting(&self, kind: Target) -> &TargetSetting {
+        match kind {
+            Target::Normal => &self.normal,
+            Target::Perf => &self.perf,
+            Target::Event => &self.event,
+        }
+    }
+
+    /// The environment variable that names a target in warnings
+    /// (`GIT_TRACE2`, `GIT_TRACE2_PERF`, `GIT_TRACE2_EVENT` for git's prefix).
+    pub fn var_name(&self, kind: Target) -> String {
+        match kind {
+            Target::Normal => self.prefix.clone(),
+            Target::Perf => format!("{}_PERF", self.prefix),
+            Target::Event => format!("{}_EVENT", self.prefix),
+        }
+    }
+
+    /// The config entries that `def_param` reports for these settings'
+    /// `configParams` patterns, in git's reading order with duplicates:
+    /// system and global files of `files`, then the repository's local (and
+    /// worktree) config when `git_dir` is given. Empty without patterns.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::{ConfigFiles, Trace2Config};
+    /// use std::ffi::OsString;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("config"), "[core]\n\tabbrev = 12\n[foo]\n\tx = 1\n").unwrap();
+    /// let env = |name: &str| {
+    ///     (name == "GIT_TRACE2_CONFIG_PARAMS").then(|| OsString::from("core.*"))
+    /// };
+    /// let cfg = Trace2Config::load_with("GIT_TRACE2", None, env, &ConfigFiles::none()).unwrap();
+    /// let params = cfg.def_params(&ConfigFiles::none(), Some(dir.path())).unwrap();
+    /// assert_eq!(params.len(), 1);
+    /// assert_eq!((params[0].scope.as_str(), &params[0].key[..]), ("local", &b"core.abbrev"[..]));
+    /// ```
+    pub fn def_params(
+        &self,
+        files: &ConfigFiles,
+        git_dir: Option<&std::path::Path>,
+    ) -> Result<Vec<ConfigEntry>, ConfigError> {
+        if self.config_params.is_empty() {
+            return Ok(Vec::new());
+        }
+        let all = files.entries(git_dir)?;
+        Ok(def_param_entries(&all, &self.config_params)
+            .cloned()
+            .collect())
+    }
+
+    /// Whether any of the three targets has a destination set.
+    pub fn any_target(&self) -> bool {
+        self.normal.value.is_some() || self.perf.value.is_some() || self.event.value.is_some()
+    }
+}
+
+/// git's `git_parse_maybe_bool`: `Some(bool)`, or `None` when unparsable.
+///
+/// `true`/`yes`/`on` and `false`/`no`/`off` in any case, the empty string
+/// (false), or an integer as git reads one (`strtoimax` base 0, an optional
+/// `k`/`m`/`g` unit): non-zero is true.
+///
+/// ```
+/// use flightrec::trace2::config::parse_maybe_bool;
+/// assert_eq!(parse_maybe_bool("YES"), Some(true));
+/// assert_eq!(parse_maybe_bool("1k"), Some(true));
+/// assert_eq!(parse_maybe_bool("0x0"), Some(false));
+/// assert_eq!(parse_maybe_bool("junk"), None);
+/// ```
+pub fn parse_maybe_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        other => parse_git_int(other).map(|n| n != 0),
+    }
+}
+
+/// git's `git_parse_signed` into an `int`: `strtoimax(v, &end, 0)` then an
+/// optional unit `k`, `m` or `g` (any case) and nothing else; `None` on junk
+/// or overflow.
+fn parse_git_int(v: &str) -> Option<i64> {
+    let t = v.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 && radix != 8 {
+        return None;
+    }
+    let n = if end == 0 {
+        0
+    } else {
+        i64::from_str_radix(&digits[..end], radix).ok()?
+    };
+    let factor: i64 = match digits[end..].to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return None,
+    };
+    let n = n.checked_mul(factor)?;
+    let n = if neg { -n } else { n };
+    i32::try_from(n).ok().map(i64::from)
+}
+
+/// C's `atoi`: leading whitespace, optional sign, digits; 0 when none.
+///
+/// ```
+/// use flightrec::trace2::config::atoi;
+/// assert_eq!(atoi(" 12x"), 12);
+/// assert_eq!(atoi("-1"), -1);
+/// assert_eq!(atoi("true"), 0);
+/// ```
+pub fn atoi(v: &str) -> i64 {
+    let t = v.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_booleans() {
+        for t in ["true", "Yes", "ON", "1", "2", "1k", "-1", "0x10", " 7"] {
+            assert_eq!(parse_maybe_bool(t), Some(true), "{t:?}");
+        }
+        for f in ["false", "No", "off", "", "0", "0k", "00", "0x0"] {
+            assert_eq!(parse_maybe_bool(f), Some(false), "{f:?}");
+        }
+        for junk in ["junk", "1x", "k", "0x", "99999999999", "4g", "1 "] {
+            assert_eq!(parse_maybe_bool(junk), None, "{junk:?}");
+        }
+    }
+}

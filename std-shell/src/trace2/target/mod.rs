@@ -1,0 +1,331 @@
+//! Trace2 destinations: git's target grammar (`1`, fds `2`..`9`, files,
+//! directories, `af_unix:` sockets), opened once and written one line per
+//! `write()`.
+//!
+//! * [`TargetValue`] and [`UnixSocketSpec`]: the grammar, without I/O.
+//! * [`Destination::open`]: opens a target from a [`Trace2Config`], with git's
+//!   warning texts in [`OpenOutcome::Failed`].
+//! * [`Destination::write_line`]: one `write()` per line; a failing
+//!   destination disables itself and hands back at most one warning.
+//!
+//! Warnings are returned, not printed: the runtime prints each as
+//! `warning: <text>` on stderr, in target order normal, perf, event.
+//!
+//! ```
+//! use flightrec::core::trace2::Target;
+//! use flightrec::trace2::config::Trace2Config;
+//! use flightrec::trace2::target::{Destination, OpenOutcome};
+//! use std::ffi::OsString;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let file = dir.path().join("trace.txt");
+//! let env = |name: &str| match name {
+//!     "GIT_TRACE2" => Some(OsString::from(&file)),
+//!     "GIT_TRACE2_PERF" => Some(OsString::from("yes")),
+//!     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("1")),
+//!     _ => None,
+//! };
+//! let cfg = Trace2Config::load_from("GIT_TRACE2", env);
+//! let sid = "20231114T221320.123456Z-H65cb7838-P00001234";
+//!
+//! let normal = Destination::open(Target::Normal, &cfg, sid).unwrap();
+//! assert_eq!(normal.write_line(b"version 2.47.3\n"), None);
+//! assert_eq!(std::fs::read(&file).unwrap(), b"version 2.47.3\n");
+//!
+//! // Unknown values always warn.
+//! assert_eq!(
+//!     Destination::open(Target::Perf, &cfg, sid).unwrap_err(),
+//!     OpenOutcome::Failed {
+//!         warning: Some("trace2: unknown value for 'GIT_TRACE2_PERF': 'yes'".into())
+//!     }
+//! );
+//! assert_eq!(Destination::open(Target::Event, &cfg, sid).unwrap_err(), OpenOutcome::Off);
+//! ```
+
+mod dir;
+mod sink;
+mod value;
+
+use std::ffi::OsStr;
+use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use flightrec_core::trace2::Target as Kind;
+
+use super::config::Trace2Config;
+pub use dir::{DISCARD_SENTINEL, MAX_ATTEMPTS};
+use sink::Sink;
+pub use value::{SocketType, TargetValue, UnixSocketError, UnixSocketSpec, SUN_PATH_LEN};
+
+/// An open Trace2 destination. Writing never fails the caller: a failing
+/// destination disables itself.
+#[derive(Debug)]
+pub struct Destination {
+    kind: Kind,
+    var: String,
+    sink: Sink,
+    enabled: AtomicBool,
+    dst_debug: bool,
+    too_many_files: bool,
+    path: Option<PathBuf>,
+    socket: Option<SocketType>,
+}
+
+/// Why a destination did not open, with git's warning text when git prints one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenOutcome {
+    /// The value turns the target off (unset, empty, `0`, `false`).
+    Off,
+    /// The destination could not be used; `warning` is the text after
+    /// `warning: ` that git prints (always for unknown values, otherwise only
+    /// with `DST_DEBUG`).
+    Failed {
+        /// The warning to print, if any.
+        warning: Option<String>,
+    },
+}
+
+/// How [`Destination::open_value`] opens a value: the names and settings
+/// that come from the configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenParams<'a> {
+    /// Which target this is.
+    pub kind: Kind,
+    /// The environment variable named in warnings (`GIT_TRACE2_EVENT`), also
+    /// when the value came from a config file.
+    pub var: &'a str,
+    /// `DST_DEBUG`: report open and write failures.
+    pub dst_debug: bool,
+    /// `MAX_FILES` for directory targets (0: no limit).
+    pub max_files: u32,
+    /// This process's session id; directory targets use its last component.
+    pub sid: &'a str,
+}
+
+impl Destination {
+    /// Opens the destination of target `kind` from `cfg`. `own_sid` is this
+    /// process's session id (its last `/` component names the file of a
+    /// directory target; the whole id may be passed).
+    pub fn open(kind: Kind, cfg: &Trace2Config, own_sid: &str) -> Result<Self, OpenOutcome> {
+        let Some(value) = cfg.setting(kind).value.as_deref() else {
+            return Err(OpenOutcome::Off);
+        };
+        let var = cfg.var_name(kind);
+        Self::open_value(
+            value,
+            OpenParams {
+                kind,
+                var: &var,
+                dst_debug: cfg.dst_debug,
+                max_files: cfg.max_files,
+                sid: own_sid,
+            },
+        )
+    }
+
+    /// Opens one target value with explicit parameters (what [`Self::open`]
+    /// does after looking the value up).
+    pub fn open_value(value: &OsStr, p: OpenParams<'_>) -> Result<Self, OpenOutcome> {
+        let debug_warning = |text: String| OpenOutcome::Failed {
+            warning: p.dst_debug.then_some(text),
+        };
+        let mut path = None;
+        let mut socket = None;
+        let mut too_many_files = false;
+        let sink = match TargetValue::parse(value) {
+            TargetValue::Off => return Err(OpenOutcome::Off),
+            TargetValue::Stderr => Sink::borrowed(2),
+            TargetValue::Fd(fd) => Sink::borrowed(RawFd::from(fd)),
+            TargetValue::Absolute(target) if target.is_dir() => {
+                match dir::open_in(target, p.sid, p.max_files) {
+                    Ok(f) => {
+                        too_many_files = f.discard;
+                        path = Some(f.path);
+                        Sink::owned(OwnedFd::from(f.file))
+                    }
+                    Err(dir::DirError::TooManyFiles) => {
+                        return Err(debug_warning(format!(
+                            "trace2: not opening {} trace file due to too many files in target directory {}",
+                            p.var,
+                            show(value)
+                        )))
+                    }
+                    Err(dir::DirError::Open { base, error }) => {
+                        return Err(debug_warning(could_not_open(&base, p.var, &error)))
+                    }
+                }
+            }
+            TargetValue::Absolute(target) => match open_append(target) {
+                Ok(f) => {
+                    path = Some(target.to_path_buf());
+                    Sink::owned(OwnedFd::from(f))
+                }
+                Err(error) => return Err(debug_warning(could_not_open(target, p.var, &error))),
+            },
+            TargetValue::UnixSocket(v) => match UnixSocketSpec::parse(v) {
+                Err(UnixSocketError::EmptyPath) => {
+                    return Err(debug_warning(format!(
+                        "trace2: invalid AF_UNIX value '{}' for '{}' tracing",
+                        show(value),
+                        p.var
+                    )))
+                }
+                Err(UnixSocketError::InvalidPath(sp)) => {
+                    return Err(debug_warning(format!(
+                        "trace2: invalid AF_UNIX path '{}' for '{}' tracing",
+                        show(sp),
+                        p.var
+                    )))
+                }
+                Ok(spec) => match connect(&spec) {
+                    Ok((fd, ty)) => {
+                        path = Some(spec.path.to_path_buf());
+                        socket = Some(ty);
+                        Sink::owned(fd)
+                    }
+                    Err(e) => {
+                        return Err(debug_warning(format!(
+                            "trace2: could not connect to socket '{}' for '{}' tracing: {}",
+                            spec.path.display(),
+                            p.var,
+                            strerror(&e)
+                        )))
+                    }
+                },
+            },
+            TargetValue::Unknown => {
+                return Err(OpenOutcome::Failed {
+                    warning: Some(format!(
+                        "trace2: unknown value for '{}': '{}'",
+                        p.var,
+                        show(value)
+                    )),
+                })
+            }
+        };
+        Ok(Destination {
+            kind: p.kind,
+            var: p.var.to_string(),
+            sink,
+            enabled: AtomicBool::new(true),
+            dst_debug: p.dst_debug,
+            too_many_files,
+            path,
+            socket,
+        })
+    }
+
+    /// Which target this is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The environment variable this target is named by in warnings.
+    pub fn var(&self) -> &str {
+        &self.var
+    }
+
+    /// Whether the destination still accepts lines.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// True when this destination is a directory's discard sentinel
+    /// (`git-trace2-discard`, see `maxFiles`): the event target must then
+    /// write a `too_many_files` event right after `version`.
+    pub fn too_many_files(&self) -> bool {
+        self.too_many_files
+    }
+
+    /// The file or socket path written to; `None` for stderr and fds.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The socket type connected, for `af_unix:` targets.
+    pub fn socket_type(&self) -> Option<SocketType> {
+        self.socket
+    }
+
+    /// The descriptor written to (2 for stderr).
+    pub fn raw_fd(&self) -> RawFd {
+        self.sink.raw_fd()
+    }
+
+    /// Writes one complete line (its trailing LF included) with one
+    /// `write()`. On failure the destination disables itself and returns the
+    /// warning git would print (only with `DST_DEBUG`); when several threads
+    /// fail at once only one of them gets the warning.
+    pub fn write_line(&self, line: &[u8]) -> Option<String> {
+        if line.is_empty() || !self.is_enabled() {
+            return None;
+        }
+        match self.sink.write_once(line) {
+            Ok(_) => None,
+            Err(e) => {
+                let first = self.enabled.swap(false, Ordering::Relaxed);
+                (first && self.dst_debug)
+                    .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(&e)))
+            }
+        }
+    }
+}
+
+/// `open(O_WRONLY|O_APPEND|O_CREAT, 0666)`.
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o666)
+        .open(path)
+}
+
+fn connect(spec: &UnixSocketSpec<'_>) -> std::io::Result<(OwnedFd, SocketType)> {
+    let stream = || UnixStream::connect(spec.path).map(OwnedFd::from);
+    let dgram = || {
+        let s = UnixDatagram::unbound()?;
+        s.connect(spec.path)?;
+        Ok::<_, std::io::Error>(OwnedFd::from(s))
+    };
+    match spec.socket_type {
+        SocketType::Stream => stream().map(|fd| (fd, SocketType::Stream)),
+        SocketType::Dgram => dgram().map(|fd| (fd, SocketType::Dgram)),
+        SocketType::Auto => match stream() {
+            Ok(fd) => Ok((fd, SocketType::Stream)),
+            Err(e) if e.raw_os_error() == Some(libc::EPROTOTYPE) => {
+                dgram().map(|fd| (fd, SocketType::Dgram))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+fn could_not_open(path: &Path, var: &str, e: &std::io::Error) -> String {
+    format!(
+        "trace2: could not open '{}' for '{}' tracing: {}",
+        path.display(),
+        var,
+        strerror(e)
+    )
+}
+
+fn show(v: &OsStr) -> String {
+    v.to_string_lossy().into_owned()
+}
+
+/// The C library's text for an I/O error, without Rust's " (os error N)".
+///
+/// ```
+/// let e = std::io::Error::from_raw_os_error(2);
+/// assert_eq!(flightrec::trace2::target::strerror(&e), "No such file or directory");
+/// ```
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}

@@ -1,0 +1,309 @@
+//! One descriptor and one `write()` per line, without ever letting `SIGPIPE`
+//! kill the host program.
+//!
+//! git ignores `SIGPIPE` around each write (`sigchain_push(SIGPIPE, SIG_IGN)`),
+//! which changes a process-wide disposition and races with other threads. A
+//! library must not do that, so the way to write is chosen from the
+//! descriptor's type when the target opens:
+//!
+//! * sockets: `send(..., MSG_NOSIGNAL)`: a closed peer gives `EPIPE` only;
+//! * pipes and FIFOs: when `SIGPIPE` is not ignored already, block it in the
+//!   writing thread only (`pthread_sigmask`), write, and if the write raised a
+//!   `SIGPIPE` that was not pending before, take it off the queue with
+//!   `sigtimedwait` before restoring the mask;
+//! * everything else (files, terminals): a plain `write()`, which cannot
+//!   raise `SIGPIPE`.
+//!
+//! `EINTR` is retried (no byte was written); a short write is not (see
+//! [`Sink::write_once`]).
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// How lines go to the descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    /// `write()`: files, terminals, descriptors that are not open.
+    Plain,
+    /// `send(MSG_NOSIGNAL)`.
+    Socket,
+    /// `write()` with `SIGPIPE` blocked in this thread.
+    Pipe,
+}
+
+/// A descriptor a destination writes to: borrowed (stderr, fds 2..9: never
+/// closed) or owned (files, sockets: closed on drop).
+#[derive(Debug)]
+pub(crate) struct Sink {
+    fd: RawFd,
+    _owned: Option<OwnedFd>,
+    mode: WriteMode,
+}
+
+impl Sink {
+    /// A descriptor the host owns. It need not be open: writing then fails
+    /// with `EBADF`, as in git.
+    pub(crate) fn borrowed(fd: RawFd) -> Self {
+        Sink {
+            fd,
+            _owned: None,
+            mode: mode_of(fd),
+        }
+    }
+
+    /// A descriptor Trace2 opened and closes when the sink drops.
+    pub(crate) fn owned(fd: OwnedFd) -> Self {
+        Sink {
+            fd: fd.as_raw_fd(),
+            mode: mode_of(fd.as_raw_fd()),
+            _owned: Some(fd),
+        }
+    }
+
+    /// The descriptor number.
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// How this sink writes.
+    #[cfg(test)]
+    pub(crate) fn mode(&self) -> WriteMode {
+        self.mode
+    }
+
+    /// Exactly one successful `write()`/`send()` of `line`. A short write
+    /// counts as success and is not retried: another writer's line could land
+    /// between the two parts, which is worse than a cut line.
+    pub(crate) fn write_once(&self, line: &[u8]) -> io::Result<usize> {
+        loop {
+            let r = match self.mode {
+                WriteMode::Plain => plain_write(self.fd, line),
+                WriteMode::Socket => send_nosignal(self.fd, line),
+                WriteMode::Pipe => write_blocking_sigpipe(self.fd, line),
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+fn mode_of(fd: RawFd) -> WriteMode {
+    // SAFETY: `stat` is plain old data; an all-zero value is valid and fstat
+    // only writes into it. A descriptor that is not open yields -1 (EBADF).
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable `stat` for the duration of the call.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return WriteMode::Plain;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFSOCK => WriteMode::Socket,
+        libc::S_IFIFO => WriteMode::Pipe,
+        _ => WriteMode::Plain,
+    }
+}
+
+fn result(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn plain_write(fd: RawFd, line: &[u8]) -> io::Result<usize> {
+    // SAFETY: the pointer and length describe `line`, readable for the call.
+    // `fd` is only a number to the kernel: a closed one gives EBADF.
+    result(unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) })
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn send_nosignal(fd: RawFd, line: &[u8]) -> io::Result<usize> {
+    // SAFETY: as in `plain_write`; MSG_NOSIGNAL turns SIGPIPE into EPIPE.
+    result(unsafe { libc::send(fd, line.as_ptr().cast(), line.len(), libc::MSG_NOSIGNAL) })
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn send_nosignal(fd: RawFd, line: &[u8]) -> io::Result<usize> {
+    write_blocking_sigpipe(fd, line)
+}
+
+/// Whether `SIGPIPE` is ignored process-wide (the default of Rust programs).
+fn sigpipe_ignored() -> bool {
+    // SAFETY: `sigaction` is plain old data; with a null new action the call
+    // only reads the current disposition into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+fn write_blocking_sigpipe(fd: RawFd, line: &[u8]) -> io::Result<usize> {
+    if sigpipe_ignored() {
+        plain_write(fd, line)
+    } else {
+        masked_write(fd, line)
+    }
+}
+
+/// `write()` with `SIGPIPE` blocked in this thread; a `SIGPIPE` the write
+/// raised is consumed before the old mask returns.
+fn masked_write(fd: RawFd, line: &[u8]) -> io::Result<usize> {
+    // SAFETY: every sigset_t is initialised by sigemptyset/pthread_sigmask/
+    // sigpending before it is read; the mask change affects this thread only
+    // and is undone before returning, whatever the write did.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        let mut old_mask: libc::sigset_t = std::mem::zeroed();
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old_mask) != 0 {
+            return plain_write(fd, line);
+        }
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        let was_pending =
+            libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let r = plain_write(fd, line);
+        if matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
+            consume_pending_sigpipe(&pipe_only);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut());
+        r
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn consume_pending_sigpipe(pipe_only: &libc::sigset_t) {
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `pipe_only` and `zero` are valid for the call; a zero timeout
+    // never blocks, and SIGPIPE is blocked in this thread, so the signal our
+    // write raised is pending here and is taken off without being delivered.
+    unsafe {
+        libc::sigtimedwait(pipe_only, std::ptr::null_mut(), &zero);
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn consume_pending_sigpipe(pipe_only: &libc::sigset_t) {
+    // SAFETY: only called when our write failed with EPIPE while SIGPIPE was
+    // blocked and not pending before, so a SIGPIPE is pending and sigwait
+    // returns at once.
+    unsafe {
+        let mut sig = 0;
+        libc::sigwait(pipe_only, &mut sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe() returns.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn descriptor_types_pick_the_write() {
+        let (r, w) = pipe();
+        assert_eq!(Sink::owned(w).mode(), WriteMode::Pipe);
+        drop(r);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(Sink::owned(a.into()).mode(), WriteMode::Socket);
+        let f = tempfile_in_target();
+        assert_eq!(Sink::owned(f.into()).mode(), WriteMode::Plain);
+    }
+
+    fn tempfile_in_target() -> std::fs::File {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("flightrec-sink-{}", std::process::id()));
+        let f = std::fs::File::create(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f
+    }
+
+    #[test]
+    fn broken_pipe_is_an_error_not_a_signal() {
+        // The test harness ignores SIGPIPE, so this covers the fast path; the
+        // blocked-signal path runs in tests/trace2_targets.rs in a child
+        // process whose SIGPIPE disposition is the default.
+        let (r, w) = pipe();
+        drop(r);
+        let sink = Sink::owned(w);
+        let e = sink.write_once(b"x\n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+    }
+
+    fn sigpipe_pending_here() -> bool {
+        // SAFETY: sigpending fills the zeroed set; sigismember only reads it.
+        unsafe {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGPIPE) == 1
+        }
+    }
+
+    /// Runs `f` with SIGPIPE blocked in this thread, so a SIGPIPE left
+    /// behind stays visible to `sigpending` instead of being discarded.
+    fn with_sigpipe_blocked(f: impl FnOnce()) {
+        // SAFETY: the sets are initialised before use; the mask is restored.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            f();
+            // Drop whatever is left so the harness thread stays clean.
+            while sigpipe_pending_here() {
+                consume_pending_sigpipe(&set);
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        }
+    }
+
+    #[test]
+    fn masked_write_consumes_the_signal_it_raised() {
+        with_sigpipe_blocked(|| {
+            let (r, w) = pipe();
+            drop(r);
+            let e = masked_write(w.as_raw_fd(), b"line\n").unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+            assert!(!sigpipe_pending_here(), "our SIGPIPE was left pending");
+        });
+        let (r, w) = pipe();
+        assert_eq!(masked_write(w.as_raw_fd(), b"line\n").unwrap(), 5);
+        drop(r);
+    }
+
+    #[test]
+    fn masked_write_keeps_a_sigpipe_that_was_pending_before() {
+        with_sigpipe_blocked(|| {
+            // SAFETY: signals this very thread; SIGPIPE is blocked, so it
+            // only becomes pending.
+            unsafe { libc::pthread_kill(libc::pthread_self(), libc::SIGPIPE) };
+            assert!(sigpipe_pending_here());
+            let (r, w) = pipe();
+            drop(r);
+            assert!(masked_write(w.as_raw_fd(), b"line\n").is_err());
+            assert!(sigpipe_pending_here(), "the host's SIGPIPE was taken");
+        });
+    }
+
+    #[test]
+    fn closed_descriptor_gives_ebadf() {
+        // -1 is never an open descriptor.
+        let sink = Sink::borrowed(-1);
+        assert_eq!(sink.mode(), WriteMode::Plain);
+        let e = sink.write_once(b"x\n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+    }
+}

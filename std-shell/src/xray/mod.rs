@@ -1,0 +1,186 @@
+//! LLVM XRay FDR traces of desktop programs, configured like compiler-rt's runtime.
+//!
+//! The program marks functions with guards ([`enter`], [`xray_fn!`](crate::xray_fn),
+//! [`xray_scope!`](crate::xray_scope)) and events ([`custom_event`],
+//! [`typed_event`]); [`init_from_env`] reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS`
+//! exactly like compiler-rt (or [`init`] takes a [`Config`] built in code). Each
+//! thread records into its own ring of buffers from a pool allocated once, through
+//! the core's [`Recorder`](flightrec_core::fdr::ring::Recorder); the file is a
+//! version-5 FDR trace that `llvm-xray` reads, with a names file beside it
+//! (`<trace>.names`, an ELF instrumentation map: `llvm-xray account -m <trace>.names
+//! <trace>`).
+//!
+//! * [`Mode::FlightRecorder`] (default): threads keep their newest buffers; the
+//!   trace is written at exit, on [`dump`] and on a fatal signal.
+//! * [`Mode::Streaming`]: a writer thread appends finished buffers to the trace as
+//!   they fill; records that find all of their thread's buffers waiting are dropped
+//!   and counted ([`stats`], the exit summary, and a loss event in the trace).
+//!
+//! While XRay is not recording, every call costs one relaxed atomic load.
+//!
+//! ```no_run
+//! fn main() {
+//!     // XRAY_OPTIONS="xray_mode=xray-fdr patch_premain=true verbosity=1"
+//!     flightrec::xray::init_from_env().expect("bad XRAY_OPTIONS");
+//!     work(3);
+//!     // At exit the trace is written to xray-log.<program>.XXXXXX.
+//! }
+//!
+//! fn work(n: u64) -> u64 {
+//!     let _f = flightrec::xray_fn!();
+//!     if n == 0 { 1 } else { n * work(n - 1) }
+//! }
+//! ```
+//!
+//! Details, differences from compiler-rt and the file formats: `docs/desktop-fdr.md`.
+
+pub mod clock;
+pub mod config;
+pub mod names;
+pub mod options;
+mod output;
+mod pool;
+mod record;
+mod runtime;
+mod signal;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
+pub use names::{function_id, set_function_name};
+pub use output::NAMES_SUFFIX;
+#[doc(hidden)]
+pub use record::enclosing_function_name;
+pub use record::{
+    custom_event, enter, enter_with_arg, is_recording, record_enter, record_exit, record_tail_exit,
+    typed_event, CallSite, FunctionGuard,
+};
+pub use runtime::{Report, Stats};
+
+/// Why the runtime did not do what was asked. Tracing stays off (or as it was).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The configuration is invalid.
+    Config(ConfigError),
+    /// [`init`] already ran in this process.
+    AlreadyInitialized,
+    /// The runtime was not initialised.
+    NotInitialized,
+    /// [`shutdown`] already ran (or a fatal signal wrote the trace).
+    AlreadyShutDown,
+    /// The pool could not be allocated (bytes asked for).
+    OutOfMemory(usize),
+    /// Another dump did not finish within the grace period.
+    Busy,
+    /// A file could not be created or written.
+    Io(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(e) => write!(f, "XRay configuration: {e}"),
+            Error::AlreadyInitialized => f.write_str("XRay is already initialised"),
+            Error::NotInitialized => f.write_str("XRay is not initialised"),
+            Error::AlreadyShutDown => f.write_str("XRay has already been shut down"),
+            Error::OutOfMemory(n) => write!(f, "cannot allocate {n} bytes of XRay buffers"),
+            Error::Busy => f.write_str("another XRay dump is in progress"),
+            Error::Io(e) => write!(f, "XRay output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e)
+    }
+}
+
+/// Starts the runtime with `config`: measures the clock, allocates the pool, opens
+/// the trace (streaming), installs the exit hook and the fatal-signal handler, and
+/// starts recording if `config.patch_premain` is set (else at [`start`]).
+/// Once per process.
+///
+/// ```no_run
+/// use flightrec::xray::{Config, Mode};
+/// let cfg = Config::builder().mode(Mode::Streaming).logfile_base("/tmp/t-").build()?;
+/// flightrec::xray::init(cfg)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn init(config: Config) -> Result<(), Error> {
+    runtime::init(config)
+}
+
+/// Reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS` and starts the runtime when they
+/// select FDR mode (`xray_mode=xray-fdr`, or the deprecated `xray_fdr_log=true`).
+/// Returns `Ok(false)` when they do not. Unknown flags are reported on stderr, as
+/// compiler-rt's "found N unrecognized flag(s)" warning.
+///
+/// ```
+/// // Without XRAY_OPTIONS nothing happens.
+/// std::env::remove_var("XRAY_OPTIONS");
+/// assert_eq!(flightrec::xray::init_from_env(), Ok(false));
+/// ```
+pub fn init_from_env() -> Result<bool, Error> {
+    let parsed = match Config::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("XRay: flightrec: {e}; tracing stays off");
+            return Err(Error::Config(e));
+        }
+    };
+    if !parsed.unknown_flags.is_empty() {
+        eprintln!(
+            "WARNING: found {} unrecognized flag(s):",
+            parsed.unknown_flags.len()
+        );
+        for name in &parsed.unknown_flags {
+            eprintln!("    {name}");
+        }
+    }
+    if !parsed.selected {
+        return Ok(false);
+    }
+    init(parsed.config)?;
+    Ok(true)
+}
+
+/// Starts recording (compiler-rt: `__xray_patch`). `false` if not initialised or
+/// already shut down.
+pub fn start() -> bool {
+    runtime::set_recording(true)
+}
+
+/// Stops recording until [`start`] (compiler-rt: `__xray_unpatch`).
+pub fn stop() -> bool {
+    runtime::set_recording(false)
+}
+
+/// Writes the trace now. Flight recorder: a new file with every thread's newest
+/// buffers (recording pauses meanwhile; records attempted then are counted as
+/// dropped), `Ok(None)` if nothing was recorded. Streaming: publishes every
+/// thread's partial buffer and writes all pending buffers; returns the trace's path.
+/// Also writes the names file. `Ok(None)` with `no_file_flush`.
+pub fn dump() -> Result<Option<PathBuf>, Error> {
+    runtime::dump()
+}
+
+/// Stops recording for good and writes the trace (what the exit hook does; call it
+/// to get the [`Report`], e.g. before `std::process::exit` from a context where
+/// exit hooks do not run).
+pub fn shutdown() -> Result<Report, Error> {
+    runtime::shutdown()
+}
+
+/// The runtime's counters (all zero before [`init`]).
+pub fn stats() -> Stats {
+    runtime::runtime().map(|rt| rt.stats()).unwrap_or_default()
+}
+
+/// The TSC frequency in the file header, once initialised.
+pub fn frequency() -> Option<clock::Frequency> {
+    runtime::runtime().map(|rt| rt.frequency)
+}

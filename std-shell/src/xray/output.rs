@@ -1,0 +1,181 @@
+//! Output files: compiler-rt's names, and writes through raw descriptors.
+//!
+//! Traces are named like compiler-rt's: `<xray_logfile_base><program>.<XXXXXX>`,
+//! where `<program>` is the last component of `argv[0]` and `XXXXXX` six random
+//! letters and digits (`mkstemp`). The names file is the trace's name plus
+//! [`NAMES_SUFFIX`].
+//!
+//! Every write goes through `write(2)` on a raw descriptor, with no buffering in
+//! the library and no lock of the standard library, so the same code runs in a fatal
+//! signal handler.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::names::Sink;
+
+/// Appended to a trace's path to name its names file.
+pub const NAMES_SUFFIX: &str = ".names";
+
+/// The program name compiler-rt puts in file names: the last `/` component of
+/// `argv[0]`, or `(unknown)`.
+pub fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(|a| {
+            let b = a.as_bytes();
+            let last = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
+            String::from_utf8_lossy(last).into_owned()
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "(unknown)".to_owned())
+}
+
+/// An open descriptor this module owns; closed on drop.
+#[derive(Debug)]
+pub struct RawFile {
+    fd: libc::c_int,
+}
+
+impl RawFile {
+    /// Creates `<prefix>XXXXXX` with `mkstemp` (mode 0600); returns it and its path.
+    pub fn create_unique(prefix: &str) -> io::Result<(RawFile, PathBuf)> {
+        let mut template = prefix.as_bytes().to_vec();
+        template.extend_from_slice(b"XXXXXX\0");
+        // SAFETY: `template` is a writable NUL-terminated buffer ending in six `X`.
+        let fd = unsafe { libc::mkstemp(template.as_mut_ptr().cast()) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        template.pop();
+        Ok((RawFile { fd }, PathBuf::from(OsStr::from_bytes(&template))))
+    }
+
+    /// Opens `path` for writing, creating or truncating it. Async-signal-safe.
+    pub fn create(path: &CStr, exclusive: bool) -> Option<RawFile> {
+        let mut flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC;
+        flags |= if exclusive {
+            libc::O_EXCL
+        } else {
+            libc::O_TRUNC
+        };
+        // SAFETY: `path` is NUL-terminated; `open` has no other preconditions.
+        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
+        (fd >= 0).then_some(RawFile { fd })
+    }
+
+    /// Writes all of `bytes`, retrying after signals and short writes.
+    /// Async-signal-safe.
+    pub fn write_all(&self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            // SAFETY: `bytes` is a valid readable slice for its length.
+            let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
+            if n < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return false;
+            }
+            if n == 0 {
+                return false;
+            }
+            bytes = &bytes[n as usize..];
+        }
+        true
+    }
+}
+
+impl Drop for RawFile {
+    fn drop(&mut self) {
+        // SAFETY: `fd` is a descriptor this value owns and closes once.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// A [`Sink`] over a [`RawFile`] with a small buffer on the stack (kept small for
+/// signal stacks); writes of 256 bytes or more go straight through.
+pub struct FdSink<'f> {
+    file: &'f RawFile,
+    buf: [u8; 256],
+    len: usize,
+    ok: bool,
+}
+
+impl<'f> FdSink<'f> {
+    /// A sink writing to `file`.
+    pub fn new(file: &'f RawFile) -> Self {
+        Self {
+            file,
+            buf: [0; 256],
+            len: 0,
+            ok: true,
+        }
+    }
+
+    /// Writes what is buffered; `false` if any write failed.
+    pub fn flush(&mut self) -> bool {
+        if self.len > 0 {
+            self.ok &= self.file.write_all(&self.buf[..self.len]);
+            self.len = 0;
+        }
+        self.ok
+    }
+}
+
+impl Sink for FdSink<'_> {
+    fn put(&mut self, bytes: &[u8]) -> bool {
+        if self.len + bytes.len() > self.buf.len() {
+            self.flush();
+        }
+        if bytes.len() >= self.buf.len() {
+            self.ok &= self.file.write_all(bytes);
+        } else {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+        self.ok
+    }
+}
+
+/// A path as a C string (`None` if it contains NUL).
+pub fn c_path(path: &Path) -> Option<CString> {
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+/// A name `<prefix>XXXXXX` that does not exist yet, chosen now and created later
+/// with [`RawFile::create`] (exclusive) from a signal handler, where `mkstemp` is not
+/// allowed.
+pub fn reserve_unique_name(prefix: &str) -> PathBuf {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    loop {
+        let mut h = RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let mut r = h.finish();
+        let mut name = prefix.to_owned();
+        for _ in 0..6 {
+            name.push(ALPHABET[(r % ALPHABET.len() as u64) as usize] as char);
+            r /= ALPHABET.len() as u64;
+        }
+        let path = PathBuf::from(name);
+        if !path.exists() {
+            return path;
+        }
+    }
+}
+
+/// Writes to stderr with one `write(2)`: no lock, no allocation, async-signal-safe.
+pub fn stderr_raw(parts: &[&[u8]]) {
+    let mut buf = [0u8; 512];
+    let mut len = 0;
+    for p in parts {
+        let k = p.len().min(buf.len() - len);
+        buf[len..len + k].copy_from_slice(&p[..k]);
+        len += k;
+    }
+    // SAFETY: writing a valid buffer to fd 2; the result does not matter.
+    unsafe { libc::write(2, buf.as_ptr().cast(), len) };
+}

@@ -1,0 +1,332 @@
+//! Recording: function guards, call sites and events.
+//!
+//! Every call first loads the runtime state once (relaxed) and returns unless the
+//! runtime is recording, so instrumentation left in a program costs one load and a
+//! branch while XRay is off. When recording, a call reads the thread's ring pointer
+//! from a thread-local (taking a ring on the thread's first record), marks the ring
+//! busy, reads the clock and calls the core's [`Recorder`] directly.
+
+use std::sync::atomic::{compiler_fence, AtomicU32, Ordering};
+
+use flightrec_core::clock::Timestamp;
+use flightrec_core::fdr::ring::Recorder;
+use flightrec_core::fdr::{FunctionAction, FunctionId};
+
+use super::clock;
+use super::runtime::{claim_ring, note_paused_drop, CURRENT, NO_RING, PAUSED, RECORDING, STATE};
+
+/// Runs `f` on this thread's recorder with the current time, if recording.
+#[inline(always)]
+fn with_recorder(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
+    let s = STATE.load(Ordering::Relaxed);
+    if s != RECORDING {
+        if s == PAUSED {
+            note_paused_drop();
+        }
+        return;
+    }
+    record_on_ring(f);
+}
+
+#[inline(always)]
+fn record_on_ring(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
+    let p = CURRENT.with(|c| c.get());
+    let ring = if p as usize > NO_RING as usize {
+        // SAFETY: `CURRENT` holds null, `NO_RING`, or a ring of the leaked runtime.
+        unsafe { &*p }
+    } else {
+        match claim_ring() {
+            Some(r) => r,
+            None => return,
+        }
+    };
+    if ring.busy.load(Ordering::Relaxed) {
+        // A signal handler interrupted a record of this thread and records itself.
+        note_paused_drop();
+        return;
+    }
+    ring.busy.store(true, Ordering::Relaxed);
+    // The store of `busy` must stay before the second state load (pause protocol in
+    // `runtime`); readers make it visible to themselves with a process-wide barrier.
+    compiler_fence(Ordering::SeqCst);
+    if STATE.load(Ordering::Relaxed) == RECORDING {
+        // SAFETY: this thread owns the ring and recording is not paused, so no one
+        // else touches the recorder until `busy` is cleared.
+        if let Some(rec) = unsafe { ring.recorder() } {
+            f(rec, clock::now());
+        }
+    } else {
+        note_paused_drop();
+    }
+    ring.busy.store(false, Ordering::Release);
+}
+
+/// `true` while the runtime records: one relaxed load.
+///
+/// ```
+/// // Nothing initialised the runtime in this doctest.
+/// assert!(!flightrec::xray::is_recording());
+/// ```
+#[inline(always)]
+pub fn is_recording() -> bool {
+    STATE.load(Ordering::Relaxed) == RECORDING
+}
+
+/// Records a function entry (no guard: pair it with [`record_exit`]).
+#[inline]
+pub fn record_enter(id: FunctionId) {
+    with_recorder(|r, ts| {
+        let _ = r.function(FunctionAction::Enter, id, ts);
+    });
+}
+
+/// Records a function exit.
+#[inline]
+pub fn record_exit(id: FunctionId) {
+    with_recorder(|r, ts| {
+        let _ = r.function(FunctionAction::Exit, id, ts);
+    });
+}
+
+/// Records an exit through a tail call (the caller's frame ends by calling another
+/// function).
+#[inline]
+pub fn record_tail_exit(id: FunctionId) {
+    with_recorder(|r, ts| {
+        let _ = r.function(FunctionAction::TailExit, id, ts);
+    });
+}
+
+/// Sentinel id of an inactive guard (outside the 28-bit id range).
+const INACTIVE: u32 = u32::MAX;
+
+/// Records the function's exit when dropped. Made by [`enter`], [`enter_with_arg`],
+/// [`CallSite::enter`] and the macros.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// fn work() {
+///     let _f = flightrec::xray::enter(FunctionId::new(7).unwrap());
+///     // ... the exit is recorded when `_f` goes out of scope
+/// }
+/// work();
+/// ```
+#[must_use = "the function exit is recorded when the guard is dropped"]
+#[derive(Debug)]
+pub struct FunctionGuard {
+    id: u32,
+}
+
+impl FunctionGuard {
+    /// A guard that records nothing.
+    pub const INACTIVE: FunctionGuard = FunctionGuard { id: INACTIVE };
+
+    /// Whether dropping the guard records an exit.
+    pub fn is_active(&self) -> bool {
+        self.id != INACTIVE
+    }
+}
+
+impl Drop for FunctionGuard {
+    #[inline]
+    fn drop(&mut self) {
+        if self.id != INACTIVE {
+            if let Ok(id) = FunctionId::new(self.id) {
+                record_exit(id);
+            }
+        }
+    }
+}
+
+/// Records a function entry; the returned guard records the exit.
+#[inline]
+pub fn enter(id: FunctionId) -> FunctionGuard {
+    if STATE.load(Ordering::Relaxed) != RECORDING {
+        return FunctionGuard::INACTIVE;
+    }
+    record_on_ring(|r, ts| {
+        let _ = r.function(FunctionAction::Enter, id, ts);
+    });
+    FunctionGuard { id: id.get() }
+}
+
+/// Records a function entry with one argument (XRay's "enter with arg" record and a
+/// call-argument record); the returned guard records the exit.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// let _f = flightrec::xray::enter_with_arg(FunctionId::new(3).unwrap(), 42);
+/// ```
+#[inline]
+pub fn enter_with_arg(id: FunctionId, arg: u64) -> FunctionGuard {
+    if STATE.load(Ordering::Relaxed) != RECORDING {
+        return FunctionGuard::INACTIVE;
+    }
+    record_on_ring(|r, ts| {
+        let _ = r.enter_with_args(id, ts, &[arg]);
+    });
+    FunctionGuard { id: id.get() }
+}
+
+/// Records a custom event: raw bytes that `llvm-xray` shows as the event's data.
+/// Empty payloads are ignored (readers reject them).
+///
+/// ```
+/// flightrec::xray::custom_event(b"cache miss");
+/// ```
+#[inline]
+pub fn custom_event(payload: &[u8]) {
+    with_recorder(|r, ts| {
+        let _ = r.custom_event(ts, payload);
+    });
+}
+
+/// Records a typed event: a 16-bit type and raw bytes.
+///
+/// ```
+/// flightrec::xray::typed_event(7, &42u32.to_le_bytes());
+/// ```
+#[inline]
+pub fn typed_event(event_type: u16, payload: &[u8]) {
+    with_recorder(|r, ts| {
+        let _ = r.typed_event(ts, event_type, payload);
+    });
+}
+
+/// A call site with a function id assigned on first use and a name in the names
+/// table. The macros [`xray_fn!`](crate::xray_fn) and
+/// [`xray_scope!`](crate::xray_scope) put one in a `static` per call site.
+///
+/// ```
+/// use flightrec::xray::CallSite;
+/// static SITE: CallSite = CallSite::new();
+/// fn parse() {
+///     let _f = SITE.enter(|| "parse");
+/// }
+/// parse();
+/// ```
+#[derive(Debug)]
+pub struct CallSite {
+    id: AtomicU32,
+}
+
+impl CallSite {
+    /// A call site without an id yet.
+    pub const fn new() -> Self {
+        Self {
+            id: AtomicU32::new(0),
+        }
+    }
+
+    /// The site's id, registering `name()` on first use.
+    #[inline]
+    pub fn id(&'static self, name: fn() -> &'static str) -> FunctionId {
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            if let Ok(f) = FunctionId::new(id) {
+                return f;
+            }
+        }
+        self.register(name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&'static self, name: fn() -> &'static str) -> FunctionId {
+        // Two threads may race to register the same site; both get ids, the last
+        // store wins and the other id keeps its name, harmlessly.
+        let f = super::names::function_id(name());
+        self.id.store(f.get(), Ordering::Relaxed);
+        f
+    }
+
+    /// Records the entry of this call site; the guard records the exit. Does nothing
+    /// (and registers nothing) while the runtime is not recording.
+    #[inline]
+    pub fn enter(&'static self, name: fn() -> &'static str) -> FunctionGuard {
+        if STATE.load(Ordering::Relaxed) != RECORDING {
+            return FunctionGuard::INACTIVE;
+        }
+        enter(self.id(name))
+    }
+}
+
+impl Default for CallSite {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Turns the type name of a marker function nested in a function into that
+/// function's path: `crate::module::func::__here` → `crate::module::func`.
+#[doc(hidden)]
+pub fn enclosing_function_name(marker_type_name: &'static str) -> &'static str {
+    marker_type_name
+        .rsplit_once("::")
+        .map_or(marker_type_name, |(head, _)| head)
+}
+
+/// Traces the enclosing function: returns a guard whose drop records the exit. The
+/// function gets one id (on first use) and its path as name, e.g.
+/// `my_crate::parser::parse`.
+///
+/// ```
+/// fn parse() -> u32 {
+///     let _f = flightrec::xray_fn!();
+///     42
+/// }
+/// assert_eq!(parse(), 42);
+/// ```
+#[macro_export]
+macro_rules! xray_fn {
+    () => {{
+        static SITE: $crate::xray::CallSite = $crate::xray::CallSite::new();
+        fn __flightrec_xray_here() {}
+        SITE.enter(|| {
+            $crate::xray::enclosing_function_name(::core::any::type_name_of_val(
+                &__flightrec_xray_here,
+            ))
+        })
+    }};
+}
+
+/// Traces a scope under a given name: returns a guard whose drop records the exit.
+/// Each call site gets its own id.
+///
+/// ```
+/// let total: u32 = {
+///     let _s = flightrec::xray_scope!("sum loop");
+///     (1..=10).sum()
+/// };
+/// assert_eq!(total, 55);
+/// ```
+#[macro_export]
+macro_rules! xray_scope {
+    ($name:expr) => {{
+        static SITE: $crate::xray::CallSite = $crate::xray::CallSite::new();
+        SITE.enter(|| $name)
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enclosing_name() {
+        fn here() {}
+        let n = enclosing_function_name(std::any::type_name_of_val(&here));
+        assert!(n.ends_with("tests::enclosing_name"), "{n}");
+    }
+
+    #[test]
+    fn off_by_default_and_inactive() {
+        assert!(!is_recording());
+        let g = enter(FunctionId::new(1).unwrap());
+        assert!(!g.is_active());
+        static SITE: CallSite = CallSite::new();
+        let g = SITE.enter(|| "never registered");
+        assert!(!g.is_active());
+        assert_eq!(SITE.id.load(Ordering::Relaxed), 0);
+    }
+}

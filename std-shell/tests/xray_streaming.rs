@@ -1,0 +1,182 @@
+//! Streaming mode end to end: multi-threaded programs configured through
+//! `XRAY_OPTIONS`/`XRAY_FDR_OPTIONS`, their files judged by `llvm-xray`.
+
+mod xray_common;
+
+use std::path::Path;
+
+use xray_common::*;
+
+const THREADS: u64 = 4;
+const ROUNDS: u64 = 300;
+
+/// Scenario entry point: runs only as a child process (`XRAY_TEST_CHILD` set by the
+/// tests below); a plain test run returns at once.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var(CHILD_VAR) else {
+        return;
+    };
+    assert_eq!(flightrec::xray::init_from_env(), Ok(true));
+    println!("PID={}", std::process::id());
+    println!("FREQ={}", flightrec::xray::frequency().unwrap().hz.get());
+    match name.as_str() {
+        "workload" => {
+            let _m = flightrec::xray_scope!("main scope");
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
+                    s.spawn(move || workload(t, ROUNDS));
+                }
+            });
+            println!("LEAF={}", leaf_id_in_this_process());
+        }
+        "pressure" => {
+            // Phase 1: every thread records far more than its two small buffers hold
+            // while the writer sleeps. Then a dump writes and frees every buffer.
+            // Phase 2: one more pair per thread lands in a fresh buffer, which starts
+            // with the loss event of phase 1.
+            let phase = std::sync::Barrier::new(THREADS as usize + 1);
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
+                    let phase = &phase;
+                    s.spawn(move || {
+                        let id = flightrec::core::fdr::FunctionId::new(5 + t as u32).unwrap();
+                        for _ in 0..PRESSURE_PAIRS {
+                            flightrec::xray::record_enter(id);
+                            flightrec::xray::record_exit(id);
+                        }
+                        phase.wait();
+                        phase.wait();
+                        flightrec::xray::record_enter(id);
+                        flightrec::xray::record_exit(id);
+                    });
+                }
+                phase.wait();
+                flightrec::xray::dump().unwrap();
+                phase.wait();
+            });
+            let report = flightrec::xray::shutdown().unwrap();
+            println!("DROPPED={}", report.stats.records_dropped);
+            println!("WRITTEN={}", report.stats.buffers_written);
+            println!("TRACE={}", report.path.unwrap().display());
+        }
+        "abort" => {
+            workload(0, 50);
+            println!("LEAF={}", leaf_id_in_this_process());
+            std::process::abort();
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+const PRESSURE_PAIRS: u64 = 20_000;
+
+fn options(dir: &Path, fdr: &str) -> [(String, String); 2] {
+    [
+        (
+            "XRAY_OPTIONS".into(),
+            format!(
+                "xray_mode=xray-fdr patch_premain=true verbosity=1 xray_logfile_base={}/s-",
+                dir.display()
+            ),
+        ),
+        ("XRAY_FDR_OPTIONS".into(), fdr.into()),
+    ]
+}
+
+fn run(scenario: &str, env: &[(String, String)]) -> std::process::Output {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    run_child("scenario_child", scenario, &env)
+}
+
+#[test]
+fn streaming_workload_matches_what_was_recorded() {
+    let dir = scratch_dir("stream-workload");
+    let out = run(
+        "workload",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0",
+        ),
+    );
+    assert_child_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let traces = traces_in(&dir, "s-");
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let trace = &traces[0];
+    assert!(
+        stderr.contains(&format!("XRay: Log file in '{}'", trace.display())),
+        "{stderr}"
+    );
+    check_workload(&out, trace, THREADS, ROUNDS);
+}
+
+#[test]
+fn streaming_under_pressure_reports_drops_exactly() {
+    let dir = scratch_dir("stream-pressure");
+    let out = run(
+        "pressure",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0 buffer_size=512 \
+             buffer_max=8 flightrec_thread_buffers=2 flightrec_flush_interval_ms=1000",
+        ),
+    );
+    assert_child_ok(&out);
+    let values = child_values(&out);
+    let dropped: u64 = values["DROPPED"].parse().unwrap();
+    let trace = Path::new(&values["TRACE"]).to_owned();
+    assert!(
+        dropped > 0,
+        "the writer sleeps 1 s: records must be dropped"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{dropped} records dropped")),
+        "{stderr}"
+    );
+    let Some(parsed) = judge(&trace) else { return };
+    let kept = parsed.records.iter().filter(|r| is_function(r)).count() as u64;
+    assert_eq!(kept + dropped, 2 * THREADS * (PRESSURE_PAIRS + 1));
+    // The buffer that follows a loss starts with a loss event saying how many.
+    let marked: u64 = parsed
+        .records
+        .iter()
+        .filter(|r| r.kind == "typed-event")
+        .map(|r| {
+            let n = r.data.strip_prefix("flightrec: lost ").unwrap();
+            n.strip_suffix(" records").unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(marked, dropped);
+}
+
+#[test]
+fn streaming_abort_writes_what_was_recorded() {
+    let dir = scratch_dir("stream-abort");
+    let out = run(
+        "abort",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0",
+        ),
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let traces = traces_in(&dir, "s-");
+    assert_eq!(traces.len(), 1);
+    assert!(
+        stderr.contains(&format!(
+            "fatal signal; trace written to '{}'",
+            traces[0].display()
+        )),
+        "{stderr}"
+    );
+    let Some(parsed) = judge(&traces[0]) else {
+        return;
+    };
+    let leaf_id: u32 = child_values(&out)["LEAF"].parse().unwrap();
+    let got: Vec<_> = parsed.records.iter().map(shape).collect();
+    assert_same_seq(&got, &expected_workload(0, 50, leaf_id), "aborted workload");
+}
