@@ -179,6 +179,13 @@ impl Builder {
                 exe: rt.version.as_bytes(),
             },
         );
+        // A directory target over its maxFiles writes into the discard
+        // sentinel, and the event target says so right after `version`.
+        if rt.outputs.iter().any(|o| o.dest.too_many_files()) {
+            with_ctx(rt, |c| {
+                c.emit_where(rt, l, &Event::TooManyFiles, |o| o.dest.too_many_files())
+            });
+        }
         match &self.argv {
             Some(a) => start_event(rt, l, a.iter().map(|s| s.as_bytes())),
             None => {
