@@ -295,6 +295,38 @@ fn t0211_using_global_config() {
     assert_eq!(scrub_perf(&run.read_trace()), lines(&expect));
 }
 
+/// t0211's `try_simple`: `cmd_name` and the `def_param`s of `configParams`
+/// and `envVars`, both set in the global config.
+#[test]
+fn t0211_def_params_from_global_config_and_env() {
+    let run = Run::new("perf")
+        .env("GIT_TRACE2_PERF_BRIEF", "1")
+        .env("ENV_PROP_FOO", "blue");
+    run.git(&["config", "--global", "trace2.configParams", "cfg.prop.*"]);
+    run.git(&[
+        "config",
+        "--global",
+        "trace2.envvars",
+        "ENV_PROP_FOO,ENV_PROP_BAR",
+    ]);
+    run.git(&["config", "--global", "cfg.prop.foo", "red"]);
+    let run = run.trace("GIT_TRACE2_PERF");
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    let actual = scrub_perf(&run.read_trace());
+    let params: Vec<&String> = actual
+        .iter()
+        .filter(|l| l.starts_with("d0|main|cmd_name|") || l.starts_with("d0|main|def_param|"))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            "d0|main|cmd_name|||||trace2 (trace2)",
+            "d0|main|def_param||||scope:global|cfg.prop.foo:red",
+            "d0|main|def_param||||scope:comman|ENV_PROP_FOO:blue",
+        ]
+    );
+}
+
 /// t0211's `have_timer_event`/`have_counter_event`: a line with this prefix.
 fn has_line(actual: &[String], prefix: &str) -> bool {
     actual.iter().any(|l| l.starts_with(prefix))
