@@ -10,7 +10,8 @@
 //!
 //! Differences from git's helper: the `version` event reports flightrec's
 //! version; `BUG` messages name this file; `def_param`s of
-//! `GIT_TRACE2_CONFIG_PARAMS` are read with `git config --list --show-scope`.
+//! `GIT_TRACE2_CONFIG_PARAMS` come from the system, global and local config
+//! files (not from `-c`, which the helper has no use for).
 
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -340,62 +341,18 @@ fn join(workers: Vec<std::thread::JoinHandle<()>>) -> i32 {
     0
 }
 
-/// The config entries whose keys match `GIT_TRACE2_CONFIG_PARAMS`, with their
-/// scopes, as git itself reads them (`git config --list --show-scope -z`).
+/// The config entries whose keys match `GIT_TRACE2_CONFIG_PARAMS`, with
+/// their scopes: system, global, and the local config of the repository
+/// around the current directory (git's test helper runs inside one).
 fn git_config_params(cfg: &trace2::config::Trace2Config) -> Vec<ConfigParam> {
-    let Ok(out) = Command::new("git")
-        .args(["config", "--list", "--show-scope", "-z"])
-        .env_remove(&cfg.prefix)
-        .env_remove(format!("{}_PERF", cfg.prefix))
-        .env_remove(format!("{}_EVENT", cfg.prefix))
-        .output()
-    else {
-        return Vec::new();
-    };
-    // Records are `scope NUL key LF value NUL` (a key without value has no LF).
-    let fields: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
-    let mut params = Vec::new();
-    for pair in fields.chunks(2) {
-        let [scope, kv] = pair else { break };
-        let kv = String::from_utf8_lossy(kv);
-        let (key, value) = match kv.split_once('\n') {
-            Some((k, v)) => (k.to_string(), Some(v.to_string())),
-            None => (kv.to_string(), None),
-        };
-        if cfg
-            .config_params
-            .iter()
-            .any(|p| wildmatch_casefold(p.as_bytes(), key.as_bytes()))
-        {
-            params.push(ConfigParam {
-                scope: String::from_utf8_lossy(scope).into_owned(),
-                key,
-                value,
-            });
-        }
-    }
-    params
+    trace2::config_params_from_files(cfg, git_dir().as_deref())
 }
 
-/// git's `wildmatch(pattern, text, WM_CASEFOLD)` for `*` and `?` (where `*`
-/// also matches `/`), which is all config-key patterns use.
-fn wildmatch_casefold(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == b'?' || pattern[p].eq_ignore_ascii_case(&text[t])) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
+/// `$GIT_DIR`, or the nearest `.git` directory from the current directory up.
+fn git_dir() -> Option<std::path::PathBuf> {
+    if let Some(d) = std::env::var_os("GIT_DIR") {
+        return Some(d.into());
     }
-    pattern[p..].iter().all(|&b| b == b'*')
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors().map(|d| d.join(".git")).find(|g| g.is_dir())
 }

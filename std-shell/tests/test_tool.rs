@@ -131,6 +131,63 @@ fn t0210_bug_messages() {
     );
 }
 
+fn expect_001return_normal() -> Vec<String> {
+    lines(&format!(
+        "version {V}\nstart _EXE_ trace2 001return 0\ncmd_name trace2 (trace2)\n\
+         exit elapsed:_TIME_ code:0\natexit elapsed:_TIME_ code:0"
+    ))
+}
+
+#[test]
+fn t0210_automatic_filename() {
+    let run = Run::new("normal").env("GIT_TRACE2_BRIEF", "1");
+    let traces = run.dir().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let run = run.env("GIT_TRACE2", traces.to_str().unwrap());
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    let files: Vec<_> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    // The file is named after the process's own SID component.
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_string();
+    assert_eq!(name.len(), 43, "{name}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert_eq!(scrub_normal(&text), expect_001return_normal());
+}
+
+#[test]
+fn t0210_using_global_config() {
+    let run = Run::new("normal");
+    run.git(&["config", "--global", "trace2.normalBrief", "1"]);
+    run.git(&[
+        "config",
+        "--global",
+        "trace2.normalTarget",
+        run.trace_path(),
+    ]);
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    assert_eq!(scrub_normal(&run.read_trace()), expect_001return_normal());
+}
+
+#[test]
+fn t0210_using_global_config_with_include() {
+    let run = Run::new("normal");
+    run.git(&["config", "--global", "trace2.normalBrief", "1"]);
+    run.git(&[
+        "config",
+        "--global",
+        "trace2.normalTarget",
+        run.trace_path(),
+    ]);
+    let real = run.dir().join("real.gitconfig");
+    std::fs::rename(run.dir().join(".gitconfig"), &real).unwrap();
+    run.git(&["config", "--global", "include.path", real.to_str().unwrap()]);
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    assert_eq!(scrub_normal(&run.read_trace()), expect_001return_normal());
+}
+
 #[test]
 fn unknown_subcommand_prints_usage_and_exits_129() {
     let (actual, run) = normal(&["trace2", "999nope"]);
@@ -220,6 +277,54 @@ fn t0211_child_processes() {
          d0|main|atexit||_T_ABS_|||code:0"
     );
     assert_eq!(actual, lines(&expect));
+}
+
+#[test]
+fn t0211_using_global_config() {
+    let run = Run::new("perf");
+    run.git(&["config", "--global", "trace2.perfBrief", "1"]);
+    run.git(&["config", "--global", "trace2.perfTarget", run.trace_path()]);
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    let expect = format!(
+        "d0|main|version|||||{V}\n\
+         d0|main|start||_T_ABS_|||_EXE_ trace2 001return 0\n\
+         d0|main|cmd_name|||||trace2 (trace2)\n\
+         d0|main|exit||_T_ABS_|||code:0\n\
+         d0|main|atexit||_T_ABS_|||code:0"
+    );
+    assert_eq!(scrub_perf(&run.read_trace()), lines(&expect));
+}
+
+/// t0211's `try_simple`: `cmd_name` and the `def_param`s of `configParams`
+/// and `envVars`, both set in the global config.
+#[test]
+fn t0211_def_params_from_global_config_and_env() {
+    let run = Run::new("perf")
+        .env("GIT_TRACE2_PERF_BRIEF", "1")
+        .env("ENV_PROP_FOO", "blue");
+    run.git(&["config", "--global", "trace2.configParams", "cfg.prop.*"]);
+    run.git(&[
+        "config",
+        "--global",
+        "trace2.envvars",
+        "ENV_PROP_FOO,ENV_PROP_BAR",
+    ]);
+    run.git(&["config", "--global", "cfg.prop.foo", "red"]);
+    let run = run.trace("GIT_TRACE2_PERF");
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    let actual = scrub_perf(&run.read_trace());
+    let params: Vec<&String> = actual
+        .iter()
+        .filter(|l| l.starts_with("d0|main|cmd_name|") || l.starts_with("d0|main|def_param|"))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            "d0|main|cmd_name|||||trace2 (trace2)",
+            "d0|main|def_param||||scope:global|cfg.prop.foo:red",
+            "d0|main|def_param||||scope:comman|ENV_PROP_FOO:blue",
+        ]
+    );
 }
 
 /// t0211's `have_timer_event`/`have_counter_event`: a line with this prefix.
@@ -477,6 +582,55 @@ fn t0212_basic_data() {
 }
 
 #[test]
+fn t0212_using_global_config_error_event() {
+    let run = Run::new("event");
+    run.git(&["config", "--global", "trace2.eventTarget", run.trace_path()]);
+    let (actual, _) = event(
+        &run,
+        &["trace2", "003error", "hello world", "this is a test"],
+    );
+    assert_eq!(
+        actual,
+        json!({"_SID0_": {
+            "argv": ["_EXE_", "trace2", "003error", "hello world", "this is a test"],
+            "errors": ["%s", "%s"],
+            "exit_code": 0,
+            "hierarchy": "trace2",
+            "name": "trace2",
+            "version": V,
+        }})
+    );
+}
+
+#[test]
+fn t0212_discard_traces_when_there_are_too_many_files() {
+    let run = Run::new("event").env("GIT_TRACE2_MAX_FILES", "5");
+    let dir = run.dir().join("trace_target_dir");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 1..=5 {
+        std::fs::write(dir.join(i.to_string()), "").unwrap();
+    }
+    let run = run.env("GIT_TRACE2_EVENT", dir.to_str().unwrap());
+    assert_eq!(run.tool(&["trace2", "001return", "0"]).code, 0);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["1", "2", "3", "4", "5", "git-trace2-discard"]);
+    let sentinel = std::fs::read_to_string(dir.join("git-trace2-discard")).unwrap();
+    let mut l = sentinel.lines();
+    assert!(
+        l.next().unwrap().contains(r#""event":"version""#),
+        "{sentinel}"
+    );
+    assert!(
+        l.next().unwrap().contains(r#""event":"too_many_files""#),
+        "{sentinel}"
+    );
+}
+
+#[test]
 fn t0212_unsafe_urls_are_redacted() {
     for sub in ["300redact_start", "301redact_child_start", "302redact_exec"] {
         let run = Run::new("event").trace("GIT_TRACE2_EVENT");
@@ -719,6 +873,14 @@ mod support {
                 "git {args:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
+        }
+
+        pub fn dir(&self) -> &Path {
+            &self.dir
+        }
+
+        pub fn trace_path(&self) -> &str {
+            self.trace.to_str().unwrap()
         }
 
         pub fn read_trace(&self) -> String {

@@ -715,3 +715,96 @@ fn lines_match_the_core_formatters_byte_for_byte() {
     assert_eq!(evs[0]["exe"], "9.8.7");
     let _ = Path::new(".");
 }
+
+#[test]
+fn repos_json_modes_aliases_ready_children_and_failed_exec() {
+    if in_child(
+        "repos_json_modes_aliases_ready_children_and_failed_exec",
+        || {
+            let _t2 = flightrec::trace2::init();
+            flightrec::trace2::cmd_mode("write");
+            flightrec::trace2::alias("st", &["status", "--short"]);
+            let repo = flightrec::trace2::def_repo(Path::new("/tmp/wt"));
+            {
+                let _r = flightrec::trace2::region_in(repo, "index", "read");
+                flightrec::trace2::data_json("stats", "counts", r#"{"a":1}"#);
+            }
+            flightrec::error!("unknown option `{}'", "--bogus");
+            let mut bg = Command::new("sleep");
+            bg.arg("0");
+            let mut child = flightrec::trace2::child(&mut bg)
+                .class("background")
+                .spawn()
+                .unwrap();
+            let pid = i64::from(child.inner().id());
+            child.record().ready(pid, "ready");
+            child.wait().unwrap();
+            let err = flightrec::trace2::exec(&mut Command::new("/nonexistent/exe"));
+            assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        },
+    ) {
+        return;
+    }
+    let s = Scenario::new();
+    let out = s.run(
+        "repos_json_modes_aliases_ready_children_and_failed_exec",
+        &[
+            ("GIT_TRACE2_EVENT", &s.path("event")),
+            ("GIT_TRACE2", &s.path("normal")),
+            ("GIT_TRACE2_BRIEF", "1"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let evs = events(&s.read("event"));
+    let get = |name: &str| {
+        evs.iter()
+            .find(|e| e["event"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(get("cmd_mode")["name"], "write");
+    assert_eq!(
+        get("alias")["argv"],
+        serde_json::json!(["status", "--short"])
+    );
+    assert_eq!(
+        (
+            get("def_repo")["repo"].as_i64(),
+            get("def_repo")["worktree"].as_str()
+        ),
+        (Some(1), Some("/tmp/wt"))
+    );
+    assert_eq!(get("region_enter")["repo"], 1);
+    assert_eq!(get("data_json")["value"], serde_json::json!({"a": 1}));
+    assert_eq!(get("data_json")["nesting"], 2);
+    assert_eq!(
+        (get("error")["msg"].as_str(), get("error")["fmt"].as_str()),
+        (
+            Some("unknown option `--bogus'"),
+            Some("unknown option `{}'")
+        )
+    );
+    assert_eq!(
+        (
+            get("child_ready")["ready"].as_str(),
+            get("child_start")["child_class"].as_str()
+        ),
+        (Some("ready"), Some("background"))
+    );
+    assert_eq!(get("exec")["exe"], "/nonexistent/exe");
+    assert_eq!(get("exec")["argv"], serde_json::json!(["/nonexistent/exe"]));
+    assert_eq!(get("exec_result")["code"], libc::ENOENT);
+    let normal = s.read("normal");
+    assert!(
+        normal.contains("\nexec_result[0] code:2 err:No such file or directory\n"),
+        "{normal}"
+    );
+    assert!(
+        normal.contains("\nalias st -> status --short\n"),
+        "{normal}"
+    );
+    assert!(normal.contains("\nworktree /tmp/wt\n"), "{normal}");
+}

@@ -44,6 +44,38 @@ pub struct ConfigParam {
     pub value: Option<String>,
 }
 
+/// The config entries `trace2.configParams` selects, read as git reads them:
+/// the system and global config files and, when `git_dir` is given, that
+/// repository's local (and worktree) config, in git's order, duplicates
+/// included. A config error yields no entries (the settings loader has
+/// already reported it). Without a [`Builder::config_params`](super::Builder::config_params)
+/// function the runtime uses this with no repository.
+///
+/// ```
+/// let cfg = flightrec::trace2::config::Trace2Config::load("GIT_TRACE2");
+/// let params = flightrec::trace2::config_params_from_files(&cfg, None);
+/// if cfg.config_params.is_empty() {
+///     assert!(params.is_empty());
+/// }
+/// ```
+pub fn config_params_from_files(
+    cfg: &super::config::Trace2Config,
+    git_dir: Option<&std::path::Path>,
+) -> Vec<ConfigParam> {
+    let files = super::config::ConfigFiles::from_process_env();
+    match cfg.def_params(&files, git_dir) {
+        Ok(entries) => entries
+            .into_iter()
+            .map(|e| ConfigParam {
+                scope: e.scope.as_str().to_string(),
+                key: e.key_str().into_owned(),
+                value: e.value.map(|v| String::from_utf8_lossy(&v).into_owned()),
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Git's redaction of an argument (when `GIT_TRACE2_REDACT` is on).
 pub(crate) fn redact<'a>(rt: &Runtime, arg: &'a [u8]) -> Cow<'a, [u8]> {
     if !rt.cfg.redact {
@@ -168,16 +200,18 @@ pub fn cmd_name(name: &str) {
 fn emit_param_lists(rt: &Runtime) {
     let loc = Loc::caller();
     if !rt.cfg.config_params.is_empty() {
-        if let Some(list) = rt.config_params {
-            for p in list(&rt.cfg) {
-                def_param_event(
-                    rt,
-                    loc,
-                    p.scope.as_bytes(),
-                    p.key.as_bytes(),
-                    p.value.as_deref().map(str::as_bytes),
-                );
-            }
+        let params = match rt.config_params {
+            Some(list) => list(&rt.cfg),
+            None => config_params_from_files(&rt.cfg, None),
+        };
+        for p in params {
+            def_param_event(
+                rt,
+                loc,
+                p.scope.as_bytes(),
+                p.key.as_bytes(),
+                p.value.as_deref().map(str::as_bytes),
+            );
         }
     }
     for name in &rt.cfg.env_vars {

@@ -87,7 +87,11 @@ impl Builder {
 
     /// The function that lists the config entries matching
     /// `trace2.configParams`, reported as `def_param`s at the first
-    /// [`cmd_name`](super::cmd_name). Without one only `envVars` are reported.
+    /// [`cmd_name`](super::cmd_name) (before those of `envVars`). Without one
+    /// the runtime reads the system and global config files
+    /// ([`config_params_from_files`](super::config_params_from_files) without
+    /// a repository); a program that works in a repository passes a function
+    /// that adds its local config.
     pub fn config_params(mut self, f: ConfigParamsFn) -> Self {
         self.config_params = Some(f);
         self
@@ -179,6 +183,13 @@ impl Builder {
                 exe: rt.version.as_bytes(),
             },
         );
+        // A directory target over its maxFiles writes into the discard
+        // sentinel, and the event target says so right after `version`.
+        if rt.outputs.iter().any(|o| o.dest.too_many_files()) {
+            with_ctx(rt, |c| {
+                c.emit_where(rt, l, &Event::TooManyFiles, |o| o.dest.too_many_files())
+            });
+        }
         match &self.argv {
             Some(a) => start_event(rt, l, a.iter().map(|s| s.as_bytes())),
             None => {

@@ -200,8 +200,19 @@ impl Runtime {
     /// `buf` and writes each line with one `write()`. A destination that fails
     /// disables itself and its warning (if any) is printed once.
     pub fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
+        self.write_event_where(buf, ctx, ev, |_| true);
+    }
+
+    /// [`Self::write_event`] for the outputs `pick` selects.
+    pub fn write_event_where(
+        &self,
+        buf: &mut Vec<u8>,
+        ctx: &LineCtx<'_>,
+        ev: &Event<'_>,
+        pick: impl Fn(&Output) -> bool,
+    ) {
         for out in &self.outputs {
-            if !out.dest.is_enabled() {
+            if !out.dest.is_enabled() || !pick(out) {
                 continue;
             }
             let n = format_into(&out.format, ctx, ev, buf);

@@ -72,6 +72,28 @@ impl ThreadCtx {
         rt.write_event(buf, &ctx, ev);
     }
 
+    /// Formats and writes `ev` at the current nesting to the outputs `pick`
+    /// selects.
+    pub fn emit_where(
+        &mut self,
+        rt: &Runtime,
+        loc: Loc<'_>,
+        ev: &Event<'_>,
+        pick: impl Fn(&super::runtime::Output) -> bool,
+    ) {
+        let nesting = self.state.nesting();
+        let ThreadCtx { state, buf, .. } = self;
+        let ctx = rt.line_ctx(
+            state.name.as_bytes(),
+            loc,
+            nesting,
+            None,
+            rt.now(),
+            clock::wall_now(),
+        );
+        rt.write_event_where(buf, &ctx, ev, pick);
+    }
+
     /// Formats and writes `ev` at the current nesting.
     #[inline]
     pub fn emit(&mut self, rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
