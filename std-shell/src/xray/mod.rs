@@ -47,6 +47,7 @@ mod signal;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use clock::CpuIds;
 pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
 pub use names::{function_id, set_function_name};
 pub use output::NAMES_SUFFIX;
