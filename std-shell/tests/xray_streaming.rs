@@ -92,11 +92,13 @@ fn run(scenario: &str, env: &[(String, String)]) -> std::process::Output {
 #[test]
 fn streaming_workload_matches_what_was_recorded() {
     let dir = scratch_dir("stream-workload");
+    // CPU ids on (`rdtscp`), whatever the machine's default: CPU changes appear as
+    // NewCPUId records that llvm-xray must accept.
     let out = run(
         "workload",
         &options(
             &dir,
-            "flightrec_mode=streaming func_duration_threshold_us=0",
+            "flightrec_mode=streaming func_duration_threshold_us=0 flightrec_cpu_ids=yes",
         ),
     );
     assert_child_ok(&out);
