@@ -18,6 +18,22 @@ fn scenario_child() {
     let Ok(name) = std::env::var(CHILD_VAR) else {
         return;
     };
+    if name == "refused" {
+        // A configuration or output error: an error value, and tracing stays off.
+        let err = flightrec::xray::init_from_env().unwrap_err();
+        println!(
+            "ERROR_KIND={}",
+            if matches!(err, flightrec::xray::Error::Config(_)) {
+                "config"
+            } else {
+                "other"
+            }
+        );
+        workload(0, 5);
+        println!("RECORDING={}", flightrec::xray::is_recording());
+        println!("DUMP={:?}", flightrec::xray::dump().is_err());
+        return;
+    }
     assert_eq!(flightrec::xray::init_from_env(), Ok(true));
     println!("PID={}", std::process::id());
     println!("FREQ={}", flightrec::xray::frequency().unwrap().hz.get());
@@ -182,4 +198,39 @@ fn streaming_abort_writes_what_was_recorded() {
     let leaf_id: u32 = child_values(&out)["LEAF"].parse().unwrap();
     let got: Vec<_> = parsed.records.iter().map(shape).collect();
     assert_same_seq(&got, &expected_workload(0, 50, leaf_id), "aborted workload");
+}
+
+#[test]
+fn bad_configuration_leaves_tracing_off() {
+    let dir = scratch_dir("stream-refused");
+    let env = options(&dir, "flightrec_mode=streaming buffer_size=16k");
+    let out = run("refused", &env);
+    assert_child_ok(&out);
+    let v = child_values(&out);
+    assert_eq!(v["ERROR_KIND"], "config");
+    assert_eq!(v["RECORDING"], "false");
+    assert_eq!(v["DUMP"], "true", "not initialised");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "invalid value '16k' for buffer_size in XRAY_FDR_OPTIONS: expected a decimal integer \
+             that fits 32 bits; tracing stays off"
+        ),
+        "{stderr}"
+    );
+    assert!(traces_in(&dir, "s-").is_empty());
+}
+
+#[test]
+fn unwritable_output_leaves_tracing_off() {
+    let dir = scratch_dir("stream-unwritable");
+    let missing = dir.join("no-such-dir");
+    let env = options(&missing, "flightrec_mode=streaming");
+    let out = run("refused", &env);
+    assert_child_ok(&out);
+    let v = child_values(&out);
+    assert_eq!(v["ERROR_KIND"], "other");
+    assert_eq!(v["RECORDING"], "false");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot create"), "{stderr}");
 }
