@@ -110,12 +110,14 @@ fn run(scenario: &str, env: &[(String, String)]) -> std::process::Output {
 fn streaming_workload_matches_what_was_recorded() {
     let dir = scratch_dir("stream-workload");
     // CPU ids on (`rdtscp`), whatever the machine's default: CPU changes appear as
-    // NewCPUId records that llvm-xray must accept.
+    // NewCPUId records that llvm-xray must accept. Eight 16 KiB buffers per thread
+    // hold a worker's whole run, so nothing is dropped however late the writer is.
     let out = run(
         "workload",
         &options(
             &dir,
-            "flightrec_mode=streaming func_duration_threshold_us=0 flightrec_cpu_ids=yes",
+            "flightrec_mode=streaming func_duration_threshold_us=0 flightrec_cpu_ids=yes \
+             flightrec_thread_buffers=8",
         ),
     );
     assert_child_ok(&out);
