@@ -215,9 +215,13 @@ impl Pool {
                 .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
+                // A scan for recycled rings (below) may have taken this one first.
                 let r = &self.rings[i];
                 if r.try_lock() {
-                    return Some((r, false));
+                    if r.state.load(Ordering::Relaxed) == FREE {
+                        return Some((r, false));
+                    }
+                    r.unlock();
                 }
             }
         }
