@@ -77,6 +77,23 @@ fn scenario_child() {
             println!("WRITTEN={}", report.stats.buffers_written);
             println!("TRACE={}", report.path.unwrap().display());
         }
+        "broken-output" => {
+            // The trace may not grow past 4 KiB: writes fail with EFBIG (SIGXFSZ is
+            // ignored) and the runtime must turn itself off with one warning.
+            // SAFETY: plain libc calls with valid arguments, before any thread runs.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: 4096,
+                    rlim_max: 4096,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            workload(0, 2000);
+            let _ = flightrec::xray::dump();
+            workload(0, 10);
+            println!("RECORDING={}", flightrec::xray::is_recording());
+        }
         "abort" => {
             workload(0, 50);
             println!("LEAF={}", leaf_id_in_this_process());
@@ -235,4 +252,26 @@ fn unwritable_output_leaves_tracing_off() {
     assert_eq!(v["RECORDING"], "false");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot create"), "{stderr}");
+}
+
+#[test]
+fn failing_output_disables_tracing_with_one_warning() {
+    let dir = scratch_dir("stream-broken");
+    let out = run(
+        "broken-output",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0",
+        ),
+    );
+    assert_child_ok(&out);
+    assert_eq!(child_values(&out)["RECORDING"], "false");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("XRay: flightrec: tracing disabled: cannot write the trace file")
+            .count(),
+        1,
+        "{stderr}"
+    );
 }
