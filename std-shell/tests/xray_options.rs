@@ -2,7 +2,7 @@
 //! and defaults, bad values refused.
 
 use flightrec::xray::options::FlagError;
-use flightrec::xray::{Config, ConfigError, Mode};
+use flightrec::xray::{Config, ConfigError, CpuIds, Mode};
 
 fn parse(x: &str, f: &str) -> Result<flightrec::xray::ParsedOptions, ConfigError> {
     Config::from_options(x, f)
@@ -25,6 +25,7 @@ fn defaults_are_compiler_rt_defaults() {
     assert_eq!(c.thread_buffers, 4);
     assert_eq!(c.flush_interval_ms, 10);
     assert!(c.fatal_signals);
+    assert_eq!(c.cpu_ids, CpuIds::Auto);
     assert!(p.unknown_flags.is_empty());
 }
 
@@ -51,10 +52,11 @@ fn every_fdr_option() {
         "xray_mode=xray-fdr",
         "buffer_size=4096 buffer_max=10 func_duration_threshold_us=0 grace_period_ms=7 \
          no_file_flush=1 flightrec_mode=streaming flightrec_thread_buffers=5 \
-         flightrec_flush_interval_ms=3 flightrec_fatal_signals=no",
+         flightrec_flush_interval_ms=3 flightrec_fatal_signals=no flightrec_cpu_ids=yes",
     )
     .unwrap();
     let c = p.config;
+    assert_eq!(c.cpu_ids, CpuIds::Always);
     assert_eq!(c.buffer_size, 4096);
     assert_eq!(c.buffer_max, 10);
     assert_eq!(c.func_duration_threshold_us, 0);
@@ -171,6 +173,10 @@ fn bad_values_are_errors() {
     );
 
     assert_eq!(
+        parse("", "flightrec_cpu_ids=sometimes"),
+        Err(ConfigError::UnknownCpuIds("sometimes".into()))
+    );
+    assert_eq!(
         parse("", "flightrec_mode=fast"),
         Err(ConfigError::UnknownMode("fast".into()))
     );
@@ -218,13 +224,14 @@ fn builder_matches_flags_and_checks() {
         .no_file_flush(true)
         .flush_interval_ms(3)
         .fatal_signals(false)
+        .cpu_ids(CpuIds::Never)
         .build()
         .unwrap();
     let parsed = parse(
         "xray_mode=xray-fdr verbosity=1 xray_logfile_base=/tmp/x-",
         "buffer_size=4096 buffer_max=10 func_duration_threshold_us=0 grace_period_ms=7 \
          no_file_flush=1 flightrec_mode=streaming flightrec_thread_buffers=5 \
-         flightrec_flush_interval_ms=3 flightrec_fatal_signals=0",
+         flightrec_flush_interval_ms=3 flightrec_fatal_signals=0 flightrec_cpu_ids=0",
     )
     .unwrap()
     .config;

@@ -10,13 +10,30 @@ use xray_common::*;
 const THREADS: u64 = 4;
 const ROUNDS: u64 = 300;
 
-/// Scenario entry point: runs only as a child process (`XRAY_TEST_CHILD` set by the
-/// tests below); a plain test run returns at once.
+/// Scenario entry point of the child processes the tests below start (with
+/// `XRAY_TEST_CHILD` naming the scenario); not a test by itself.
 #[test]
+#[ignore = "entry point of child processes, run by the other tests"]
 fn scenario_child() {
     let Ok(name) = std::env::var(CHILD_VAR) else {
         return;
     };
+    if name == "refused" {
+        // A configuration or output error: an error value, and tracing stays off.
+        let err = flightrec::xray::init_from_env().unwrap_err();
+        println!(
+            "ERROR_KIND={}",
+            if matches!(err, flightrec::xray::Error::Config(_)) {
+                "config"
+            } else {
+                "other"
+            }
+        );
+        workload(0, 5);
+        println!("RECORDING={}", flightrec::xray::is_recording());
+        println!("DUMP={:?}", flightrec::xray::dump().is_err());
+        return;
+    }
     assert_eq!(flightrec::xray::init_from_env(), Ok(true));
     println!("PID={}", std::process::id());
     println!("FREQ={}", flightrec::xray::frequency().unwrap().hz.get());
@@ -60,6 +77,23 @@ fn scenario_child() {
             println!("WRITTEN={}", report.stats.buffers_written);
             println!("TRACE={}", report.path.unwrap().display());
         }
+        "broken-output" => {
+            // The trace may not grow past 4 KiB: writes fail with EFBIG (SIGXFSZ is
+            // ignored) and the runtime must turn itself off with one warning.
+            // SAFETY: plain libc calls with valid arguments, before any thread runs.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: 4096,
+                    rlim_max: 4096,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            workload(0, 2000);
+            let _ = flightrec::xray::dump();
+            workload(0, 10);
+            println!("RECORDING={}", flightrec::xray::is_recording());
+        }
         "abort" => {
             workload(0, 50);
             println!("LEAF={}", leaf_id_in_this_process());
@@ -92,11 +126,15 @@ fn run(scenario: &str, env: &[(String, String)]) -> std::process::Output {
 #[test]
 fn streaming_workload_matches_what_was_recorded() {
     let dir = scratch_dir("stream-workload");
+    // CPU ids on (`rdtscp`), whatever the machine's default: CPU changes appear as
+    // NewCPUId records that llvm-xray must accept. Eight 16 KiB buffers per thread
+    // hold a worker's whole run, so nothing is dropped however late the writer is.
     let out = run(
         "workload",
         &options(
             &dir,
-            "flightrec_mode=streaming func_duration_threshold_us=0",
+            "flightrec_mode=streaming func_duration_threshold_us=0 flightrec_cpu_ids=yes \
+             flightrec_thread_buffers=8",
         ),
     );
     assert_child_ok(&out);
@@ -179,4 +217,61 @@ fn streaming_abort_writes_what_was_recorded() {
     let leaf_id: u32 = child_values(&out)["LEAF"].parse().unwrap();
     let got: Vec<_> = parsed.records.iter().map(shape).collect();
     assert_same_seq(&got, &expected_workload(0, 50, leaf_id), "aborted workload");
+}
+
+#[test]
+fn bad_configuration_leaves_tracing_off() {
+    let dir = scratch_dir("stream-refused");
+    let env = options(&dir, "flightrec_mode=streaming buffer_size=16k");
+    let out = run("refused", &env);
+    assert_child_ok(&out);
+    let v = child_values(&out);
+    assert_eq!(v["ERROR_KIND"], "config");
+    assert_eq!(v["RECORDING"], "false");
+    assert_eq!(v["DUMP"], "true", "not initialised");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "invalid value '16k' for buffer_size in XRAY_FDR_OPTIONS: expected a decimal integer \
+             that fits 32 bits; tracing stays off"
+        ),
+        "{stderr}"
+    );
+    assert!(traces_in(&dir, "s-").is_empty());
+}
+
+#[test]
+fn unwritable_output_leaves_tracing_off() {
+    let dir = scratch_dir("stream-unwritable");
+    let missing = dir.join("no-such-dir");
+    let env = options(&missing, "flightrec_mode=streaming");
+    let out = run("refused", &env);
+    assert_child_ok(&out);
+    let v = child_values(&out);
+    assert_eq!(v["ERROR_KIND"], "other");
+    assert_eq!(v["RECORDING"], "false");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot create"), "{stderr}");
+}
+
+#[test]
+fn failing_output_disables_tracing_with_one_warning() {
+    let dir = scratch_dir("stream-broken");
+    let out = run(
+        "broken-output",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0",
+        ),
+    );
+    assert_child_ok(&out);
+    assert_eq!(child_values(&out)["RECORDING"], "false");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("XRay: flightrec: tracing disabled: cannot write the trace file")
+            .count(),
+        1,
+        "{stderr}"
+    );
 }

@@ -1,8 +1,15 @@
 //! The host clock of desktop FDR traces and its measured frequency.
 //!
-//! On x86_64 every record reads the time-stamp counter with `rdtscp`, which also
-//! returns the CPU number (Linux keeps it in `IA32_TSC_AUX`). The file header needs
-//! the TSC's rate; [`measure_frequency`] finds it, in this order:
+//! On x86_64 every record reads the time-stamp counter. With `rdtscp` the reading
+//! also carries the CPU number (Linux keeps it in `IA32_TSC_AUX`), so the trace
+//! shows CPU migrations; with `rdtsc` the CPU is recorded as 0. Which one is a
+//! measurement ([`CpuIds::Auto`], the default): some hypervisors trap `rdtscp`,
+//! which then costs several times an `rdtsc` (19 ns against 9 ns back to back on
+//! the virtual machines this project is built on), so `Auto` uses `rdtscp` only
+//! when the CPU has it and it costs at most 1.25 times an `rdtsc` plus 5 ns.
+//!
+//! The file header needs the TSC's rate; [`measure_frequency`] finds it, in this
+//! order:
 //!
 //! 1. `/sys/devices/system/cpu/cpu0/tsc_freq_khz`, where the kernel exports it (what
 //!    compiler-rt reads);
@@ -24,6 +31,7 @@
 //! ```
 
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flightrec_core::clock::Timestamp;
@@ -53,7 +61,93 @@ pub struct Frequency {
 /// How long calibration counts ticks.
 pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(20);
 
-/// Reads the clock: `rdtscp` on x86_64 (TSC and CPU), monotonic nanoseconds elsewhere.
+/// Whether CPU ids are recorded (x86_64: `rdtscp` instead of `rdtsc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuIds {
+    /// `rdtscp` when the CPU has it and it is cheap (see the module docs).
+    Auto,
+    /// `rdtscp` whenever the CPU has it.
+    Always,
+    /// `rdtsc`; every record says CPU 0.
+    Never,
+}
+
+/// `now` reads `rdtscp` (else `rdtsc`); set by [`select_cpu_ids`].
+static USE_RDTSCP: AtomicBool = AtomicBool::new(false);
+
+/// Chooses how [`now`] reads the clock; returns whether CPU ids are recorded.
+pub fn select_cpu_ids(choice: CpuIds) -> bool {
+    let on = match choice {
+        CpuIds::Never => false,
+        CpuIds::Always => has_rdtscp(),
+        CpuIds::Auto => has_rdtscp() && rdtscp_is_cheap(),
+    };
+    USE_RDTSCP.store(on, Ordering::Relaxed);
+    on
+}
+
+/// Whether the CPU has `rdtscp` (CPUID 0x8000_0001, EDX bit 27).
+pub fn has_rdtscp() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: `cpuid` exists on every x86_64 CPU (newer compilers call it safe).
+        #[allow(unused_unsafe)]
+        let max = unsafe { __cpuid(0x8000_0000) }.eax;
+        if max < 0x8000_0001 {
+            return false;
+        }
+        // SAFETY: the leaf is supported, checked above.
+        #[allow(unused_unsafe)]
+        let edx = unsafe { __cpuid(0x8000_0001) }.edx;
+        edx & (1 << 27) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Times 10,000 `rdtsc` against 10,000 `rdtscp` with `Instant` (best of 3 rounds;
+/// under 1 ms). Wall time, not TSC ticks: a hypervisor that traps the instructions
+/// can make the counter itself misreport their cost.
+fn rdtscp_is_cheap() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__rdtscp, _rdtsc};
+        use std::time::Instant;
+        const N: u32 = 10_000;
+        let mut best = (Duration::MAX, Duration::MAX);
+        let mut aux = 0u32;
+        for _ in 0..3 {
+            // Each reading feeds a sum, as each feeds a record in a trace; independent
+            // readings overlap and hide the cost.
+            let mut sum = 0u64;
+            let t0 = Instant::now();
+            for _ in 0..N {
+                // SAFETY: `rdtsc` is in the x86_64 baseline.
+                sum = sum.wrapping_add(unsafe { _rdtsc() });
+            }
+            let t1 = Instant::now();
+            for _ in 0..N {
+                // SAFETY: the caller checked `has_rdtscp`; it only writes `aux`.
+                sum = sum.wrapping_add(unsafe { __rdtscp(&mut aux) });
+            }
+            let t2 = Instant::now();
+            std::hint::black_box(sum);
+            best = (best.0.min(t1 - t0), best.1.min(t2 - t1));
+        }
+        // Per reading: rdtscp <= 1.25 x rdtsc + 5 ns.
+        4 * best.1 <= 5 * best.0 + 4 * N * Duration::from_nanos(5)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Reads the clock: the TSC on x86_64 (with the CPU id when [`select_cpu_ids`]
+/// chose `rdtscp`), monotonic nanoseconds elsewhere.
 ///
 /// ```
 /// let a = flightrec::xray::clock::now();
@@ -64,9 +158,13 @@ pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(20);
 pub fn now() -> Timestamp {
     #[cfg(target_arch = "x86_64")]
     {
-        use flightrec_core::clock::{Clock, TscP};
+        use flightrec_core::clock::{Clock, Tsc, TscP};
         // The rate is not needed to read the counter.
-        TscP::new(1).now()
+        if USE_RDTSCP.load(Ordering::Relaxed) {
+            TscP::new(1).now()
+        } else {
+            Tsc::new(1).now()
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

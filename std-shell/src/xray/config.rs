@@ -24,6 +24,7 @@
 
 use std::fmt;
 
+use super::clock::CpuIds;
 use super::options::{parse_flags, FdrFlags, FlagError, XRayFlags};
 
 /// What happens to full buffers.
@@ -65,6 +66,8 @@ pub enum ConfigError {
     },
     /// `flightrec_mode` is neither `flight-recorder` nor `streaming`.
     UnknownMode(String),
+    /// `flightrec_cpu_ids` is not `auto`, a true boolean or a false one.
+    UnknownCpuIds(String),
     /// `xray_logfile_base` is empty or contains a NUL byte.
     BadLogfileBase(String),
 }
@@ -85,6 +88,10 @@ impl fmt::Display for ConfigError {
             ConfigError::UnknownMode(m) => write!(
                 f,
                 "flightrec_mode={m} is unknown: expected flight-recorder or streaming"
+            ),
+            ConfigError::UnknownCpuIds(m) => write!(
+                f,
+                "flightrec_cpu_ids={m} is unknown: expected auto, 1/yes/true or 0/no/false"
             ),
             ConfigError::BadLogfileBase(b) => {
                 write!(f, "xray_logfile_base={b:?} cannot name a file")
@@ -136,6 +143,8 @@ pub struct Config {
     pub flush_interval_ms: u32,
     /// Write the trace when the process dies of a fatal signal.
     pub fatal_signals: bool,
+    /// Record CPU ids (x86_64 `rdtscp`): measured, always or never.
+    pub cpu_ids: CpuIds,
 }
 
 impl Default for Config {
@@ -154,6 +163,7 @@ impl Default for Config {
             no_file_flush: false,
             flush_interval_ms: 10,
             fatal_signals: true,
+            cpu_ids: CpuIds::Auto,
         }
     }
 }
@@ -273,6 +283,12 @@ impl Config {
             "streaming" => Mode::Streaming,
             other => return Err(ConfigError::UnknownMode(other.to_owned())),
         };
+        let cpu_ids = match f.flightrec_cpu_ids.as_str() {
+            "auto" => CpuIds::Auto,
+            "1" | "yes" | "true" => CpuIds::Always,
+            "0" | "no" | "false" => CpuIds::Never,
+            other => return Err(ConfigError::UnknownCpuIds(other.to_owned())),
+        };
         let config = Config {
             mode,
             logfile_base: x.xray_logfile_base,
@@ -292,6 +308,7 @@ impl Config {
                 f.flightrec_flush_interval_ms,
             )? as u32,
             fatal_signals: f.flightrec_fatal_signals,
+            cpu_ids,
         };
         config.validate()?;
         Ok(ParsedOptions {
@@ -386,6 +403,11 @@ impl ConfigBuilder {
     /// Dump on fatal signals (`flightrec_fatal_signals`).
     pub fn fatal_signals(mut self, on: bool) -> Self {
         self.config.fatal_signals = on;
+        self
+    }
+    /// CPU ids (`flightrec_cpu_ids`).
+    pub fn cpu_ids(mut self, choice: CpuIds) -> Self {
+        self.config.cpu_ids = choice;
         self
     }
     /// The checked configuration.

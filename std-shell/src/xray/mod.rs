@@ -47,6 +47,7 @@ mod signal;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use clock::CpuIds;
 pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
 pub use names::{function_id, set_function_name};
 pub use output::NAMES_SUFFIX;
@@ -117,7 +118,9 @@ pub fn init(config: Config) -> Result<(), Error> {
 /// Reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS` and starts the runtime when they
 /// select FDR mode (`xray_mode=xray-fdr`, or the deprecated `xray_fdr_log=true`).
 /// Returns `Ok(false)` when they do not. Unknown flags are reported on stderr, as
-/// compiler-rt's "found N unrecognized flag(s)" warning.
+/// compiler-rt's "found N unrecognized flag(s)" warning; errors are returned and
+/// also reported there, since a program traced through the environment may not
+/// look at the result.
 ///
 /// ```
 /// // Without XRAY_OPTIONS nothing happens.
@@ -144,7 +147,10 @@ pub fn init_from_env() -> Result<bool, Error> {
     if !parsed.selected {
         return Ok(false);
     }
-    init(parsed.config)?;
+    if let Err(e) = init(parsed.config) {
+        eprintln!("XRay: flightrec: {e}; tracing stays off");
+        return Err(e);
+    }
     Ok(true)
 }
 

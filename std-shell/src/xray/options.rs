@@ -323,6 +323,9 @@ flag_set! {
         /// flightrec: write the trace when the process dies of SIGSEGV, SIGBUS,
         /// SIGILL, SIGFPE or SIGABRT.
         flightrec_fatal_signals: bool = true,
+        /// flightrec: record CPU ids with `rdtscp`: `auto` (when it is cheap), or a
+        /// boolean.
+        flightrec_cpu_ids: String = "auto",
     }
 }
 

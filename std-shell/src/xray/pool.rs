@@ -215,9 +215,13 @@ impl Pool {
                 .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
+                // A scan for recycled rings (below) may have taken this one first.
                 let r = &self.rings[i];
                 if r.try_lock() {
-                    return Some((r, false));
+                    if r.state.load(Ordering::Relaxed) == FREE {
+                        return Some((r, false));
+                    }
+                    r.unlock();
                 }
             }
         }
@@ -243,5 +247,47 @@ impl Pool {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take_live(pool: &Pool, reuse: bool) -> Option<(usize, bool)> {
+        let (r, recycled) = pool.take(reuse)?;
+        r.state.store(LIVE, Ordering::Relaxed);
+        r.unlock();
+        let index = pool.rings.iter().position(|x| std::ptr::eq(x, r)).unwrap();
+        Some((index, recycled))
+    }
+
+    #[test]
+    fn fresh_then_free_then_oldest_orphan() {
+        let pool = Pool::new(2, 1, 256).unwrap();
+        assert_eq!(take_live(&pool, true), Some((0, false)));
+        assert_eq!(take_live(&pool, true), Some((1, false)));
+        assert_eq!(take_live(&pool, true), None, "every ring is live");
+        pool.rings[0].state.store(ORPHAN, Ordering::Relaxed);
+        pool.rings[0].orphaned_at.store(5, Ordering::Relaxed);
+        pool.rings[1].state.store(ORPHAN, Ordering::Relaxed);
+        pool.rings[1].orphaned_at.store(3, Ordering::Relaxed);
+        assert_eq!(take_live(&pool, false), None, "streaming keeps orphans");
+        assert_eq!(take_live(&pool, true), Some((1, true)), "oldest orphan");
+        pool.rings[1].state.store(FREE, Ordering::Relaxed);
+        assert_eq!(
+            take_live(&pool, false),
+            Some((1, false)),
+            "recycled free ring"
+        );
+    }
+
+    #[test]
+    fn a_locked_ring_is_skipped_not_waited_for() {
+        let pool = Pool::new(1, 1, 256).unwrap();
+        assert!(pool.rings[0].try_lock());
+        assert!(pool.take(true).is_none());
+        pool.rings[0].unlock();
+        assert!(pool.take(true).is_some(), "free and unlocked again");
     }
 }

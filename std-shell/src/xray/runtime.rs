@@ -183,6 +183,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
         return Err(Error::AlreadyInitialized);
     }
     let frequency = clock::measure_frequency();
+    let cpu_ids = clock::select_cpu_ids(config.cpu_ids);
     let buffer_size = config.buffer_size & !7;
     let rings = config.buffer_max / config.thread_buffers;
     let pool = Pool::new(rings, config.thread_buffers, buffer_size)
@@ -255,13 +256,14 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     if rt.config.verbosity >= 1 {
         eprintln!(
-            "XRay: flightrec FDR {} mode, {} thread rings of {} x {} bytes, clock {} Hz ({:?})",
+            "XRay: flightrec FDR {} mode, {} thread rings of {} x {} bytes, clock {} Hz ({:?}), CPU ids {}",
             rt.config.mode.name(),
             rt.pool.rings.len(),
             rt.config.thread_buffers,
             buffer_size,
             rt.frequency.hz,
-            rt.frequency.source
+            rt.frequency.source,
+            if cpu_ids { "on" } else { "off" }
         );
         if let Some((_, p)) = &rt.stream {
             eprintln!("XRay: Log file in '{}'", p.display());

@@ -58,15 +58,21 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs scenario `name` of the current test binary in a child process, via the test
-/// named `child_test` (which must call the scenario when `CHILD_VAR` is set).
+/// Runs scenario `name` of the current test binary in a child process, via the
+/// ignored test named `child_test` (which runs the scenario `CHILD_VAR` names).
 pub fn run_child(child_test: &str, name: &str, env: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
-    cmd.args([child_test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, name)
-        .env_remove("XRAY_OPTIONS")
-        .env_remove("XRAY_FDR_OPTIONS");
+    cmd.args([
+        child_test,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_VAR, name)
+    .env_remove("XRAY_OPTIONS")
+    .env_remove("XRAY_FDR_OPTIONS");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -317,15 +323,10 @@ pub fn check_workload(out: &Output, trace: &Path, workers: u64, rounds: u64) {
     // Names: the names file symbolizes both kinds of id for account and stack.
     let tool = llvm_xray().unwrap();
     let names = names_of(trace);
+    let instr_map = format!("--instr_map={}", names.display());
     let account = xray_ok(
         &tool,
-        &[
-            "account",
-            "-k",
-            "-m",
-            names.to_str().unwrap(),
-            trace.to_str().unwrap(),
-        ],
+        &["account", "-k", &instr_map, trace.to_str().unwrap()],
     );
     // `account` does not sort records across threads and skips (with -k) those
     // older than the first one it read, so its counts depend on thread order in
@@ -342,8 +343,7 @@ pub fn check_workload(out: &Output, trace: &Path, workers: u64, rounds: u64) {
         &[
             "stack",
             "--aggregate-threads",
-            "-m",
-            names.to_str().unwrap(),
+            &instr_map,
             trace.to_str().unwrap(),
         ],
     );
