@@ -253,10 +253,12 @@ fn measure_subject(
     let run = prog
         .run_fdr(args.calls, args.batches, dir)
         .map_err(|e| e.to_string())?;
-    // The trace holds the last 8 full buffers (header + 8 × 64 KiB at most).
+    // The trace holds every 8-byte record, or at least one full 64 KiB buffer of
+    // them once there were more (header: 32 bytes).
     let len = std::fs::metadata(&run.trace).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&run.trace);
-    if len < 32 + 64 * 1024 {
+    let records = 2 * args.calls * (u64::from(args.batches) + 1);
+    if len < 32 + (8 * records).min(64 * 1024) {
         return Err(format!("compiler-rt trace has only {len} bytes"));
     }
     Ok(Some(run.ns_per_call))
