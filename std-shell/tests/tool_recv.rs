@@ -149,7 +149,7 @@ fn damage(s: &Stream, hits: &[Hit], start_in: Option<usize>) -> (Vec<u8>, Vec<us
         })
         .collect();
     // From the end, so earlier spans stay put.
-    hits.sort_by(|a, b| b.0.cmp(&a.0));
+    hits.sort_by_key(|h| std::cmp::Reverse(h.0));
     for (i, flip) in hits {
         let (a, b) = s.frames[i].span;
         let mid = a + (b - a) / 2;
