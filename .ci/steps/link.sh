@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The serial link end to end: builds the Cortex-M3 firmware example, runs it under
+# QEMU (lm3s6965evb), pipes its UART into `flightrec recv`, and judges the result with
+# `flightrec verify`, `llvm-xray` and the expected record counts. Then prints the
+# flash and RAM flightrec adds to the firmware (llvm-size, with and without the
+# `trace` feature) and the link's wire cost per record.
+# Run from the repository root.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+need_apt=()
+command -v qemu-system-arm >/dev/null 2>&1 || need_apt+=(qemu-system-arm)
+command -v llvm-xray >/dev/null 2>&1 || need_apt+=(llvm)
+command -v llvm-size >/dev/null 2>&1 || need_apt+=(llvm)
+if ((${#need_apt[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+rustup target list --installed | grep -qx thumbv7m-none-eabi || rustup target add thumbv7m-none-eabi
+
+fw=examples/firmware-qemu
+elf=$fw/target/thumbv7m-none-eabi/release/flightrec-firmware-qemu
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "--- build the firmware (with and without flightrec)"
+(
+  cd "$fw"
+  cargo build -q --release --no-default-features
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/baseline.elf"
+  cargo build -q --release --no-default-features --features trace
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fdr-only.elf"
+  cargo build -q --release
+)
+cargo build -q -p flightrec --bin flightrec
+flightrec=target/debug/flightrec
+
+echo "--- run it under QEMU, the UART piped into flightrec recv"
+start=$(date +%s.%N)
+set +e
+timeout 300 qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
+  -serial stdio -semihosting-config enable=on,target=native -icount shift=4 -kernel "$elf" \
+  2>"$work/qemu.err" | tee "$work/wire.bin" | "$flightrec" recv - -q -o "$work/out" 2>"$work/recv.txt"
+status=("${PIPESTATUS[@]}")
+set -e
+end=$(date +%s.%N)
+cat "$work/recv.txt"
+if [[ ${status[0]} -ne 0 ]]; then
+  echo "QEMU or the firmware failed (status ${status[0]})"
+  cat "$work/qemu.err"
+  exit 1
+fi
+if [[ ${status[2]} -ne 0 ]]; then
+  echo "flightrec recv reported damage or failed (status ${status[2]})"
+  exit 1
+fi
+
+echo "--- judge the files"
+"$flightrec" verify "$work/out/source-1.xray" "$work/out/source-2.xray"
+for f in "$work/out/source-1.xray" "$work/out/source-2.xray"; do
+  llvm-xray fdr-dump --verify "$f" >/dev/null
+  llvm-xray convert --output-format=yaml "$f" >"$f.yaml"
+  llvm-xray stack "$f" >/dev/null
+  "$flightrec" convert "$f" --format yaml -o "$f.ours.yaml"
+  cmp "$f.yaml" "$f.ours.yaml"
+done
+# 3000 iterations of: main_loop, sensor_read, filter, checksum (2 records each) and
+# fib(3 + i % 5), whose call counts are 5, 9, 15, 25, 41: 3000 * (8 + 2 * 19) records.
+records=$(grep -c 'kind: function-' "$work/out/source-1.xray.yaml")
+[[ $records -eq 138000 ]] || { echo "main: $records function records, expected 138000"; exit 1; }
+irq=$(grep -c 'kind: function-enter' "$work/out/source-2.xray.yaml")
+[[ $irq -gt 100 ]] || { echo "SysTick: only $irq handler entries"; exit 1; }
+grep -q '"event":"version"' "$work/out/trace2.txt"
+grep -q '"event":"exit"' "$work/out/trace2.txt"
+"$flightrec" convert "$work/out/source-1.xray" --format chrome --names "$fw/names.txt" -o "$work/main.json"
+grep -q '"name":"fib"' "$work/main.json"
+echo "main thread: $records records; SysTick handler: $irq entries; trace2: $(wc -l <"$work/out/trace2.txt") lines"
+
+echo "--- what flightrec adds to the firmware (llvm-size, release build)"
+llvm-size "$work/baseline.elf" "$work/fdr-only.elf" "$elf"
+sizes() { llvm-size "$1" | tail -n 1 | awk '{ print $1 + $2, $2 + $3 }'; }
+read -r b_flash b_ram < <(sizes "$work/baseline.elf")
+read -r f_flash f_ram < <(sizes "$work/fdr-only.elf")
+read -r t_flash t_ram < <(sizes "$elf")
+echo "FDR rings + link: flash +$((f_flash - b_flash)) bytes, RAM +$((f_ram - b_ram)) bytes"
+echo "FDR rings + link + Trace2 lines: flash +$((t_flash - b_flash)) bytes, RAM +$((t_ram - b_ram)) bytes"
+
+echo "--- link cost"
+bytes=$(stat -c %s "$work/wire.bin")
+total=$((records + 2 * irq))
+awk -v b="$bytes" -v r="$total" -v s="$start" -v e="$end" 'BEGIN {
+  per = b / r;
+  printf "%d wire bytes for %d records: %.2f bytes per record\n", b, r, per;
+  printf "records per second a UART sustains (8N1, 10 bits per byte): 115200 baud: %.0f, 921600 baud: %.0f, 3 Mbaud: %.0f\n", 11520 / per, 92160 / per, 300000 / per;
+  printf "this run: %.1f s of host time, %.0f records per second through QEMU and recv\n", e - s, r / (e - s);
+}'
+echo "--- fuzz target of the frame decoder: replay the corpus, then a short random run"
+(
+  cd fuzz
+  cargo build -q --bin link_decode
+  ./target/debug/link_decode -runs=0 corpus/link_decode
+  ./target/debug/link_decode -runs=20000 -max_len=2048 corpus/link_decode -seed=1 2>&1 | tail -n 1
+)
+
+echo "link end to end: ok"
