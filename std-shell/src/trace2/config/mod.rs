@@ -52,6 +52,7 @@ mod params;
 mod reader;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -154,8 +155,10 @@ impl Trace2Config {
             Ok(cfg) => cfg,
             Err(e) => {
                 if !CONFIG_ERROR_PRINTED.swap(true, Ordering::Relaxed) {
+                    // Not eprintln!: a closed stderr must not panic the host.
+                    let mut err = std::io::stderr().lock();
                     for line in e.git_messages() {
-                        eprintln!("{line}");
+                        let _ = writeln!(err, "{line}");
                     }
                 }
                 Self::load_with(prefix, None, env, &ConfigFiles::none())
