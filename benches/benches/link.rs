@@ -9,8 +9,8 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use crc::{Crc, NoTable, Table, CRC_32_ISCSI};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use flightrec_core::link::{Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
 
 const LEN: usize = 1024;
