@@ -347,6 +347,29 @@ fn pty() -> (File, std::os::fd::OwnedFd, PathBuf) {
     (File::from(p.master), p.slave, path)
 }
 
+/// Waits until process `pid` has `device` open (so nothing written before it
+/// listens can be lost or flushed away).
+fn wait_open(pid: u32, device: &Path) {
+    let target = std::fs::canonicalize(device).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == target));
+        if open {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "recv never opened {}",
+            device.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn write_slowly(master: &mut File, bytes: &[u8]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     for chunk in bytes.chunks(997) {
@@ -404,7 +427,7 @@ fn serial_pty_with_corruption() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(child.id(), &path);
     write_slowly(&mut master, &wire);
     // Let the reader drain the pty, then hang up.
     std::thread::sleep(Duration::from_millis(500));
@@ -432,7 +455,7 @@ fn serial_device_that_disappears_and_comes_back() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(child.id(), &p1);
     write_slowly(&mut m1, &s.wire[..half]);
     std::thread::sleep(Duration::from_millis(500));
     // Unplug: the device goes away, a new one appears under the same name.
@@ -443,7 +466,7 @@ fn serial_device_that_disappears_and_comes_back() {
     let tmp = dir.join("ttyFLIGHT.new");
     std::os::unix::fs::symlink(&p2, &tmp).unwrap();
     std::fs::rename(&tmp, &link).unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    wait_open(child.id(), &p2);
     write_slowly(&mut m2, &s.wire[half..]);
     let out = wait(child, Duration::from_secs(30));
     let err = stderr(&out);
@@ -469,7 +492,7 @@ fn ctrl_c_keeps_what_was_received() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_open(child.id(), &path);
     write_slowly(&mut master, &s.wire[..cut]);
     std::thread::sleep(Duration::from_millis(600));
     nix::sys::signal::kill(

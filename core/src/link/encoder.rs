@@ -148,6 +148,40 @@ impl<'p> FrameEncoder<'p> {
         run
     }
 
+    /// Encodes complete zero-terminated blocks of `part` into `out` from `*n` on;
+    /// advances `*n` past them and returns how many bytes of `part` they used.
+    fn blocks_within(part: &[u8], out: &mut [u8], n: &mut usize) -> usize {
+        let mut used = 0;
+        let mut code_at = *n;
+        let mut w = code_at + 1;
+        let mut run = 0;
+        for (k, &b) in part.iter().enumerate() {
+            if b == 0 {
+                let Some(code) = out.get_mut(code_at) else {
+                    break;
+                };
+                // run < MAX_RUN here, so run + 1 fits a byte.
+                *code = (run + 1) as u8;
+                used = k + 1;
+                *n = w;
+                code_at = w;
+                w += 1;
+                run = 0;
+            } else {
+                if run + 1 >= MAX_RUN {
+                    break;
+                }
+                let Some(slot) = out.get_mut(w) else {
+                    break;
+                };
+                *slot = b;
+                w += 1;
+                run += 1;
+            }
+        }
+        used
+    }
+
     /// Writes the next encoded bytes into `out` and returns how many; 0 once
     /// [`is_done`](Self::is_done) (or when `out` is empty).
     pub fn fill(&mut self, out: &mut [u8]) -> usize {
@@ -161,6 +195,16 @@ impl<'p> FrameEncoder<'p> {
                     self.stage = Stage::Code;
                 }
                 Stage::Code => {
+                    // Fast path: encode whole blocks that end with a zero inside the
+                    // current part, copying and scanning in one pass and writing each
+                    // code byte once the block is complete. What does not fit (a block
+                    // crossing a part, a full 254-byte block, the end of `out`) is left
+                    // to the general path below.
+                    let used = Self::blocks_within(self.part_from(self.pos), out, &mut n);
+                    if used > 0 {
+                        self.pos += used;
+                        continue;
+                    }
                     let run = self.run_len();
                     let end = self.pos + run;
                     // A full block that ends the frame needs no empty block after
