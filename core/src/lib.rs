@@ -55,7 +55,3 @@ pub mod fdr;
 pub mod link;
 pub mod trace2;
 
-/// The README's Rust example, compiled and run as a doctest so it stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

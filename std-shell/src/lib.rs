@@ -80,3 +80,9 @@ macro_rules! error {
 pub mod tool;
 #[cfg(unix)]
 pub mod xray;
+
+/// The README's Rust examples (the core's and the std shell's), compiled and run
+/// as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
