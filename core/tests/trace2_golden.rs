@@ -108,13 +108,13 @@ impl Process {
     fn run(&mut self, rows: &[Row], format: Format, out: &mut Vec<u8>) {
         let mut buf = [0u8; 1024];
         for row in rows {
-            let (ctx_row, ev) = self.call(row, format.target);
+            let (c, ev) = self.call(row, format.target);
             let ctx = LineCtx {
                 time: NOW,
-                file: ctx_row.file.as_bytes(),
-                line: ctx_row.line,
-                nesting: ctx_row.nesting,
-                repo: ctx_row.repo,
+                file: c.file.as_bytes(),
+                line: c.line,
+                nesting: c.nesting,
+                repo: c.repo,
                 t_abs: row.t_abs,
                 ..LineCtx::new(&self.sid, self.main.name.as_bytes())
             };

@@ -6,6 +6,20 @@ use super::line::{LineBuf, Result};
 use super::text::{shown, write_json_escaped, write_json_string, write_msg_json};
 use super::time::write_iso8601;
 
+/// The bytes `,"name":` as one literal, so each key is a single copy.
+macro_rules! k {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":").as_bytes()
+    };
+}
+
+/// The bytes `,"name":"` (a key and the opening quote of its string value).
+macro_rules! ks {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":\"").as_bytes()
+    };
+}
+
 /// Git's default `eventNesting`: top-level regions and their direct children.
 pub const DEFAULT_EVENT_NESTING: u32 = 2;
 
@@ -86,7 +100,37 @@ pub fn write_line(
         l.put(b",\"repo\":")?;
         l.i64(i64::from(repo))?;
     }
-    body(&mut l, ctx, ev)?;
+    match *ev {
+        // The events a traced program writes most often are formatted right
+        // here, with their field writers inlined: the write position then
+        // stays in a register instead of going through memory at every call.
+        Event::RegionEnter {
+            category,
+            label,
+            msg,
+        } => region_fields(&mut l, ctx.nesting, category, label, &msg)?,
+        Event::RegionLeave {
+            t_rel,
+            category,
+            label,
+            msg,
+        } => {
+            time_field(&mut l, k!("t_rel"), t_rel)?;
+            region_fields(&mut l, ctx.nesting, category, label, &msg)?
+        }
+        Event::Data {
+            t_rel,
+            category,
+            key,
+            value,
+        } => {
+            data_fields(&mut l, ctx, t_rel, category, key)?;
+            l.put(b"\"")?;
+            write_json_escaped(&mut l, value)?;
+            l.byte(b'"')?
+        }
+        _ => body(&mut l, ctx, ev)?,
+    }
     l.put(b"}\n")?;
     Ok(l.len())
 }
@@ -147,44 +191,61 @@ fn carries_repo(ev: &Event<'_>) -> bool {
     )
 }
 
-/// The bytes `,"name":` as one literal, so each key is a single copy.
-macro_rules! k {
-    ($name:literal) => {
-        concat!(",\"", $name, "\":").as_bytes()
-    };
-}
-
-/// The bytes `,"name":"` (a key and the opening quote of its string value).
-macro_rules! ks {
-    ($name:literal) => {
-        concat!(",\"", $name, "\":\"").as_bytes()
-    };
-}
-
 /// Writes a key made by [`k!`].
 #[inline(always)]
 fn key(l: &mut LineBuf<'_>, k: &[u8]) -> Result {
     l.put(k)
 }
 
-/// A string field; `k` comes from [`ks!`].
-#[inline]
+/// A string field; `k` comes from [`ks!`]. Inlined: for the hot events.
+#[inline(always)]
 fn str_field(l: &mut LineBuf<'_>, k: &[u8], v: &[u8]) -> Result {
     key(l, k)?;
     write_json_escaped(l, v)?;
     l.byte(b'"')
 }
 
-#[inline]
+/// [`str_field`] as a call, for the other events (keeps the code small).
+#[inline(never)]
+fn str_field_outlined(l: &mut LineBuf<'_>, k: &[u8], v: &[u8]) -> Result {
+    str_field(l, k, v)
+}
+
+#[inline(always)]
 fn int_field(l: &mut LineBuf<'_>, k: &[u8], v: i64) -> Result {
     key(l, k)?;
     l.i64(v)
 }
 
-#[inline]
+/// A `%.6f` seconds field. Inlined: for the hot events.
+#[inline(always)]
 fn time_field(l: &mut LineBuf<'_>, k: &[u8], us: u64) -> Result {
     key(l, k)?;
     l.micros_fixed6(us)
+}
+
+/// [`time_field`] as a call, for the other events.
+#[inline(never)]
+fn time_field_outlined(l: &mut LineBuf<'_>, k: &[u8], us: u64) -> Result {
+    time_field(l, k, us)
+}
+
+/// The fields of `data` and `data_json` before `"value":`, which the caller
+/// writes (a string or verbatim JSON).
+#[inline(always)]
+fn data_fields(
+    l: &mut LineBuf<'_>,
+    ctx: &LineCtx<'_>,
+    t_rel: u64,
+    category: &[u8],
+    key: &[u8],
+) -> Result {
+    time_field(l, k!("t_abs"), ctx.t_abs)?;
+    time_field(l, k!("t_rel"), t_rel)?;
+    int_field(l, k!("nesting"), i64::from(ctx.nesting))?;
+    str_field(l, ks!("category"), category)?;
+    str_field(l, ks!("key"), key)?;
+    l.put(k!("value"))
 }
 
 fn msg_field(l: &mut LineBuf<'_>, msg: &Msg<'_>) -> Result {
@@ -226,6 +287,7 @@ fn raw_json(l: &mut LineBuf<'_>, json: &[u8]) -> Result {
     Ok(())
 }
 
+#[inline(always)]
 fn region_fields(
     l: &mut LineBuf<'_>,
     nesting: u32,
@@ -246,44 +308,46 @@ fn region_fields(
     Ok(())
 }
 
+/// The fields of the events [`write_line`] does not format inline.
+#[inline(never)]
 fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
     match *ev {
         Event::Version { exe } => {
             l.put(b",\"evt\":\"4\"")?;
-            str_field(l, ks!("exe"), exe)
+            str_field_outlined(l, ks!("exe"), exe)
         }
         Event::TooManyFiles | Event::ThreadStart => Ok(()),
         Event::Start { argv } => {
-            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            time_field_outlined(l, k!("t_abs"), ctx.t_abs)?;
             argv_field(l, k!("argv"), None, argv)
         }
         Event::Exit { code } | Event::Atexit { code } => {
-            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            time_field_outlined(l, k!("t_abs"), ctx.t_abs)?;
             int_field(l, k!("code"), i64::from(code))
         }
         Event::Signal { signo } => {
-            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            time_field_outlined(l, k!("t_abs"), ctx.t_abs)?;
             int_field(l, k!("signo"), i64::from(signo))
         }
         Event::Error { msg, fmt } => {
             if !fmt.is_empty() || !msg.is_empty() {
                 msg_field(l, &msg)?;
-                str_field(l, ks!("fmt"), fmt)?;
+                str_field_outlined(l, ks!("fmt"), fmt)?;
             }
             Ok(())
         }
-        Event::CmdPath { path } => str_field(l, ks!("path"), path),
+        Event::CmdPath { path } => str_field_outlined(l, ks!("path"), path),
         Event::CmdAncestry { ancestry } => argv_field(l, k!("ancestry"), None, ancestry),
         Event::CmdName { name, hierarchy } => {
-            str_field(l, ks!("name"), name)?;
+            str_field_outlined(l, ks!("name"), name)?;
             if !hierarchy.is_empty() {
-                str_field(l, ks!("hierarchy"), hierarchy)?;
+                str_field_outlined(l, ks!("hierarchy"), hierarchy)?;
             }
             Ok(())
         }
-        Event::CmdMode { mode } => str_field(l, ks!("name"), mode),
+        Event::CmdMode { mode } => str_field_outlined(l, ks!("name"), mode),
         Event::Alias { alias, argv } => {
-            str_field(l, ks!("alias"), alias)?;
+            str_field_outlined(l, ks!("alias"), alias)?;
             argv_field(l, k!("argv"), None, argv)
         }
         Event::ChildStart {
@@ -298,13 +362,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             int_field(l, k!("child_id"), child_id)?;
             match hook_name {
                 Some(hook) => {
-                    str_field(l, ks!("child_class"), b"hook")?;
-                    str_field(l, ks!("hook_name"), hook)?;
+                    str_field_outlined(l, ks!("child_class"), b"hook")?;
+                    str_field_outlined(l, ks!("hook_name"), hook)?;
                 }
-                None => str_field(l, ks!("child_class"), child_class.unwrap_or(b"?"))?,
+                None => str_field_outlined(l, ks!("child_class"), child_class.unwrap_or(b"?"))?,
             }
             if let Some(dir) = cd {
-                str_field(l, ks!("cd"), dir)?;
+                str_field_outlined(l, ks!("cd"), dir)?;
             }
             key(l, k!("use_shell"))?;
             l.put(if use_shell { b"true" } else { b"false" })?;
@@ -319,7 +383,7 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             int_field(l, k!("child_id"), child_id)?;
             int_field(l, k!("pid"), pid)?;
             int_field(l, k!("code"), i64::from(code))?;
-            time_field(l, k!("t_rel"), t_rel)
+            time_field_outlined(l, k!("t_rel"), t_rel)
         }
         Event::ChildReady {
             child_id,
@@ -329,13 +393,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
         } => {
             int_field(l, k!("child_id"), child_id)?;
             int_field(l, k!("pid"), pid)?;
-            str_field(l, ks!("ready"), ready)?;
-            time_field(l, k!("t_rel"), t_rel)
+            str_field_outlined(l, ks!("ready"), ready)?;
+            time_field_outlined(l, k!("t_rel"), t_rel)
         }
         Event::Exec { exec_id, exe, argv } => {
             int_field(l, k!("exec_id"), exec_id)?;
             if let Some(exe) = exe {
-                str_field(l, ks!("exe"), exe)?;
+                str_field_outlined(l, ks!("exe"), exe)?;
             }
             argv_field(l, k!("argv"), None, argv)
         }
@@ -343,60 +407,33 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             int_field(l, k!("exec_id"), exec_id)?;
             int_field(l, k!("code"), i64::from(code))
         }
-        Event::ThreadExit { t_rel } => time_field(l, k!("t_rel"), t_rel),
+        Event::ThreadExit { t_rel } => time_field_outlined(l, k!("t_rel"), t_rel),
         Event::DefParam {
             scope,
             param,
             value,
         } => {
-            str_field(l, ks!("scope"), scope)?;
-            str_field(l, ks!("param"), param)?;
+            str_field_outlined(l, ks!("scope"), scope)?;
+            str_field_outlined(l, ks!("param"), param)?;
             match value {
-                Some(v) => str_field(l, ks!("value"), v),
+                Some(v) => str_field_outlined(l, ks!("value"), v),
                 None => Ok(()),
             }
         }
-        Event::DefRepo { worktree } => str_field(l, ks!("worktree"), worktree),
-        Event::RegionEnter {
-            category,
-            label,
-            msg,
-        } => region_fields(l, ctx.nesting, category, label, &msg),
-        Event::RegionLeave {
+        Event::DefRepo { worktree } => str_field_outlined(l, ks!("worktree"), worktree),
+        // Formatted inline by `write_line`.
+        Event::RegionEnter { .. } | Event::RegionLeave { .. } | Event::Data { .. } => Ok(()),
+        Event::DataJson {
             t_rel,
             category,
-            label,
-            msg,
-        } => {
-            time_field(l, k!("t_rel"), t_rel)?;
-            region_fields(l, ctx.nesting, category, label, &msg)
-        }
-        Event::Data {
-            t_rel,
-            category,
-            key: k,
-            value,
-        }
-        | Event::DataJson {
-            t_rel,
-            category,
-            key: k,
+            key,
             value,
         } => {
-            time_field(l, k!("t_abs"), ctx.t_abs)?;
-            time_field(l, k!("t_rel"), t_rel)?;
-            int_field(l, k!("nesting"), i64::from(ctx.nesting))?;
-            str_field(l, ks!("category"), category)?;
-            str_field(l, ks!("key"), k)?;
-            key(l, k!("value"))?;
-            if matches!(ev, Event::Data { .. }) {
-                write_json_string(l, value)
-            } else {
-                raw_json(l, value)
-            }
+            data_fields(l, ctx, t_rel, category, key)?;
+            raw_json(l, value)
         }
         Event::Printf { msg } => {
-            time_field(l, k!("t_abs"), ctx.t_abs)?;
+            time_field_outlined(l, k!("t_abs"), ctx.t_abs)?;
             if let Some(m) = shown(&msg) {
                 msg_field(l, m)?;
             }
@@ -411,13 +448,13 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             max_ns,
             ..
         } => {
-            str_field(l, ks!("category"), category)?;
-            str_field(l, ks!("name"), name)?;
+            str_field_outlined(l, ks!("category"), category)?;
+            str_field_outlined(l, ks!("name"), name)?;
             key(l, k!("intervals"))?;
             l.u64(intervals)?;
-            time_field(l, k!("t_total"), super::line::ns_to_printf_micros(total_ns))?;
-            time_field(l, k!("t_min"), super::line::ns_to_printf_micros(min_ns))?;
-            time_field(l, k!("t_max"), super::line::ns_to_printf_micros(max_ns))
+            time_field_outlined(l, k!("t_total"), super::line::ns_to_printf_micros(total_ns))?;
+            time_field_outlined(l, k!("t_min"), super::line::ns_to_printf_micros(min_ns))?;
+            time_field_outlined(l, k!("t_max"), super::line::ns_to_printf_micros(max_ns))
         }
         Event::Counter {
             category,
@@ -425,8 +462,8 @@ fn body(l: &mut LineBuf<'_>, ctx: &LineCtx<'_>, ev: &Event<'_>) -> Result {
             value,
             ..
         } => {
-            str_field(l, ks!("category"), category)?;
-            str_field(l, ks!("name"), name)?;
+            str_field_outlined(l, ks!("category"), category)?;
+            str_field_outlined(l, ks!("name"), name)?;
             key(l, k!("count"))?;
             l.u64(value)
         }

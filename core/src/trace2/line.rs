@@ -178,13 +178,24 @@ impl<'a> LineBuf<'a> {
     #[inline(never)]
     fn u64_multi_digit(&mut self, v: u64) -> Result {
         if v < 10_000 {
-            // Line numbers: two or four digits from two pair lookups, one copy.
+            // Line numbers: four digits from two pair lookups in a register,
+            // shifted to drop the leading zeros and stored as one word (the
+            // bytes after the number are overwritten by what follows or lie
+            // past the line).
             let v = v as u32;
-            let mut d = [0u8; 4];
-            d[..2].copy_from_slice(&pair(v / 100));
-            d[2..].copy_from_slice(&pair(v));
-            let skip = if v < 100 { 2 } else { usize::from(v < 1000) };
-            return self.put(&d[skip..]);
+            let [a, b] = pair(v / 100);
+            let [c, d] = pair(v);
+            let len = if v < 100 {
+                2
+            } else {
+                3 + usize::from(v >= 1000)
+            };
+            let word = u32::from_le_bytes([a, b, c, d]) >> (8 * (4 - len));
+            if let Some(dst) = self.spare().first_chunk_mut::<4>() {
+                *dst = word.to_le_bytes();
+                return self.advance(len);
+            }
+            return self.put(&word.to_le_bytes()[..len]);
         }
         let mut tmp = [0u8; 20];
         let digits = dec_u64(v, &mut tmp);
@@ -235,7 +246,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// `%.6f` of `us` microseconds shown as seconds (exact: no rounding happens).
-    #[inline]
+    #[inline(always)]
     pub fn micros_fixed6(&mut self, us: u64) -> Result {
         if us < 10_000_000 {
             // Under ten seconds (most t_abs/t_rel values): `S.uuuuuu` in one copy.
