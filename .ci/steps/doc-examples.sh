@@ -29,6 +29,8 @@ ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
   core/src/fdr/
+  std-shell/src/trace2/api.rs
+  std-shell/src/trace2/lifecycle.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {
