@@ -30,7 +30,11 @@ ENFORCED=(
   core/src/clock.rs
   core/src/fdr/
   std-shell/src/trace2/api.rs
+  std-shell/src/trace2/child.rs
   std-shell/src/trace2/lifecycle.rs
+  std-shell/src/trace2/region.rs
+  std-shell/src/trace2/stats.rs
+  std-shell/src/trace2/tls.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {
