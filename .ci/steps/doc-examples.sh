@@ -30,10 +30,16 @@ ENFORCED=(
   core/src/clock.rs
   core/src/fdr/
   std-shell/src/lib.rs
+  std-shell/src/trace2/ancestry.rs
   std-shell/src/trace2/api.rs
   std-shell/src/trace2/child.rs
+  std-shell/src/trace2/clock.rs
   std-shell/src/trace2/lifecycle.rs
+  std-shell/src/trace2/mod.rs
   std-shell/src/trace2/region.rs
+  std-shell/src/trace2/runtime.rs
+  std-shell/src/trace2/sid.rs
+  std-shell/src/trace2/signal.rs
   std-shell/src/trace2/stats.rs
   std-shell/src/trace2/tls.rs
   std-shell/src/xray/config.rs
