@@ -29,6 +29,23 @@ ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
   core/src/fdr/
+  std-shell/src/lib.rs
+  std-shell/src/trace2/ancestry.rs
+  std-shell/src/trace2/api.rs
+  std-shell/src/trace2/child.rs
+  std-shell/src/trace2/clock.rs
+  std-shell/src/trace2/lifecycle.rs
+  std-shell/src/trace2/mod.rs
+  std-shell/src/trace2/region.rs
+  std-shell/src/trace2/runtime.rs
+  std-shell/src/trace2/sid.rs
+  std-shell/src/trace2/signal.rs
+  std-shell/src/trace2/stats.rs
+  std-shell/src/trace2/tls.rs
+  std-shell/src/xray/config.rs
+  std-shell/src/xray/mod.rs
+  std-shell/src/xray/record.rs
+  std-shell/src/xray/runtime.rs
 )
 
 command -v python3 >/dev/null 2>&1 || {

@@ -21,8 +21,25 @@ pub mod trace2_render;
 /// its arguments for `region_enter`. The caller's `file:line` is recorded.
 ///
 /// ```
-/// let _r = flightrec::region!("index", "refresh");
-/// let _m = flightrec::region!("hook", "pre-commit", "max:{}", 1);
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// {
+///     let _r = flightrec::region!("index", "refresh");
+///     let _m = flightrec::region!("hook", "pre-commit", "max:{}", 1);
+/// }
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let enters: Vec<_> = events.iter().filter(|e| e["event"] == "region_enter").collect();
+/// assert!(enters[0]["label"] == "refresh" && enters[0].get("msg").is_none());
+/// assert!(enters[1]["label"] == "pre-commit" && enters[1]["msg"] == "max:1");
+/// assert_eq!(events.iter().filter(|e| e["event"] == "region_leave").count(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
 macro_rules! region {
@@ -38,8 +55,28 @@ macro_rules! region {
 /// only when Trace2 is on.
 ///
 /// ```
-/// let entries = 1024;
-/// flightrec::data!("index", "entries", "{}", entries);
+/// use std::cell::Cell;
+/// let formatted = Cell::new(0);
+/// let entries = || {
+///     formatted.set(formatted.get() + 1);
+///     1024
+/// };
+/// flightrec::data!("index", "entries", "{}", entries()); // Trace2 is off: not evaluated
+/// assert_eq!(formatted.get(), 0);
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::data!("index", "entries", "{}", entries());
+/// assert_eq!(formatted.get(), 1);
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// assert!(events.iter().any(|e| e["event"] == "data" && e["key"] == "entries" && e["value"] == "1024"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
 macro_rules! data {
@@ -53,7 +90,17 @@ macro_rules! data {
 /// A Trace2 `printf` event; the arguments are evaluated only when Trace2 is on.
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::printf!("refreshed {} entries", 12);
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\nrefreshed 12 entries\n"));
+/// # Ok::<(), std::io::Error>(())
 /// ```
 #[macro_export]
 macro_rules! printf {
@@ -67,7 +114,21 @@ macro_rules! printf {
 /// A Trace2 `error` event; the format string literal is the event's `fmt`.
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::error!("unknown option `{}'", "--bogus");
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let error = events.iter().find(|e| e["event"] == "error").unwrap();
+/// assert_eq!(error["msg"], "unknown option `--bogus'");
+/// assert_eq!(error["fmt"], "unknown option `{}'"); // the literal, as git's event target shows
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
 macro_rules! error {

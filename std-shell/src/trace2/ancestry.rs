@@ -2,7 +2,20 @@
 //! read from `/proc/<pid>/stat` as git's `compat/linux/procinfo.c` does.
 
 /// The names (`comm`) of the parent, grandparent, ... up to the process
-/// whose parent pid is 0. Empty where `/proc` is not available.
+/// whose parent pid is 0. Empty where `/proc` is not available. [`init`](super::init)
+/// reports them as `cmd_ancestry`.
+///
+/// ```
+/// let names = flightrec::trace2::ancestry();
+/// # #[cfg(target_os = "linux")]
+/// # {
+/// // The nearest first: this process's parent.
+/// let ppid = std::os::unix::process::parent_id();
+/// let comm = std::fs::read(format!("/proc/{ppid}/comm"))?;
+/// assert_eq!(names[0], comm.strip_suffix(b"\n").unwrap_or(&comm));
+/// # }
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn ancestry() -> Vec<Vec<u8>> {
     let mut names = Vec::new();
     if !cfg!(target_os = "linux") {
@@ -31,7 +44,7 @@ fn stat(pid: libc::pid_t) -> Option<(Vec<u8>, libc::pid_t)> {
 
 /// Parses `pid (comm) state ppid ...`; `comm` may hold spaces and `)`, so it
 /// ends at the last `)`.
-pub fn parse_stat(text: &[u8]) -> Option<(Vec<u8>, libc::pid_t)> {
+pub(crate) fn parse_stat(text: &[u8]) -> Option<(Vec<u8>, libc::pid_t)> {
     let open = text.iter().position(|&b| b == b'(')?;
     let close = text.iter().rposition(|&b| b == b')')?;
     if close < open {

@@ -15,25 +15,67 @@ use super::tls::with_ctx;
 
 /// A repository id for the events that carry one (`def_repo`, regions and
 /// data). Git's `the_repository` before `def_repo` is id 0.
+///
+/// [`def_repo`] hands out ids 1, 2, ... while Trace2 is on, and
+/// [`Repo::THE_REPOSITORY`] while it is off (every call is a no-op then).
+///
+/// ```
+/// use flightrec::trace2::Repo;
+/// assert_eq!(Repo::THE_REPOSITORY.id(), 0);
+/// assert_eq!(Repo::new(2).id(), 2);
+/// assert_eq!(Repo::new(0), Repo::THE_REPOSITORY);
+/// // No target is set in this example's environment: Trace2 is off.
+/// let repo = flightrec::trace2::def_repo(std::path::Path::new("/src/app"));
+/// assert_eq!(repo, Repo::THE_REPOSITORY);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Repo(i32);
 
 impl Repo {
-    /// Git's `the_repository` before it is defined: id 0 (`r0`).
+    /// Git's `the_repository` before it is defined: id 0 (`r0`). Example on
+    /// [`Repo`].
     pub const THE_REPOSITORY: Repo = Repo(0);
 
-    /// A repository with an explicit id.
+    /// A repository with an explicit id. Example on [`Repo`].
     pub const fn new(id: i32) -> Self {
         Repo(id)
     }
 
-    /// The id.
+    /// The id. Example on [`Repo`].
     pub const fn id(self) -> i32 {
         self.0
     }
 }
 
 /// One `trace2.configParams` match, for [`Builder::config_params`](super::Builder::config_params).
+///
+/// The first [`cmd_name`] reports each one as a `def_param` event (values
+/// redacted), when `<PREFIX>_CONFIG_PARAMS` (or `trace2.configParams`) is set.
+///
+/// ```
+/// use flightrec::trace2::config::Trace2Config;
+/// use flightrec::trace2::{Builder, ConfigParam};
+///
+/// fn params(_cfg: &Trace2Config) -> Vec<ConfigParam> {
+///     vec![ConfigParam {
+///         scope: "local".into(),
+///         key: "core.bare".into(),
+///         value: Some("false".into()),
+///     }]
+/// }
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace); // the normal target, in a file
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// std::env::set_var("MYAPP_TRACE2_CONFIG_PARAMS", "core.*");
+/// let t2 = Builder::new().prefix("MYAPP_TRACE2").config_params(params).init();
+/// flightrec::trace2::cmd_name("status");
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("cmd_name status (status)\ndef_param scope:local core.bare=false\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigParam {
     /// `system`, `global`, `local`, `worktree`, `command`, ...
@@ -52,11 +94,33 @@ pub struct ConfigParam {
 /// function the runtime uses this with no repository.
 ///
 /// ```
-/// let cfg = flightrec::trace2::config::Trace2Config::load("GIT_TRACE2");
-/// let params = flightrec::trace2::config_params_from_files(&cfg, None);
-/// if cfg.config_params.is_empty() {
-///     assert!(params.is_empty());
-/// }
+/// use flightrec::trace2::config::Trace2Config;
+/// use flightrec::trace2::{config_params_from_files, ConfigParam};
+///
+/// let home = tempfile::tempdir()?;
+/// std::fs::write(home.path().join(".gitconfig"), "[core]\n\tquotepath = false\n[user]\n\tname = A\n")?;
+/// let git_dir = home.path().join("repo.git");
+/// std::fs::create_dir(&git_dir)?;
+/// std::fs::write(git_dir.join("config"), "[core]\n\tbare\n")?;
+/// std::env::set_var("HOME", home.path());
+/// std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
+/// std::env::remove_var("GIT_CONFIG_GLOBAL");
+/// std::env::remove_var("XDG_CONFIG_HOME");
+/// std::env::set_var("MYAPP_TRACE2_CONFIG_PARAMS", "core.*");
+///
+/// let cfg = Trace2Config::load("MYAPP_TRACE2");
+/// let param = |scope: &str, key: &str, value: Option<&str>| ConfigParam {
+///     scope: scope.into(),
+///     key: key.into(),
+///     value: value.map(Into::into),
+/// };
+/// let global = param("global", "core.quotepath", Some("false"));
+/// assert_eq!(config_params_from_files(&cfg, None), [global.clone()]);
+/// assert_eq!(
+///     config_params_from_files(&cfg, Some(&git_dir)),
+///     [global, param("local", "core.bare", None)]
+/// );
+/// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn config_params_from_files(
     cfg: &super::config::Trace2Config,
@@ -117,7 +181,18 @@ pub(crate) fn emit(rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
 /// call is what git's test tool uses to check redaction).
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::trace2::cmd_start(["app", "clone", "https://user:pwd@example.com/"]);
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// // Arguments are shell-quoted as git quotes them.
+/// assert!(normal.contains("\nstart app clone 'https://user:<REDACTED>@example.com/'\n"));
+/// # Ok::<(), std::io::Error>(())
 /// ```
 #[track_caller]
 pub fn cmd_start<I, S>(argv: I)
@@ -158,7 +233,19 @@ pub(crate) fn start_event<'a>(rt: &Runtime, loc: Loc<'_>, argv: impl Iterator<It
 /// explicitly in any case.
 ///
 /// ```
-/// flightrec::trace2::cmd_name("status");
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::cmd_name("remote");
+/// flightrec::trace2::cmd_name("add"); // a sub-command: the hierarchy grows
+/// assert_eq!(std::env::var("MYAPP_TRACE2_PARENT_NAME").as_deref(), Ok("remote/add"));
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\ncmd_name remote (remote)\ncmd_name add (remote/add)\n"));
+/// # Ok::<(), std::io::Error>(())
 /// ```
 #[track_caller]
 pub fn cmd_name(name: &str) {
@@ -241,6 +328,20 @@ pub(crate) fn def_param_event(
 }
 
 /// `cmd_mode`: a sub-mode of the command.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::cmd_mode("branch");
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\ncmd_mode branch\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn cmd_mode(mode: &str) {
     let Some(rt) = runtime() else { return };
@@ -254,6 +355,21 @@ pub fn cmd_mode(mode: &str) {
 }
 
 /// `cmd_path`: the full path of the executable.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::cmd_path(&std::env::current_exe()?);
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// let exe = std::env::current_exe()?;
+/// assert!(normal.contains(&format!("\ncmd_path {}\n", exe.display())));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn cmd_path(path: &std::path::Path) {
     let Some(rt) = runtime() else { return };
@@ -267,6 +383,20 @@ pub fn cmd_path(path: &std::path::Path) {
 }
 
 /// `alias`: an alias and its expansion (never redacted, like git).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::alias("st", &["status", "--short"]);
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\nalias st -> status --short\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
     let Some(rt) = runtime() else { return };
@@ -283,6 +413,22 @@ pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
 
 /// `def_param` with scope `unknown` (git's `trace2_def_param` without config
 /// context); the value is redacted.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::def_param("remote.origin.url", "https://me:secret@example.com/r");
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains(
+///     "\ndef_param scope:unknown remote.origin.url=https://me:<REDACTED>@example.com/r\n"
+/// ));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn def_param(param: &str, value: &str) {
     def_param_scoped("unknown", param, Some(value));
@@ -290,6 +436,23 @@ pub fn def_param(param: &str, value: &str) {
 
 /// `def_param` with an explicit scope (`system`, `global`, `local`,
 /// `worktree`, `command`, ...); `None` is a config key without a value.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::def_param_scoped("global", "core.quotepath", Some("false"));
+/// flightrec::trace2::def_param_scoped("local", "core.bare", None);
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains(
+///     "\ndef_param scope:global core.quotepath=false\ndef_param scope:local core.bare\n"
+/// ));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn def_param_scoped(scope: &str, param: &str, value: Option<&str>) {
     let Some(rt) = runtime() else { return };
@@ -304,7 +467,25 @@ pub fn def_param_scoped(scope: &str, param: &str, value: Option<&str>) {
 
 /// `def_repo`: defines a repository by its worktree and returns its id
 /// (1, 2, ... in order), for [`region_in`](super::region_in) and
-/// [`data_in`].
+/// [`data_in`]. While Trace2 is off it returns [`Repo::THE_REPOSITORY`].
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// let repo = flightrec::trace2::def_repo(std::path::Path::new("/src/app"));
+/// let other = flightrec::trace2::def_repo(std::path::Path::new("/src/lib"));
+/// assert_eq!((repo.id(), other.id()), (1, 2));
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// assert!(events.iter().any(|e| e["event"] == "def_repo" && e["repo"] == 1 && e["worktree"] == "/src/app"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 pub fn def_repo(worktree: &std::path::Path) -> Repo {
     let Some(rt) = runtime() else { return Repo(0) };
@@ -329,7 +510,21 @@ pub fn def_repo(worktree: &std::path::Path) -> Repo {
 /// `data`: a key and a string value in a category.
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::trace2::data("index", "entries", "1024");
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let data = events.iter().find(|e| e["event"] == "data").unwrap();
+/// assert!(data["category"] == "index" && data["key"] == "entries" && data["value"] == "1024");
+/// assert!(data.get("repo").is_none()); // see `data_in`
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
 #[inline]
@@ -339,6 +534,24 @@ pub fn data(category: &str, key: &str, value: &str) {
 }
 
 /// [`data`] for repository `repo`.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// let repo = flightrec::trace2::def_repo(std::path::Path::new("/src/app"));
+/// flightrec::trace2::data_in(repo, "index", "version", "2");
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let data = events.iter().find(|e| e["event"] == "data").unwrap();
+/// assert!(data["repo"] == 1 && data["key"] == "version" && data["value"] == "2");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 pub fn data_in(repo: Repo, category: &str, key: &str, value: &str) {
     let Some(rt) = runtime() else { return };
@@ -353,6 +566,22 @@ pub fn data_in(repo: Repo, category: &str, key: &str, value: &str) {
 }
 
 /// [`data`] with a formatted value (what [`data!`](crate::data) calls).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::data_fmt("index", "entries", format_args!("{}", 1024));
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// assert!(events.iter().any(|e| e["event"] == "data" && e["key"] == "entries" && e["value"] == "1024"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 pub fn data_fmt(category: &str, key: &str, value: fmt::Arguments<'_>) {
     let Some(rt) = runtime() else { return };
@@ -408,7 +637,20 @@ fn data_event(
 /// written verbatim.
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::trace2::data_json("traverse_trees", "statistics", r#"{"depth_max":1}"#);
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let data = events.iter().find(|e| e["event"] == "data_json").unwrap();
+/// assert_eq!(data["value"], serde_json::json!({ "depth_max": 1 }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
 pub fn data_json(category: &str, key: &str, json: &str) {
@@ -435,6 +677,20 @@ pub fn data_json(category: &str, key: &str, json: &str) {
 }
 
 /// `printf`: a free-form message (what [`printf!`](crate::printf) calls).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::printf(format_args!("refreshed {} entries", 12));
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\nrefreshed 12 entries\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn printf(msg: fmt::Arguments<'_>) {
     let Some(rt) = runtime() else { return };
@@ -451,7 +707,21 @@ pub fn printf(msg: fmt::Arguments<'_>) {
 /// target's `fmt`; what [`error!`](crate::error) calls).
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// flightrec::trace2::error_fmt("unknown option `{}'", format_args!("unknown option `{}'", "--bogus"));
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let error = events.iter().find(|e| e["event"] == "error").unwrap();
+/// assert_eq!(error["msg"], "unknown option `--bogus'");
+/// assert_eq!(error["fmt"], "unknown option `{}'");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
 pub fn error_fmt(fmt: &str, msg: fmt::Arguments<'_>) {
@@ -460,6 +730,20 @@ pub fn error_fmt(fmt: &str, msg: fmt::Arguments<'_>) {
 }
 
 /// `error` with a plain message (its format is the message itself).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace`; MYAPP_TRACE2_BRIEF=1 leaves out time and file:line.
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// flightrec::trace2::error("not a repository");
+/// drop(t2);
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.contains("\nerror not a repository\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn error(msg: &str) {
     let Some(rt) = runtime() else { return };

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use flightrec_core::trace2::{Micros, WallTime};
 
 /// The wall clock now (UTC).
-pub fn wall_now() -> WallTime {
+pub(crate) fn wall_now() -> WallTime {
     match SystemTime::now().duration_since(UNIX_EPOCH) {
         Ok(d) => WallTime::new(
             i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
@@ -28,13 +28,13 @@ pub fn wall_now() -> WallTime {
 }
 
 /// Microseconds on a monotonic clock since `origin`.
-pub fn micros_since(origin: Instant) -> Micros {
+pub(crate) fn micros_since(origin: Instant) -> Micros {
     u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Offset of local time from UTC (seconds east) at `secs`, as `localtime_r`
 /// sees it (so `TZ` is honoured).
-pub fn utc_offset_at(secs: i64) -> i32 {
+pub(crate) fn utc_offset_at(secs: i64) -> i32 {
     let t = secs as libc::time_t;
     // SAFETY: `tm` is plain data that localtime_r fully initialises on success;
     // both pointers are valid for the duration of the call.
@@ -57,7 +57,7 @@ thread_local! {
 }
 
 /// [`utc_offset_at`], cached per thread for each quarter hour.
-pub fn utc_offset_cached(secs: i64) -> i32 {
+pub(crate) fn utc_offset_cached(secs: i64) -> i32 {
     let window = secs.div_euclid(OFFSET_WINDOW_SECS);
     OFFSET_CACHE.with(|c| {
         let (w, off) = c.get();

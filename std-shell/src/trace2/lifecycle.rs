@@ -25,10 +25,25 @@ use super::tls::{install_main, with_ctx};
 /// `version` event, the settings and the argv of `start`.
 ///
 /// ```
-/// let _t2 = flightrec::trace2::Builder::new()
+/// let dir = tempfile::tempdir()?;
+/// let trace = dir.path().join("trace");
+/// // The program's own prefix: MYAPP_TRACE2 is its normal target, in brief form.
+/// std::env::set_var("MYAPP_TRACE2", &trace);
+/// std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+///
+/// let t2 = flightrec::trace2::Builder::new()
 ///     .prefix("MYAPP_TRACE2")
-///     .version(env!("CARGO_PKG_VERSION"))
+///     .version("2.1.0")
+///     .argv(["myapp", "--fast"])
 ///     .init();
+/// assert!(t2.is_active());
+/// // Children started now nest under this session.
+/// assert!(std::env::var_os("MYAPP_TRACE2_PARENT_SID").is_some());
+/// drop(t2);
+///
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.starts_with("version 2.1.0\nstart myapp --fast\n"));
+/// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Builder {
@@ -48,6 +63,22 @@ impl Default for Builder {
 impl Builder {
     /// git's settings (`GIT_TRACE2*`), flightrec's crate version, this
     /// process's argv.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # std::env::set_var("HOME", dir.path()); // no global git config
+    /// # std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
+    /// # let trace = dir.path().join("trace");
+    /// std::env::set_var("GIT_TRACE2", &trace);
+    /// std::env::set_var("GIT_TRACE2_BRIEF", "1");
+    /// let t2 = flightrec::trace2::Builder::new().init();
+    /// drop(t2);
+    /// let normal = std::fs::read_to_string(&trace)?;
+    /// let exe = std::env::args().next().unwrap();
+    /// let version = env!("CARGO_PKG_VERSION"); // this example belongs to flightrec
+    /// assert!(normal.starts_with(&format!("version {version}\nstart {exe}\n")));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> Self {
         Builder {
             prefix: String::from("GIT_TRACE2"),
@@ -59,7 +90,9 @@ impl Builder {
     }
 
     /// The environment prefix: `MYAPP_TRACE2` reads `MYAPP_TRACE2`,
-    /// `MYAPP_TRACE2_PERF`, ... and exports `MYAPP_TRACE2_PARENT_SID`.
+    /// `MYAPP_TRACE2_PERF`, ... and exports `MYAPP_TRACE2_PARENT_SID`; a
+    /// prefix other than `GIT_TRACE2` reads no `trace2.*` git config. Example
+    /// on [`Builder`].
     pub fn prefix(mut self, prefix: &str) -> Self {
         self.prefix = prefix.to_string();
         self
@@ -67,19 +100,40 @@ impl Builder {
 
     /// The version the `version` event reports (git reports its own version;
     /// a program usually passes `env!("CARGO_PKG_VERSION")`). Defaults to the
-    /// version of flightrec.
+    /// version of flightrec. Example on [`Builder`].
     pub fn version(mut self, version: &str) -> Self {
         self.version = version.to_string();
         self
     }
 
     /// Uses these settings instead of loading them for the prefix.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::Trace2Config;
+    /// use std::ffi::OsString;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let trace = dir.path().join("perf");
+    /// // Settings from the program's own source instead of the environment.
+    /// let cfg = Trace2Config::load_from("MYAPP_TRACE2", |name| match name {
+    ///     "MYAPP_TRACE2_PERF" => Some(OsString::from(&trace)),
+    ///     "MYAPP_TRACE2_PERF_BRIEF" => Some(OsString::from("1")),
+    ///     _ => None,
+    /// });
+    /// let t2 = flightrec::trace2::Builder::new().config(cfg).version("7").init();
+    /// drop(t2);
+    /// let perf = std::fs::read_to_string(&trace)?;
+    /// assert!(perf.starts_with("d0 | main                     | version      |"));
+    /// assert!(perf.lines().next().unwrap().ends_with("| 7"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn config(mut self, cfg: Trace2Config) -> Self {
         self.config = Some(cfg);
         self
     }
 
     /// The argv of the `start` event (defaults to `std::env::args_os()`).
+    /// Example on [`Builder`].
     pub fn argv<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
         self.argv = Some(argv.into_iter().map(Into::into).collect());
         self
@@ -92,6 +146,38 @@ impl Builder {
     /// ([`config_params_from_files`](super::config_params_from_files) without
     /// a repository); a program that works in a repository passes a function
     /// that adds its local config.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::Trace2Config;
+    /// use flightrec::trace2::ConfigParam;
+    ///
+    /// // A program that knows its repository adds its local config.
+    /// fn with_local(cfg: &Trace2Config) -> Vec<ConfigParam> {
+    ///     let mut params = flightrec::trace2::config_params_from_files(cfg, None);
+    ///     params.push(ConfigParam {
+    ///         scope: "local".into(),
+    ///         key: "core.filemode".into(),
+    ///         value: Some("true".into()),
+    ///     });
+    ///     params
+    /// }
+    ///
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("trace");
+    /// # std::env::set_var("MYAPP_TRACE2", &trace);
+    /// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+    /// // MYAPP_TRACE2 names the file `trace` (brief).
+    /// std::env::set_var("MYAPP_TRACE2_CONFIG_PARAMS", "core.filemode");
+    /// let t2 = flightrec::trace2::Builder::new()
+    ///     .prefix("MYAPP_TRACE2")
+    ///     .config_params(with_local)
+    ///     .init();
+    /// flightrec::trace2::cmd_name("status");
+    /// drop(t2);
+    /// let normal = std::fs::read_to_string(&trace)?;
+    /// assert!(normal.contains("\ndef_param scope:local core.filemode=true\n"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn config_params(mut self, f: ConfigParamsFn) -> Self {
         self.config_params = Some(f);
         self
@@ -106,6 +192,25 @@ impl Builder {
     /// Call it first thing in `main`, before other threads exist: exporting
     /// the variable with `std::env::set_var` is not synchronised with C code
     /// reading the environment on other threads. A second call does nothing.
+    ///
+    /// ```
+    /// use flightrec::trace2::Builder;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("trace");
+    /// // Nothing configured for this prefix: an inactive session.
+    /// std::env::remove_var("MYAPP_TRACE2");
+    /// assert!(!Builder::new().prefix("MYAPP_TRACE2").init().is_active());
+    /// assert!(!flightrec::trace2::enabled());
+    ///
+    /// std::env::set_var("MYAPP_TRACE2", &trace);
+    /// let t2 = Builder::new().prefix("MYAPP_TRACE2").init();
+    /// assert!(t2.is_active() && flightrec::trace2::enabled());
+    /// // Once per process: a second session is inactive.
+    /// assert!(!Builder::new().prefix("MYAPP_TRACE2").init().is_active());
+    /// drop(t2);
+    /// assert!(!flightrec::trace2::enabled()); // off for good after atexit
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn init(self) -> Session {
         let loc = Location::caller();
@@ -216,10 +321,22 @@ impl Builder {
 /// see [`Builder::init`]. Keep the returned guard until `main` returns.
 ///
 /// ```
-/// fn main() {
-///     let _t2 = flightrec::trace2::init();
-///     flightrec::trace2::cmd_name("demo");
-/// } // exit and atexit here
+/// fn main() -> std::io::Result<()> {
+///     # let dir = tempfile::tempdir()?;
+///     # std::env::set_var("HOME", dir.path()); // no global git config
+///     # std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
+///     # let trace = dir.path().join("trace");
+///     std::env::set_var("GIT_TRACE2", &trace);
+///     std::env::set_var("GIT_TRACE2_BRIEF", "1");
+///     {
+///         let _t2 = flightrec::trace2::init();
+///         flightrec::trace2::cmd_name("demo");
+///     } // exit and atexit here
+///     let normal = std::fs::read_to_string(&trace)?;
+///     assert!(normal.contains("\ncmd_name demo (demo)\nexit elapsed:"));
+///     assert!(normal.lines().last().unwrap().starts_with("atexit elapsed:"));
+///     Ok(())
+/// }
 /// ```
 #[track_caller]
 pub fn init() -> Session {
@@ -229,6 +346,27 @@ pub fn init() -> Session {
 /// The traced process: emits `exit` and `atexit` when dropped (code 0, or 101
 /// when a panic unwinds through it, as Rust's runtime exits then), unless the
 /// process has already exited through [`Session::exit`] or [`exit`].
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace` (brief).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// assert!(t2.is_active());
+/// let worker = std::thread::spawn(move || {
+///     let _moved = t2;
+///     panic!("worker failed"); // unwinds through the session: code 101
+/// });
+/// assert!(worker.join().is_err());
+/// let normal = std::fs::read_to_string(&trace)?;
+/// let tail: Vec<&str> = normal.lines().rev().take(3).collect();
+/// assert!(tail[0].starts_with("atexit elapsed:") && tail[0].ends_with(" code:101"));
+/// assert!(tail[1].starts_with("exit elapsed:") && tail[1].ends_with(" code:101"));
+/// assert_eq!(tail[2], "error worker failed"); // from the panic hook
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[must_use = "exit and atexit are emitted when this guard is dropped"]
 #[derive(Debug)]
 pub struct Session {
@@ -237,7 +375,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// Whether Trace2 was started by this guard.
+    /// Whether Trace2 was started by this guard. Example on [`Session`].
     pub fn is_active(&self) -> bool {
         self.active
     }
@@ -247,10 +385,19 @@ impl Session {
     ///
     /// ```
     /// use std::process::ExitCode;
-    /// fn main() -> ExitCode {
-    ///     let t2 = flightrec::trace2::init();
-    ///     t2.exit(0)
-    /// }
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("trace");
+    /// # std::env::set_var("MYAPP_TRACE2", &trace);
+    /// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+    /// // MYAPP_TRACE2 names the file `trace` (brief).
+    /// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+    /// let code: ExitCode = t2.exit(258); // `main` would return this: 258 & 0xff = 2
+    /// assert_eq!(code, ExitCode::from(2));
+    /// let normal = std::fs::read_to_string(&trace)?;
+    /// let tail: Vec<&str> = normal.lines().rev().take(2).collect();
+    /// assert!(tail[0].starts_with("atexit elapsed:") && tail[0].ends_with(" code:2"));
+    /// assert!(tail[1].starts_with("exit elapsed:") && tail[1].ends_with(" code:2"));
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     #[track_caller]
     pub fn exit(mut self, code: i32) -> ExitCode {
@@ -274,6 +421,32 @@ impl Drop for Session {
 
 /// Emits `exit` (code masked to 8 bits, as git's `exit()` wrapper does) and
 /// `atexit`, then exits the process with that code.
+///
+/// `std::process::exit` (or `exit()` from C code) emits the same events
+/// through a C library exit handler; this function also records the caller's
+/// `file:line`.
+///
+/// ```
+/// use std::process::Command;
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// // This example runs itself again as a child that exits with code 3.
+/// if std::env::var_os("EXIT_EXAMPLE_CHILD").is_some() {
+///     let _t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+///     flightrec::trace2::exit(3);
+/// }
+/// let status = Command::new(std::env::current_exe()?)
+///     .env("EXIT_EXAMPLE_CHILD", "1")
+///     .env("MYAPP_TRACE2", &trace)
+///     .env("MYAPP_TRACE2_BRIEF", "1")
+///     .status()?;
+/// assert_eq!(status.code(), Some(3));
+/// let normal = std::fs::read_to_string(&trace)?;
+/// let tail: Vec<&str> = normal.lines().rev().take(2).collect();
+/// assert!(tail[0].starts_with("atexit elapsed:") && tail[0].ends_with(" code:3"));
+/// assert!(tail[1].starts_with("exit elapsed:") && tail[1].ends_with(" code:3"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn exit(code: i32) -> ! {
     finish(Loc::caller(), code);

@@ -16,9 +16,30 @@ use super::Repo;
 /// ```
 /// fn refresh_index() {
 ///     let _r = flightrec::region!("index", "refresh");
-///     // ... work measured by the region ...
+///     flightrec::trace2::data("index", "entries", "12"); // inside: nesting 2
 /// } // region_leave here
-/// # refresh_index();
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// refresh_index();
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+/// assert_eq!(names[names.len() - 5..], ["region_enter", "data", "region_leave", "exit", "atexit"]);
+/// let n = events.len();
+/// let (enter, data, leave) = (&events[n - 5], &events[n - 4], &events[n - 3]);
+/// assert!(enter["category"] == "index" && enter["label"] == "refresh" && enter["nesting"] == 1);
+/// assert_eq!(data["nesting"], 2);
+/// assert!(leave["label"] == "refresh" && leave["nesting"] == 1);
+/// // The time spent in the region, in seconds.
+/// assert!(leave["t_rel"].as_f64().unwrap() >= data["t_rel"].as_f64().unwrap());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "the region is left when this guard is dropped"]
 #[derive(Debug)]
@@ -32,6 +53,38 @@ pub struct Region<'a> {
 
 /// Enters region `label` of `category` on this thread (git's
 /// `trace2_region_enter`); the guard leaves it when dropped.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// {
+///     let _outer = flightrec::trace2::region("checkout", "update");
+///     let _inner = flightrec::trace2::region("index", "write");
+/// } // both left here, innermost first
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let regions: Vec<String> = events
+///     .iter()
+///     .filter(|e| e["event"].as_str().unwrap().starts_with("region_"))
+///     .map(|e| format!("{} {} {}", e["event"], e["label"], e["nesting"]))
+///     .collect();
+/// assert_eq!(
+///     regions,
+///     [
+///         r#""region_enter" "update" 1"#,
+///         r#""region_enter" "write" 2"#,
+///         r#""region_leave" "write" 2"#,
+///         r#""region_leave" "update" 1"#,
+///     ]
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 #[inline]
 pub fn region<'a>(category: &'a str, label: &'a str) -> Region<'a> {
@@ -40,6 +93,24 @@ pub fn region<'a>(category: &'a str, label: &'a str) -> Region<'a> {
 
 /// [`region`] for repository `repo` (the perf `r<id>` column and the event
 /// `repo` key).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// let repo = flightrec::trace2::def_repo(std::path::Path::new("/src/app"));
+/// drop(flightrec::trace2::region_in(repo, "index", "do_read_index"));
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let enter = events.iter().find(|e| e["event"] == "region_enter").unwrap();
+/// assert!(enter["repo"] == 1 && enter["label"] == "do_read_index");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[track_caller]
 #[inline]
 pub fn region_in<'a>(repo: Repo, category: &'a str, label: &'a str) -> Region<'a> {
@@ -50,7 +121,24 @@ pub fn region_in<'a>(repo: Repo, category: &'a str, label: &'a str) -> Region<'a
 /// `trace2_region_enter_printf`).
 ///
 /// ```
-/// let _r = flightrec::trace2::region_msg("hook", "pre-commit", format_args!("max:{}", 1));
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// {
+///     let _r = flightrec::trace2::region_msg("hook", "pre-commit", format_args!("max:{}", 1));
+/// }
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let enter = events.iter().find(|e| e["event"] == "region_enter").unwrap();
+/// assert!(enter["label"] == "pre-commit" && enter["msg"] == "max:1");
+/// let leave = events.iter().find(|e| e["event"] == "region_leave").unwrap();
+/// assert!(leave.get("msg").is_none()); // the message is on the enter only
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
 #[inline]

@@ -60,15 +60,17 @@ pub(crate) struct Loc<'a> {
 }
 
 impl Loc<'static> {
-    pub fn from(l: &'static Location<'static>) -> Self {
+    /// Where `l` is, with its file as Trace2 prints it.
+    pub(crate) fn from(l: &'static Location<'static>) -> Self {
         Loc {
             file: source_path(l.file()),
             line: l.line(),
         }
     }
 
+    /// The caller's location.
     #[track_caller]
-    pub fn caller() -> Self {
+    pub(crate) fn caller() -> Self {
         Loc::from(Location::caller())
     }
 }
@@ -117,7 +119,20 @@ pub(crate) struct Shared {
     pub repo_ids: IdCounter,
 }
 
-/// A function that lists the config entries `trace2.configParams` asks for.
+/// A function that lists the config entries `trace2.configParams` asks for,
+/// given to [`Builder::config_params`](super::Builder::config_params). It runs
+/// once, at the first [`cmd_name`](super::cmd_name).
+///
+/// ```
+/// use flightrec::trace2::config::Trace2Config;
+/// use flightrec::trace2::{ConfigParam, ConfigParamsFn};
+/// fn none(_: &Trace2Config) -> Vec<ConfigParam> {
+///     Vec::new()
+/// }
+/// let lister: ConfigParamsFn = none;
+/// let cfg = Trace2Config::load_from("MYAPP_TRACE2", |_| None);
+/// assert!(lister(&cfg).is_empty());
+/// ```
 pub type ConfigParamsFn = fn(&Trace2Config) -> Vec<super::ConfigParam>;
 
 /// Everything a traced process shares.
@@ -140,7 +155,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Installs `rt` as the process runtime and turns tracing on. Fails when a
     /// runtime already exists.
-    pub fn install(rt: Runtime) -> Result<&'static Runtime, ()> {
+    pub(crate) fn install(rt: Runtime) -> Result<&'static Runtime, ()> {
         RUNTIME.set(rt).map_err(|_| ())?;
         let rt = RUNTIME.get().ok_or(())?;
         ENABLED.store(true, Ordering::Release);
@@ -148,11 +163,12 @@ impl Runtime {
     }
 
     /// Turns tracing off for good (after `atexit`).
-    pub fn disable() {
+    pub(crate) fn disable() {
         ENABLED.store(false, Ordering::Release);
     }
 
-    pub fn shared(&self) -> MutexGuard<'_, Shared> {
+    /// The shared state, locked.
+    pub(crate) fn shared(&self) -> MutexGuard<'_, Shared> {
         // A panic while the lock was held leaves plain data behind: keep going.
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -160,20 +176,20 @@ impl Runtime {
     /// Microseconds since the runtime started (`t_abs`, and the time base of
     /// the region stacks).
     #[inline]
-    pub fn now(&self) -> Micros {
+    pub(crate) fn now(&self) -> Micros {
         clock::micros_since(self.origin)
     }
 
     /// Nanoseconds since the runtime started (for timers).
     #[inline]
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// The common line inputs for an event formatted now.
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn line_ctx<'a>(
+    pub(crate) fn line_ctx<'a>(
         &'a self,
         thread: &'a [u8],
         loc: Loc<'a>,
@@ -199,12 +215,12 @@ impl Runtime {
     /// Formats `ev` for every open destination (normal, perf, event) into
     /// `buf` and writes each line with one `write()`. A destination that fails
     /// disables itself and its warning (if any) is printed once.
-    pub fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
+    pub(crate) fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
         self.write_event_where(buf, ctx, ev, |_| true);
     }
 
     /// [`Self::write_event`] for the outputs `pick` selects.
-    pub fn write_event_where(
+    pub(crate) fn write_event_where(
         &self,
         buf: &mut Vec<u8>,
         ctx: &LineCtx<'_>,

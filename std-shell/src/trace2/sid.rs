@@ -6,6 +6,15 @@ use sha1::{Digest, Sha1};
 
 /// A process's session id: its own component and the full id with the
 /// inherited parent part.
+///
+/// ```
+/// use flightrec::trace2::sid::SessionId;
+/// let sid = SessionId::for_this_process(Some("20231114T221320.123456Z-H65cb7838-P00001234"));
+/// assert_eq!(sid.own.len(), 43);
+/// assert!(sid.own.ends_with(&format!("-P{:08x}", std::process::id())));
+/// assert_eq!(sid.full, format!("20231114T221320.123456Z-H65cb7838-P00001234/{}", sid.own));
+/// assert_eq!(sid.depth(), 1);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionId {
     /// This process's own component (43 bytes), the name of its file in a
@@ -46,7 +55,7 @@ impl SessionId {
     }
 
     /// This process's id now: UTC wall clock, `gethostname()`, `getpid()` and
-    /// the parent SID of the settings.
+    /// the parent SID of the settings. Example on [`SessionId`].
     pub fn for_this_process(parent: Option<&str>) -> Self {
         SessionId::new(
             super::clock::wall_now(),
@@ -57,6 +66,7 @@ impl SessionId {
     }
 
     /// The process depth (`d<N>` in perf): the number of `/` in the full id.
+    /// Example on [`SessionId::new`].
     pub fn depth(&self) -> u32 {
         flightrec_core::trace2::sid_depth(self.full.as_bytes())
     }
@@ -86,6 +96,15 @@ pub fn host_part(hostname: Option<&[u8]>) -> String {
 }
 
 /// The kernel host name (`gethostname()`), `None` when the call fails.
+///
+/// ```
+/// use flightrec::trace2::sid::{host_part, hostname, SessionId};
+/// let name = hostname().unwrap();
+/// assert!(!name.is_empty() && !name.contains(&0));
+/// // The `H` part of this process's session id comes from it.
+/// let own = SessionId::for_this_process(None).own;
+/// assert_eq!(own[24..33], host_part(Some(&name)));
+/// ```
 pub fn hostname() -> Option<Vec<u8>> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for `buf.len()` bytes; gethostname writes at

@@ -13,8 +13,50 @@ use super::runtime::runtime;
 use super::tls::with_ctx;
 
 /// Most timers a process can register (later ones are ignored).
+///
+/// ```
+/// use flightrec::trace2::{Timer, MAX_TIMERS};
+/// static TIMERS: [Timer; MAX_TIMERS + 1] = [const { Timer::new("test", "t", false) }; MAX_TIMERS + 1];
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// for timer in &TIMERS {
+///     timer.start(); // the first use registers the timer
+///     timer.stop();
+/// }
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(events.iter().filter(|e| e["event"] == "timer").count(), MAX_TIMERS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_TIMERS: usize = 32;
 /// Most counters a process can register (later ones are ignored).
+///
+/// ```
+/// use flightrec::trace2::{Counter, MAX_COUNTERS};
+/// static COUNTERS: [Counter; MAX_COUNTERS + 1] =
+///     [const { Counter::new("test", "c", false) }; MAX_COUNTERS + 1];
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+/// for counter in &COUNTERS {
+///     counter.add(1); // the first use registers the counter
+/// }
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(events.iter().filter(|e| e["event"] == "counter").count(), MAX_COUNTERS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_COUNTERS: usize = 32;
 
 static TIMER_DEFS: Mutex<Vec<StatDef>> = Mutex::new(Vec::new());
@@ -74,14 +116,35 @@ pub(crate) fn with_counter_defs<R>(f: impl FnOnce(&[StatDef]) -> R) -> R {
 /// A stopwatch timer (git's `trace2_timer_start`/`stop`). Nested starts on one
 /// thread count as one interval (the outermost pair).
 ///
+/// The process total is reported as a `timer` event at `atexit`.
+///
 /// ```
-/// use flightrec::trace2::Timer;
+/// use flightrec::trace2::{Timer, TimerScope};
 /// static PARSE: Timer = Timer::new("index", "parse", false);
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// {
-///     let _t = PARSE.scope(); // stops when dropped
+///     let _t: TimerScope<'_> = PARSE.scope(); // stops when dropped
+///     std::thread::sleep(std::time::Duration::from_millis(2));
 /// }
 /// PARSE.start();
+/// PARSE.start(); // nested: part of the second interval
 /// PARSE.stop();
+/// PARSE.stop();
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let timer = events.iter().find(|e| e["event"] == "timer").unwrap();
+/// assert!(timer["category"] == "index" && timer["name"] == "parse");
+/// assert_eq!(timer["intervals"], 2);
+/// assert!(timer["t_max"].as_f64().unwrap() >= 0.002);
+/// assert!(timer["t_total"].as_f64().unwrap() >= timer["t_max"].as_f64().unwrap());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct Timer {
@@ -92,6 +155,37 @@ pub struct Timer {
 impl Timer {
     /// A timer in `category` named `name`; `per_thread` also reports each
     /// thread's own total (`th_timer`) when the thread exits.
+    ///
+    /// ```
+    /// use flightrec::trace2::Timer;
+    /// static LOAD: Timer = Timer::new("pack", "load", true);
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("trace");
+    /// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+    /// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+    /// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+    /// std::thread::spawn(|| {
+    ///     let _th = flightrec::trace2::thread_start("loader");
+    ///     drop(LOAD.scope());
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// drop(LOAD.scope()); // on the main thread
+    /// drop(t2);
+    /// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+    ///     .lines()
+    ///     .map(serde_json::from_str)
+    ///     .collect::<Result<_, _>>()?;
+    /// let th_timers: Vec<&str> = events
+    ///     .iter()
+    ///     .filter(|e| e["event"] == "th_timer")
+    ///     .map(|e| e["thread"].as_str().unwrap())
+    ///     .collect();
+    /// assert_eq!(th_timers, ["th01:loader", "main"]);
+    /// let total = events.iter().find(|e| e["event"] == "timer").unwrap();
+    /// assert_eq!(total["intervals"], 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub const fn new(category: &'static str, name: &'static str, per_thread: bool) -> Self {
         Timer {
             def: StatDef {
@@ -107,7 +201,7 @@ impl Timer {
         id_of(&self.id, &TIMER_DEFS, self.def, MAX_TIMERS)
     }
 
-    /// Starts an interval on this thread.
+    /// Starts an interval on this thread. Example on [`Timer`].
     #[inline]
     pub fn start(&self) {
         let Some(rt) = runtime() else { return };
@@ -115,7 +209,7 @@ impl Timer {
         with_ctx(rt, |c| c.timers.start(id, rt.now_ns()));
     }
 
-    /// Stops the interval started last on this thread.
+    /// Stops the interval started last on this thread. Example on [`Timer`].
     #[inline]
     pub fn stop(&self) {
         let Some(rt) = runtime() else { return };
@@ -123,7 +217,8 @@ impl Timer {
         with_ctx(rt, |c| c.timers.stop(id, rt.now_ns()));
     }
 
-    /// Starts an interval that stops when the guard is dropped.
+    /// Starts an interval that stops when the guard is dropped. Example on
+    /// [`Timer`].
     #[inline]
     pub fn scope(&self) -> TimerScope<'_> {
         let active = runtime().is_some();
@@ -137,7 +232,7 @@ impl Timer {
     }
 }
 
-/// Stops its timer when dropped (see [`Timer::scope`]).
+/// Stops its timer when dropped (see [`Timer::scope`]). Example on [`Timer`].
 #[must_use = "the interval ends when this guard is dropped"]
 #[derive(Debug)]
 pub struct TimerScope<'a> {
@@ -156,10 +251,27 @@ impl Drop for TimerScope<'_> {
 
 /// A counter (git's `trace2_counter_add`): per-thread sums, totalled at exit.
 ///
+/// The process total is reported as a `counter` event at `atexit`.
+///
 /// ```
 /// use flightrec::trace2::Counter;
 /// static RESEEKS: Counter = Counter::new("reftable", "reseeks_made", false);
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// RESEEKS.add(3);
+/// std::thread::spawn(|| RESEEKS.add(4)).join().unwrap();
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let counter = events.iter().find(|e| e["event"] == "counter").unwrap();
+/// assert!(counter["category"] == "reftable" && counter["name"] == "reseeks_made");
+/// assert_eq!(counter["count"], 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct Counter {
@@ -170,6 +282,38 @@ pub struct Counter {
 impl Counter {
     /// A counter in `category` named `name`; `per_thread` also reports each
     /// thread's own value (`th_counter`) when the thread exits.
+    ///
+    /// ```
+    /// use flightrec::trace2::Counter;
+    /// static OBJECTS: Counter = Counter::new("pack", "objects", true);
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("trace");
+    /// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+    /// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+    /// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+    /// std::thread::spawn(|| {
+    ///     let _th = flightrec::trace2::thread_start("indexer");
+    ///     OBJECTS.add(5);
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// OBJECTS.add(1);
+    /// drop(t2);
+    /// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+    ///     .lines()
+    ///     .map(serde_json::from_str)
+    ///     .collect::<Result<_, _>>()?;
+    /// let counts: Vec<String> = events
+    ///     .iter()
+    ///     .filter(|e| e["event"] == "th_counter" || e["event"] == "counter")
+    ///     .map(|e| format!("{} {} {}", e["event"], e["thread"], e["count"]))
+    ///     .collect();
+    /// assert_eq!(
+    ///     counts,
+    ///     [r#""th_counter" "th01:indexer" 5"#, r#""th_counter" "main" 1"#, r#""counter" "main" 6"#]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub const fn new(category: &'static str, name: &'static str, per_thread: bool) -> Self {
         Counter {
             def: StatDef {
@@ -181,7 +325,7 @@ impl Counter {
         }
     }
 
-    /// Adds `value` on this thread.
+    /// Adds `value` on this thread. Example on [`Counter`].
     #[inline]
     pub fn add(&self, value: u64) {
         let Some(rt) = runtime() else { return };

@@ -23,7 +23,7 @@ use super::stats::{with_counter_defs, with_timer_defs, MAX_COUNTERS, MAX_TIMERS}
 
 /// Deepest region nesting whose start times are stored (deeper levels still
 /// count; see `RegionStack`).
-pub const MAX_NESTING: usize = 64;
+pub(crate) const MAX_NESTING: usize = 64;
 
 /// One thread's Trace2 state.
 pub(crate) struct ThreadCtx {
@@ -51,7 +51,7 @@ impl ThreadCtx {
 
     /// Formats and writes `ev` at `nesting`, `t_abs` = now.
     #[inline]
-    pub fn emit_at(
+    pub(crate) fn emit_at(
         &mut self,
         rt: &Runtime,
         loc: Loc<'_>,
@@ -74,7 +74,7 @@ impl ThreadCtx {
 
     /// Formats and writes `ev` at the current nesting to the outputs `pick`
     /// selects.
-    pub fn emit_where(
+    pub(crate) fn emit_where(
         &mut self,
         rt: &Runtime,
         loc: Loc<'_>,
@@ -96,14 +96,14 @@ impl ThreadCtx {
 
     /// Formats and writes `ev` at the current nesting.
     #[inline]
-    pub fn emit(&mut self, rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
+    pub(crate) fn emit(&mut self, rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
         let nesting = self.state.nesting();
         self.emit_at(rt, loc, nesting, None, rt.now(), ev);
     }
 
     /// Emits this thread's `th_timer` and `th_counter` events and merges its
     /// timers and counters into the process totals (once).
-    pub fn report_and_merge(&mut self, rt: &Runtime) {
+    pub(crate) fn report_and_merge(&mut self, rt: &Runtime) {
         if self.merged {
             return;
         }
@@ -230,7 +230,8 @@ pub(crate) fn install_main(rt: &Runtime) {
 
 /// Marks a thread's Trace2 lifetime: created by [`thread_start`], emits
 /// `thread_exit` (after the thread's `th_timer`/`th_counter`) when dropped.
-/// It stays on the thread that made it.
+/// It stays on the thread that made it (it is not `Send`). Example on
+/// [`thread_start`].
 #[must_use = "the thread's Trace2 context ends when this guard is dropped"]
 #[derive(Debug)]
 pub struct ThreadGuard {
@@ -253,11 +254,43 @@ enum GuardKind {
 /// the message `thread-proc on main: <base>`, as in git.
 ///
 /// ```
+/// use flightrec::trace2::ThreadGuard;
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
 /// let worker = std::thread::spawn(|| {
-///     let _t2 = flightrec::trace2::thread_start("preload");
-///     // ... events of this thread are named th01:preload ...
-/// });
+///     let _th: ThreadGuard = flightrec::trace2::thread_start("preload");
+///     flightrec::trace2::data("index", "preloaded", "12"); // from th01:preload
+/// }); // thread_exit when `_th` is dropped
 /// worker.join().unwrap();
+/// {
+///     let _on_main = flightrec::trace2::thread_start("inline"); // a region on main
+/// }
+/// drop(t2);
+/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+///     .lines()
+///     .map(serde_json::from_str)
+///     .collect::<Result<_, _>>()?;
+/// let seen: Vec<String> = events
+///     .iter()
+///     .filter(|e| e["event"] != "version" && e["event"] != "start" && e["event"] != "cmd_ancestry")
+///     .map(|e| format!("{} {}", e["thread"].as_str().unwrap(), e["event"].as_str().unwrap()))
+///     .collect();
+/// assert_eq!(
+///     seen[..5],
+///     [
+///         "th01:preload thread_start",
+///         "th01:preload data",
+///         "th01:preload thread_exit",
+///         "main region_enter",
+///         "main region_leave",
+///     ]
+/// );
+/// let enter = events.iter().find(|e| e["event"] == "region_enter").unwrap();
+/// assert_eq!(enter["msg"], "thread-proc on main: inline");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[track_caller]
 pub fn thread_start(base: &str) -> ThreadGuard {

@@ -28,6 +28,18 @@ use super::clock::CpuIds;
 use super::options::{parse_flags, FdrFlags, FlagError, XRayFlags};
 
 /// What happens to full buffers.
+///
+/// ```
+/// use flightrec::xray::{Config, Mode};
+/// assert_eq!(Config::default().mode, Mode::FlightRecorder);
+/// for mode in [Mode::FlightRecorder, Mode::Streaming] {
+///     // `name` is the value of `flightrec_mode=` that selects the mode.
+///     let fdr = format!("flightrec_mode={}", mode.name());
+///     assert_eq!(Config::from_options("xray_mode=xray-fdr", &fdr)?.config.mode, mode);
+/// }
+/// assert_eq!(Mode::Streaming.name(), "streaming");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Each thread keeps its newest buffers; the trace is written at exit, on
@@ -39,7 +51,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The name used by `flightrec_mode=`.
+    /// The name used by `flightrec_mode=`. Example on [`Mode`].
     pub fn name(self) -> &'static str {
         match self {
             Mode::FlightRecorder => "flight-recorder",
@@ -49,6 +61,22 @@ impl Mode {
 }
 
 /// Why a configuration was refused. Tracing stays off.
+///
+/// ```
+/// use flightrec::xray::options::FlagError;
+/// use flightrec::xray::{Config, ConfigError};
+/// let err = |x: &str, f: &str| Config::from_options(x, f).unwrap_err();
+/// assert_eq!(err("xray_mode=xray-basic", ""), ConfigError::UnsupportedMode("xray-basic".into()));
+/// assert_eq!(err("", "flightrec_mode=ring"), ConfigError::UnknownMode("ring".into()));
+/// assert_eq!(err("", "flightrec_cpu_ids=maybe"), ConfigError::UnknownCpuIds("maybe".into()));
+/// assert_eq!(err("xray_logfile_base=", ""), ConfigError::BadLogfileBase(String::new()));
+/// assert!(matches!(err("", "buffer_max=0"), ConfigError::OutOfRange { option: "buffer_max", value: 0, .. }));
+/// assert!(matches!(err("verbosity=loud", ""), ConfigError::Flags(FlagError::InvalidValue { .. })));
+/// assert_eq!(
+///     err("", "flightrec_mode=ring").to_string(),
+///     "flightrec_mode=ring is unknown: expected flight-recorder or streaming"
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigError {
     /// A flag string could not be parsed.
@@ -110,12 +138,39 @@ impl From<FlagError> for ConfigError {
 
 /// The smallest buffer the runtime accepts: room for the buffer preamble, a CPU
 /// record, an event marker and a short payload.
+///
+/// ```
+/// use flightrec::xray::config::MIN_BUFFER_SIZE;
+/// use flightrec::xray::Config;
+/// assert!(Config::builder().buffer_size(MIN_BUFFER_SIZE).build().is_ok());
+/// assert!(Config::builder().buffer_size(MIN_BUFFER_SIZE - 1).build().is_err());
+/// ```
 pub const MIN_BUFFER_SIZE: usize = 256;
 /// The largest buffer the runtime accepts (compiler-rt stores the size in an `int`).
+///
+/// ```
+/// use flightrec::xray::config::MAX_BUFFER_SIZE;
+/// use flightrec::xray::Config;
+/// assert_eq!(MAX_BUFFER_SIZE, i32::MAX as usize);
+/// // Checked without allocating: `init` would allocate the pool.
+/// assert!(Config::builder().buffer_size(MAX_BUFFER_SIZE).buffer_max(1).thread_buffers(1).build().is_ok());
+/// assert!(Config::builder().buffer_size(MAX_BUFFER_SIZE + 1).build().is_err());
+/// ```
 pub const MAX_BUFFER_SIZE: usize = i32::MAX as usize;
 
 /// The runtime's settings. Make one with [`Config::builder`] (checked) or
 /// [`Config::from_env`]; [`init`](super::init) checks it again.
+///
+/// ```
+/// use flightrec::xray::{Config, CpuIds, Mode};
+/// let cfg = Config::builder().build()?; // compiler-rt's defaults, recording from `init`
+/// assert_eq!(cfg, Config::default());
+/// assert_eq!((cfg.mode, cfg.logfile_base.as_str(), cfg.patch_premain), (Mode::FlightRecorder, "xray-log.", true));
+/// assert_eq!((cfg.buffer_size, cfg.buffer_max, cfg.thread_buffers), (16384, 100, 4));
+/// assert_eq!((cfg.func_duration_threshold_us, cfg.grace_period_ms), (5, 100));
+/// assert_eq!((cfg.fatal_signals, cfg.cpu_ids), (true, CpuIds::Auto));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
@@ -169,6 +224,15 @@ impl Default for Config {
 }
 
 /// What [`Config::from_options`] and [`Config::from_env`] found.
+///
+/// ```
+/// use flightrec::xray::{Config, ParsedOptions};
+/// let parsed: ParsedOptions = Config::from_options("verbosity=1 xray_typo=1", "buffer_max=8 other=2")?;
+/// assert!(!parsed.selected); // no xray_mode: FDR not asked for
+/// assert_eq!((parsed.config.verbosity, parsed.config.buffer_max), (1, 8));
+/// assert_eq!(parsed.unknown_flags, ["XRAY_OPTIONS: xray_typo", "XRAY_FDR_OPTIONS: other"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParsedOptions {
     /// FDR mode was selected (`xray_mode=xray-fdr` or the deprecated `xray_fdr_log=true`).
@@ -180,7 +244,7 @@ pub struct ParsedOptions {
 }
 
 impl Config {
-    /// A builder starting from [`Config::default`].
+    /// A builder starting from [`Config::default`]. Example on [`Config`].
     pub fn builder() -> ConfigBuilder {
         ConfigBuilder {
             config: Config::default(),
@@ -188,6 +252,14 @@ impl Config {
     }
 
     /// Checks every value; [`ConfigBuilder::build`] and [`init`](super::init) call it.
+    ///
+    /// ```
+    /// use flightrec::xray::{Config, ConfigError};
+    /// let mut cfg = Config::default();
+    /// assert_eq!(cfg.validate(), Ok(()));
+    /// cfg.thread_buffers = cfg.buffer_max + 1; // more than the pool holds
+    /// assert!(matches!(cfg.validate(), Err(ConfigError::OutOfRange { option: "flightrec_thread_buffers", .. })));
+    /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn range(
             option: &'static str,
@@ -239,6 +311,22 @@ impl Config {
     ///
     /// The result says whether FDR mode was selected at all; an unsupported
     /// `xray_mode`, a malformed string or a bad value is an error.
+    ///
+    /// ```
+    /// use flightrec::xray::Config;
+    /// // The deprecated spelling, with the threshold of XRAY_OPTIONS (XRAY_FDR_OPTIONS empty).
+    /// let old = Config::from_options("xray_fdr_log=true xray_fdr_log_func_duration_threshold_us=7", "")?;
+    /// assert!(old.selected);
+    /// assert_eq!(old.config.func_duration_threshold_us, 7);
+    /// // A non-empty XRAY_FDR_OPTIONS wins, with its own default for what it leaves out.
+    /// let new = Config::from_options(
+    ///     "xray_mode=xray-fdr xray_fdr_log_func_duration_threshold_us=7",
+    ///     "buffer_size=4096",
+    /// )?;
+    /// assert_eq!((new.config.func_duration_threshold_us, new.config.buffer_size), (5, 4096));
+    /// assert!(Config::from_options("xray_mode=xray-fdr buffer_size", "").is_err()); // no `=`
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_options(
         xray_options: &str,
         fdr_options: &str,
@@ -320,6 +408,18 @@ impl Config {
 
     /// [`Config::from_options`] on the environment variables `XRAY_OPTIONS` and
     /// `XRAY_FDR_OPTIONS` (unset reads as empty).
+    ///
+    /// ```
+    /// use flightrec::xray::{Config, Mode};
+    /// std::env::set_var("XRAY_OPTIONS", "xray_mode=xray-fdr verbosity=1");
+    /// std::env::set_var("XRAY_FDR_OPTIONS", "flightrec_mode=streaming");
+    /// let parsed = Config::from_env()?;
+    /// assert!(parsed.selected);
+    /// assert_eq!((parsed.config.mode, parsed.config.verbosity), (Mode::Streaming, 1));
+    /// std::env::remove_var("XRAY_FDR_OPTIONS");
+    /// assert_eq!(Config::from_env()?.config.mode, Mode::FlightRecorder);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_env() -> Result<ParsedOptions, ConfigError> {
         let get = |name| {
             std::env::var_os(name)
@@ -334,9 +434,34 @@ impl Config {
 /// (without the `xray_` or `flightrec_` prefix).
 ///
 /// ```
-/// use flightrec::xray::Config;
+/// use flightrec::xray::{Config, CpuIds, Mode};
+/// let built = Config::builder()
+///     .mode(Mode::Streaming)
+///     .logfile_base("/var/tmp/app-")
+///     .patch_premain(false)
+///     .verbosity(2)
+///     .buffer_size(4096)
+///     .buffer_max(64)
+///     .thread_buffers(8)
+///     .func_duration_threshold_us(0)
+///     .grace_period_ms(50)
+///     .no_file_flush(true)
+///     .flush_interval_ms(20)
+///     .fatal_signals(false)
+///     .cpu_ids(CpuIds::Never)
+///     .build()?;
+/// // The same settings as compiler-rt-style flag strings.
+/// let parsed = Config::from_options(
+///     "xray_mode=xray-fdr xray_logfile_base=/var/tmp/app- patch_premain=false verbosity=2",
+///     "flightrec_mode=streaming buffer_size=4096 buffer_max=64 flightrec_thread_buffers=8 \
+///      func_duration_threshold_us=0 grace_period_ms=50 no_file_flush=true \
+///      flightrec_flush_interval_ms=20 flightrec_fatal_signals=false flightrec_cpu_ids=no",
+/// )?;
+/// assert_eq!(built, parsed.config);
+///
 /// let err = Config::builder().buffer_size(16).build().unwrap_err();
 /// assert!(err.to_string().contains("buffer_size=16"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 #[must_use]
@@ -345,72 +470,80 @@ pub struct ConfigBuilder {
 }
 
 impl ConfigBuilder {
-    /// Flight recorder or streaming.
+    /// Flight recorder or streaming. Example on [`ConfigBuilder`].
     pub fn mode(mut self, mode: Mode) -> Self {
         self.config.mode = mode;
         self
     }
-    /// Output file prefix (`xray_logfile_base`).
+    /// Output file prefix (`xray_logfile_base`). Example on [`ConfigBuilder`].
     pub fn logfile_base(mut self, base: impl Into<String>) -> Self {
         self.config.logfile_base = base.into();
         self
     }
     /// Record from `init` on (`patch_premain`); the builder's default is `true`.
+    /// Example on [`ConfigBuilder`].
     pub fn patch_premain(mut self, on: bool) -> Self {
         self.config.patch_premain = on;
         self
     }
-    /// Messages on stderr (`verbosity`).
+    /// Messages on stderr (`verbosity`). Example on [`ConfigBuilder`].
     pub fn verbosity(mut self, level: i32) -> Self {
         self.config.verbosity = level;
         self
     }
-    /// Bytes per buffer (`buffer_size`).
+    /// Bytes per buffer (`buffer_size`). Example on [`ConfigBuilder`].
     pub fn buffer_size(mut self, bytes: usize) -> Self {
         self.config.buffer_size = bytes;
         self
     }
-    /// Buffers in the pool (`buffer_max`).
+    /// Buffers in the pool (`buffer_max`). Example on [`ConfigBuilder`].
     pub fn buffer_max(mut self, buffers: usize) -> Self {
         self.config.buffer_max = buffers;
         self
     }
-    /// Buffers per thread (`flightrec_thread_buffers`).
+    /// Buffers per thread (`flightrec_thread_buffers`). Example on [`ConfigBuilder`].
     pub fn thread_buffers(mut self, buffers: usize) -> Self {
         self.config.thread_buffers = buffers;
         self
     }
-    /// Short-call threshold (`func_duration_threshold_us`).
+    /// Short-call threshold (`func_duration_threshold_us`). Example on [`ConfigBuilder`].
     pub fn func_duration_threshold_us(mut self, us: u32) -> Self {
         self.config.func_duration_threshold_us = us;
         self
     }
-    /// Flush grace period (`grace_period_ms`).
+    /// Flush grace period (`grace_period_ms`). Example on [`ConfigBuilder`].
     pub fn grace_period_ms(mut self, ms: u32) -> Self {
         self.config.grace_period_ms = ms;
         self
     }
-    /// Write no files (`no_file_flush`).
+    /// Write no files (`no_file_flush`). Example on [`ConfigBuilder`].
     pub fn no_file_flush(mut self, on: bool) -> Self {
         self.config.no_file_flush = on;
         self
     }
-    /// Streaming write interval (`flightrec_flush_interval_ms`).
+    /// Streaming write interval (`flightrec_flush_interval_ms`); 0 counts as 1.
+    ///
+    /// ```
+    /// use flightrec::xray::Config;
+    /// assert_eq!(Config::builder().flush_interval_ms(0).build()?.flush_interval_ms, 1);
+    /// assert_eq!(Config::builder().flush_interval_ms(25).build()?.flush_interval_ms, 25);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush_interval_ms(mut self, ms: u32) -> Self {
         self.config.flush_interval_ms = ms.max(1);
         self
     }
-    /// Dump on fatal signals (`flightrec_fatal_signals`).
+    /// Dump on fatal signals (`flightrec_fatal_signals`). Example on [`ConfigBuilder`].
     pub fn fatal_signals(mut self, on: bool) -> Self {
         self.config.fatal_signals = on;
         self
     }
-    /// CPU ids (`flightrec_cpu_ids`).
+    /// CPU ids (`flightrec_cpu_ids`). Example on [`ConfigBuilder`].
     pub fn cpu_ids(mut self, choice: CpuIds) -> Self {
         self.config.cpu_ids = choice;
         self
     }
-    /// The checked configuration.
+    /// The checked configuration. Example on [`ConfigBuilder`].
     pub fn build(self) -> Result<Config, ConfigError> {
         self.config.validate()?;
         Ok(self.config)

@@ -60,6 +60,25 @@ pub use record::{
 pub use runtime::{Report, Stats};
 
 /// Why the runtime did not do what was asked. Tracing stays off (or as it was).
+///
+/// ```
+/// use flightrec::xray::{Config, ConfigError, Error};
+/// assert_eq!(flightrec::xray::shutdown(), Err(Error::NotInitialized));
+/// assert_eq!(flightrec::xray::dump(), Err(Error::NotInitialized));
+///
+/// let mut bad = Config::default();
+/// bad.buffer_size = 16;
+/// let err = flightrec::xray::init(bad).unwrap_err();
+/// assert!(matches!(err, Error::Config(ConfigError::OutOfRange { option: "buffer_size", .. })));
+/// assert_eq!(err.to_string(), "XRay configuration: buffer_size=16 is out of range: expected 256 to 2147483647 bytes");
+///
+/// flightrec::xray::init(Config::builder().no_file_flush(true).build()?)?;
+/// assert_eq!(flightrec::xray::init(Config::default()), Err(Error::AlreadyInitialized));
+/// flightrec::xray::shutdown()?;
+/// assert_eq!(flightrec::xray::shutdown(), Err(Error::AlreadyShutDown));
+/// assert!(!flightrec::xray::start()); // for good
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The configuration is invalid.
@@ -105,10 +124,29 @@ impl From<ConfigError> for Error {
 /// starts recording if `config.patch_premain` is set (else at [`start`]).
 /// Once per process.
 ///
-/// ```no_run
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
 /// use flightrec::xray::{Config, Mode};
-/// let cfg = Config::builder().mode(Mode::Streaming).logfile_base("/tmp/t-").build()?;
-/// flightrec::xray::init(cfg)?;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().mode(Mode::Streaming).logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?; // patch_premain: recording from now on
+/// assert!(flightrec::xray::is_recording());
+/// {
+///     let _f = flightrec::xray::enter(FunctionId::new(7).unwrap());
+/// }
+/// let report = flightrec::xray::shutdown()?;
+/// let trace = std::fs::read(report.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(functions, [(FunctionAction::Enter, 7), (FunctionAction::Exit, 7)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn init(config: Config) -> Result<(), Error> {
@@ -156,11 +194,40 @@ pub fn init_from_env() -> Result<bool, Error> {
 
 /// Starts recording (compiler-rt: `__xray_patch`). `false` if not initialised or
 /// already shut down.
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::Config;
+/// assert!(!flightrec::xray::start()); // not initialised
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().patch_premain(false).logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// let (early, traced) = (FunctionId::new(1).unwrap(), FunctionId::new(2).unwrap());
+/// drop(flightrec::xray::enter(early)); // armed, not recording: nothing
+/// assert!(flightrec::xray::start());
+/// drop(flightrec::xray::enter(traced));
+/// assert!(flightrec::xray::stop());
+/// drop(flightrec::xray::enter(early)); // stopped: nothing
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(functions, [(FunctionAction::Enter, 2), (FunctionAction::Exit, 2)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn start() -> bool {
     runtime::set_recording(true)
 }
 
-/// Stops recording until [`start`] (compiler-rt: `__xray_unpatch`).
+/// Stops recording until [`start`] (compiler-rt: `__xray_unpatch`). Example on
+/// [`start`].
 pub fn stop() -> bool {
     runtime::set_recording(false)
 }
@@ -170,6 +237,31 @@ pub fn stop() -> bool {
 /// dropped), `Ok(None)` if nothing was recorded. Streaming: publishes every
 /// thread's partial buffer and writes all pending buffers; returns the trace's path.
 /// Also writes the names file. `Ok(None)` with `no_file_flush`.
+///
+/// ```
+/// use flightrec::core::fdr::decoder::verify;
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::{Config, NAMES_SUFFIX};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?; // flight recorder (the default)
+/// assert_eq!(flightrec::xray::dump()?, None); // nothing recorded yet
+/// drop(flightrec::xray::enter(FunctionId::new(1).unwrap()));
+/// let first = flightrec::xray::dump()?.unwrap();
+/// drop(flightrec::xray::enter(FunctionId::new(1).unwrap()));
+/// let second = flightrec::xray::dump()?.unwrap(); // a new file each time
+/// assert_ne!(first, second);
+/// for path in [&first, &second] {
+///     assert_eq!(verify(&std::fs::read(path)?)?.function_records % 2, 0);
+///     let names = format!("{}{NAMES_SUFFIX}", path.display());
+///     assert!(std::fs::metadata(names)?.len() > 0);
+/// }
+/// // A flight recorder keeps the newest buffers: the second dump holds both calls.
+/// assert_eq!(verify(&std::fs::read(&second)?)?.function_records, 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn dump() -> Result<Option<PathBuf>, Error> {
     runtime::dump()
 }
@@ -177,16 +269,62 @@ pub fn dump() -> Result<Option<PathBuf>, Error> {
 /// Stops recording for good and writes the trace (what the exit hook does; call it
 /// to get the [`Report`], e.g. before `std::process::exit` from a context where
 /// exit hooks do not run).
+///
+/// ```
+/// use flightrec::core::fdr::decoder::verify;
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::{Config, NAMES_SUFFIX};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// drop(flightrec::xray::enter(FunctionId::new(3).unwrap()));
+/// let report = flightrec::xray::shutdown()?;
+/// assert!(!flightrec::xray::is_recording());
+/// let path = report.path.unwrap();
+/// assert!(path.file_name().unwrap().to_str().unwrap().starts_with("trace-"));
+/// assert_eq!(report.names_path, Some(format!("{}{NAMES_SUFFIX}", path.display()).into()));
+/// let summary = verify(&std::fs::read(&path)?)?;
+/// assert_eq!(summary.function_records, 2);
+/// assert_eq!((report.stats.threads, report.stats.records_dropped), (1, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn shutdown() -> Result<Report, Error> {
     runtime::shutdown()
 }
 
 /// The runtime's counters (all zero before [`init`]).
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::{Config, Stats};
+/// assert_eq!(flightrec::xray::stats(), Stats::default());
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// drop(flightrec::xray::enter(FunctionId::new(1).unwrap()));
+/// std::thread::spawn(|| drop(flightrec::xray::enter(FunctionId::new(2).unwrap()))).join().unwrap();
+/// let stats = flightrec::xray::stats();
+/// assert_eq!((stats.threads, stats.threads_without_ring, stats.records_dropped), (2, 0, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn stats() -> Stats {
     runtime::runtime().map(|rt| rt.stats()).unwrap_or_default()
 }
 
 /// The TSC frequency in the file header, once initialised.
+///
+/// ```
+/// use flightrec::xray::Config;
+/// assert_eq!(flightrec::xray::frequency(), None);
+/// flightrec::xray::init(Config::builder().no_file_flush(true).build()?)?;
+/// let f = flightrec::xray::frequency().unwrap();
+/// assert!(f.hz.get() >= 1_000_000); // at least 1 MHz
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn frequency() -> Option<clock::Frequency> {
     runtime::runtime().map(|rt| rt.frequency)
 }

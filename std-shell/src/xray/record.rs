@@ -73,6 +73,33 @@ pub fn is_recording() -> bool {
 }
 
 /// Records a function entry (no guard: pair it with [`record_exit`]).
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::{record_enter, record_exit, record_tail_exit, Config};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// let (outer, inner) = (FunctionId::new(1).unwrap(), FunctionId::new(2).unwrap());
+/// record_enter(outer);
+/// record_enter(inner);
+/// record_tail_exit(inner); // `inner` ended by tail-calling another function
+/// record_exit(outer);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// use FunctionAction::*;
+/// assert_eq!(functions, [(Enter, 1), (Enter, 2), (TailExit, 2), (Exit, 1)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[inline]
 pub fn record_enter(id: FunctionId) {
     with_recorder(|r, ts| {
@@ -80,7 +107,7 @@ pub fn record_enter(id: FunctionId) {
     });
 }
 
-/// Records a function exit.
+/// Records a function exit. Example on [`record_enter`].
 #[inline]
 pub fn record_exit(id: FunctionId) {
     with_recorder(|r, ts| {
@@ -89,7 +116,7 @@ pub fn record_exit(id: FunctionId) {
 }
 
 /// Records an exit through a tail call (the caller's frame ends by calling another
-/// function).
+/// function). Example on [`record_enter`].
 #[inline]
 pub fn record_tail_exit(id: FunctionId) {
     with_recorder(|r, ts| {
@@ -105,11 +132,25 @@ const INACTIVE: u32 = u32::MAX;
 ///
 /// ```
 /// use flightrec::core::fdr::FunctionId;
-/// fn work() {
-///     let _f = flightrec::xray::enter(FunctionId::new(7).unwrap());
-///     // ... the exit is recorded when `_f` goes out of scope
-/// }
-/// work();
+/// use flightrec::xray::{Config, FunctionGuard};
+/// let f = FunctionId::new(7).unwrap();
+/// // While the runtime is not recording, guards are inactive and record nothing.
+/// let idle: FunctionGuard = flightrec::xray::enter(f);
+/// assert!(!idle.is_active());
+/// assert!(!FunctionGuard::INACTIVE.is_active());
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// let guard = flightrec::xray::enter(f);
+/// assert!(guard.is_active());
+/// drop(guard); // records the exit
+/// drop(idle); // records nothing
+/// let report = flightrec::xray::shutdown()?;
+/// let trace = std::fs::read(report.path.unwrap())?;
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "the function exit is recorded when the guard is dropped"]
 #[derive(Debug)]
@@ -118,10 +159,10 @@ pub struct FunctionGuard {
 }
 
 impl FunctionGuard {
-    /// A guard that records nothing.
+    /// A guard that records nothing. Example on [`FunctionGuard`].
     pub const INACTIVE: FunctionGuard = FunctionGuard { id: INACTIVE };
 
-    /// Whether dropping the guard records an exit.
+    /// Whether dropping the guard records an exit. Example on [`FunctionGuard`].
     pub fn is_active(&self) -> bool {
         self.id != INACTIVE
     }
@@ -139,6 +180,35 @@ impl Drop for FunctionGuard {
 }
 
 /// Records a function entry; the returned guard records the exit.
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::Config;
+/// fn parse(depth: u32) {
+///     let _f = flightrec::xray::enter(FunctionId::new(10 + depth).unwrap());
+///     if depth < 2 {
+///         parse(depth + 1);
+///     }
+/// }
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// parse(0);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// use FunctionAction::*;
+/// assert_eq!(functions, [(Enter, 10), (Enter, 11), (Enter, 12), (Exit, 12), (Exit, 11), (Exit, 10)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[inline]
 pub fn enter(id: FunctionId) -> FunctionGuard {
     if STATE.load(Ordering::Relaxed) != RECORDING {
@@ -154,8 +224,26 @@ pub fn enter(id: FunctionId) -> FunctionGuard {
 /// call-argument record); the returned guard records the exit.
 ///
 /// ```
-/// use flightrec::core::fdr::FunctionId;
-/// let _f = flightrec::xray::enter_with_arg(FunctionId::new(3).unwrap(), 42);
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::Config;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// drop(flightrec::xray::enter_with_arg(FunctionId::new(3).unwrap(), 42));
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let records: Vec<Record> = Decoder::new(&trace)?.map(|d| d.unwrap().record).collect();
+/// let f = FunctionId::new(3).unwrap();
+/// let at = records
+///     .iter()
+///     .position(|r| matches!(r, Record::Function { action: FunctionAction::EnterArg, id, .. } if *id == f))
+///     .unwrap();
+/// assert_eq!(records[at + 1], Record::CallArgument { value: 42 });
+/// assert!(matches!(records[at + 2], Record::Function { action: FunctionAction::Exit, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[inline]
 pub fn enter_with_arg(id: FunctionId, arg: u64) -> FunctionGuard {
@@ -172,7 +260,25 @@ pub fn enter_with_arg(id: FunctionId, arg: u64) -> FunctionGuard {
 /// Empty payloads are ignored (readers reject them).
 ///
 /// ```
+/// use flightrec::core::fdr::decoder::Decoder;
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::xray::Config;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
 /// flightrec::xray::custom_event(b"cache miss");
+/// flightrec::xray::custom_event(b""); // ignored
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let payloads: Vec<&[u8]> = Decoder::new(&trace)?
+///     .filter_map(|d| match d.unwrap().record {
+///         Record::CustomEvent { payload, .. } => Some(payload),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(payloads, [b"cache miss"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[inline]
 pub fn custom_event(payload: &[u8]) {
@@ -184,7 +290,24 @@ pub fn custom_event(payload: &[u8]) {
 /// Records a typed event: a 16-bit type and raw bytes.
 ///
 /// ```
+/// use flightrec::core::fdr::decoder::Decoder;
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::xray::Config;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
 /// flightrec::xray::typed_event(7, &42u32.to_le_bytes());
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let typed: Vec<(u16, &[u8])> = Decoder::new(&trace)?
+///     .filter_map(|d| match d.unwrap().record {
+///         Record::TypedEvent { event_type, payload, .. } => Some((event_type, payload)),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(typed, [(7, &42u32.to_le_bytes()[..])]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[inline]
 pub fn typed_event(event_type: u16, payload: &[u8]) {
@@ -198,12 +321,24 @@ pub fn typed_event(event_type: u16, payload: &[u8]) {
 /// [`xray_scope!`](crate::xray_scope) put one in a `static` per call site.
 ///
 /// ```
-/// use flightrec::xray::CallSite;
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::{CallSite, Config};
 /// static SITE: CallSite = CallSite::new();
 /// fn parse() {
 ///     let _f = SITE.enter(|| "parse");
 /// }
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
 /// parse();
+/// parse();
+/// let id = SITE.id(|| "parse"); // registered on the first call, the same since
+/// assert_eq!(function_name(id.get()), Some("parse"));
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct CallSite {
@@ -211,14 +346,25 @@ pub struct CallSite {
 }
 
 impl CallSite {
-    /// A call site without an id yet.
+    /// A call site without an id yet (a constant, for a `static`). Example on
+    /// [`CallSite`].
     pub const fn new() -> Self {
         Self {
             id: AtomicU32::new(0),
         }
     }
 
-    /// The site's id, registering `name()` on first use.
+    /// The site's id, registering `name()` on first use (also while not
+    /// recording).
+    ///
+    /// ```
+    /// use flightrec::xray::names::function_name;
+    /// use flightrec::xray::CallSite;
+    /// static SITE: CallSite = CallSite::new();
+    /// let id = SITE.id(|| "decode");
+    /// assert_eq!(SITE.id(|| "not asked again"), id);
+    /// assert_eq!(function_name(id.get()), Some("decode"));
+    /// ```
     #[inline]
     pub fn id(&'static self, name: fn() -> &'static str) -> FunctionId {
         let id = self.id.load(Ordering::Relaxed);
@@ -242,6 +388,15 @@ impl CallSite {
 
     /// Records the entry of this call site; the guard records the exit. Does nothing
     /// (and registers nothing) while the runtime is not recording.
+    ///
+    /// ```
+    /// use flightrec::xray::names::max_named_id;
+    /// use flightrec::xray::CallSite;
+    /// static SITE: CallSite = CallSite::new();
+    /// let guard = SITE.enter(|| "idle");
+    /// assert!(!guard.is_active());
+    /// assert_eq!(max_named_id(), 0); // no name was registered
+    /// ```
     #[inline]
     pub fn enter(&'static self, name: fn() -> &'static str) -> FunctionGuard {
         if STATE.load(Ordering::Relaxed) != RECORDING {
@@ -271,11 +426,33 @@ pub fn enclosing_function_name(marker_type_name: &'static str) -> &'static str {
 /// `my_crate::parser::parse`.
 ///
 /// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::Config;
 /// fn parse() -> u32 {
 ///     let _f = flightrec::xray_fn!();
 ///     42
 /// }
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
 /// assert_eq!(parse(), 42);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// let (action, id) = functions[0];
+/// assert_eq!(action, FunctionAction::Enter);
+/// assert_eq!(functions[1], (FunctionAction::Exit, id));
+/// assert!(function_name(id).unwrap().ends_with("::parse")); // the function's path
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
 macro_rules! xray_fn {
@@ -294,11 +471,32 @@ macro_rules! xray_fn {
 /// Each call site gets its own id.
 ///
 /// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::Config;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
 /// let total: u32 = {
 ///     let _s = flightrec::xray_scope!("sum loop");
 ///     (1..=10).sum()
 /// };
 /// assert_eq!(total, 55);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let functions: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// let (_, id) = functions[0];
+/// assert_eq!(functions, [(FunctionAction::Enter, id), (FunctionAction::Exit, id)]);
+/// assert_eq!(function_name(id), Some("sum loop"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
 macro_rules! xray_scope {

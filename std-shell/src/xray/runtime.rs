@@ -55,6 +55,34 @@ static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static INIT: Mutex<()> = Mutex::new(());
 
 /// Counters of the runtime. Totals over all threads since `init`.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::{Config, Mode, Stats};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // One thread with one 256-byte buffer: 25 function records fill it.
+/// let config = Config::builder()
+///     .logfile_base(base) // a file prefix in a temporary directory
+///     .func_duration_threshold_us(0)
+///     .buffer_size(256)
+///     .buffer_max(1)
+///     .thread_buffers(1)
+///     .build()?;
+/// flightrec::xray::init(config)?;
+/// let f = FunctionId::new(1).unwrap();
+/// for _ in 0..100 {
+///     drop(flightrec::xray::enter(f));
+/// }
+/// // The second thread finds the pool empty and records nothing.
+/// std::thread::spawn(move || drop(flightrec::xray::enter(f))).join().unwrap();
+/// let stats: Stats = flightrec::xray::shutdown()?.stats;
+/// assert_eq!((stats.threads, stats.threads_without_ring), (1, 1));
+/// assert_eq!(stats.records_without_ring, 2);
+/// assert!(stats.buffers_overwritten > 0); // the one buffer was reused
+/// assert_eq!(stats.buffers_written, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Rings handed to threads (a recycled ring counts again).
@@ -790,6 +818,18 @@ pub(crate) fn dump() -> Result<Option<PathBuf>, Error> {
 }
 
 /// What [`super::shutdown`] reports.
+///
+/// ```
+/// use flightrec::xray::{Config, Report};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// flightrec::xray::init(Config::builder().logfile_base(base).build()?)?; // base: a temp dir
+/// // Nothing recorded: a flight recorder writes no file.
+/// let report: Report = flightrec::xray::shutdown()?;
+/// assert_eq!((report.path, report.names_path), (None, None));
+/// assert_eq!(report.stats.threads, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The trace file, if one was written.
