@@ -68,9 +68,15 @@ impl Progress {
         }
     }
 
-    /// Names the step under way (`verifying`, `writing`...).
+    /// Names the step under way after the reading (`verifying`, `writing`...): the
+    /// bar becomes a spinner with the time spent, since these steps have no byte
+    /// count to show.
     pub fn stage(&self, what: &'static str) {
-        if self.visible {
+        if self.visible && !self.bar.is_hidden() {
+            self.bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             self.bar.set_message(what);
         }
     }
@@ -91,7 +97,9 @@ impl Progress {
         let len = file.metadata()?.len();
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
         self.start(Some(len));
-        self.stage("reading");
+        if self.visible {
+            self.bar.set_message("reading");
+        }
         // In chunks straight into the result, so the bar moves between them.
         while (&mut file).take(READ_CHUNK).read_to_end(&mut bytes)? > 0 {
             if self.visible {
