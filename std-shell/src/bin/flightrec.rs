@@ -15,6 +15,7 @@ use flightrec::core::trace2::Target;
 use flightrec::trace2_render::{render, RenderOptions};
 
 use flightrec::tool::cli as link_cli;
+use flightrec::tool::output::reader_gone;
 
 #[derive(Parser)]
 #[command(
@@ -105,6 +106,8 @@ fn main() -> ExitCode {
     match result {
         Ok(report) if report.skipped.is_empty() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
+        // The reader of the output went away (`| head`): nothing more to do.
+        Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("flightrec: {e}");
             ExitCode::from(2)

@@ -14,7 +14,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::collect::Collector;
 use super::dump::{dump, DumpError};
 use super::expand::load;
-use super::names::Names;
+use super::names::{names_beside, Names};
+use super::output::reader_gone;
 use super::progress::Progress;
 use super::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use super::verify::{describe, verify_file, Verdict};
@@ -22,7 +23,7 @@ use super::verify::{describe, verify_file, Verdict};
 /// The exit codes, shown by `--help`.
 pub const EXIT_CODES: &str = "\
 Exit status:
-  0  success
+  0  success, also when the reader of the output went away early (`| head`)
   1  the input is damaged or invalid (verify: a file failed; dump/convert: the
      file does not decode; recv: frames were damaged, lost or left out)
   2  usage error, or a file or device could not be opened, read or written";
@@ -115,6 +116,25 @@ pub struct VerifyArgs {
     /// FDR files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// No progress display.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Where `dump` and `convert` take function names from.
+#[derive(Args)]
+pub struct NamesArgs {
+    /// Function names: the `<trace>.names` file the desktop runtime writes,
+    /// llvm-xray's instrumentation map (YAML) or `ID NAME` lines [default:
+    /// FILE.names when it exists]
+    #[arg(long, value_name = "NAMES")]
+    names: Option<PathBuf>,
+    /// Do not look for FILE.names beside the trace.
+    #[arg(long, conflicts_with = "names")]
+    no_names: bool,
+    /// Say on stderr which names file is used.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 /// Arguments of `dump`.
@@ -122,16 +142,16 @@ pub struct VerifyArgs {
 pub struct DumpArgs {
     /// FDR file.
     file: PathBuf,
-    /// Function names: llvm-xray's instrumentation map (YAML) or `ID NAME` lines.
-    #[arg(long)]
-    names: Option<PathBuf>,
+    #[command(flatten)]
+    names: NamesArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ConvertFormat {
     /// Chrome trace-event JSON (Perfetto, chrome://tracing).
     Chrome,
-    /// The YAML of `llvm-xray convert --output-format=yaml`.
+    /// The YAML of `llvm-xray convert --output-format=yaml` (with names:
+    /// `--symbolize --instr_map NAMES`).
     Yaml,
 }
 
@@ -146,9 +166,11 @@ pub struct ConvertArgs {
     /// Output file (stdout when absent).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
-    /// Function names: llvm-xray's instrumentation map (YAML) or `ID NAME` lines.
-    #[arg(long)]
-    names: Option<PathBuf>,
+    #[command(flatten)]
+    names: NamesArgs,
+    /// No progress display.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// Runs one command and maps its outcome to the documented exit status.
@@ -166,32 +188,77 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(FAILURE)
 }
 
-fn load_names(path: Option<&Path>) -> Result<Names, String> {
-    path.map_or_else(|| Ok(Names::empty()), Names::load)
+/// The names for `trace`: the file given, else `<trace>.names` when it exists
+/// (a damaged one is a warning, not a failure: nobody asked for it), else none.
+fn load_names(trace: &Path, a: &NamesArgs) -> Result<Names, String> {
+    if let Some(path) = &a.names {
+        let names = Names::load(path)?;
+        if a.verbose {
+            eprintln!("flightrec: {} names from {}", names.len(), path.display());
+        }
+        return Ok(names);
+    }
+    if a.no_names {
+        return Ok(Names::empty());
+    }
+    let beside = names_beside(trace);
+    if !beside.is_file() {
+        if a.verbose {
+            eprintln!("flightrec: no names file {}", beside.display());
+        }
+        return Ok(Names::empty());
+    }
+    match Names::load(&beside) {
+        Ok(names) => {
+            if a.verbose {
+                eprintln!(
+                    "flightrec: {} names from {} (beside the trace)",
+                    names.len(),
+                    beside.display()
+                );
+            }
+            Ok(names)
+        }
+        Err(e) => {
+            eprintln!("flightrec: warning: {e}; going on without names");
+            Ok(Names::empty())
+        }
+    }
 }
 
 fn verify(a: VerifyArgs) -> ExitCode {
     let mut status = ExitCode::SUCCESS;
+    let mut out = io::stdout().lock();
     for path in &a.files {
-        match verify_file(path) {
-            Verdict::Valid(s) => println!("{}: ok: {}", path.display(), describe(&s)),
+        let progress = Progress::new(a.quiet);
+        let verdict = verify_file(path, &progress);
+        progress.finish();
+        let line = match verdict {
+            Verdict::Valid(s) => writeln!(out, "{}: ok: {}", path.display(), describe(&s)),
             Verdict::Invalid(e) => {
-                println!("{}: invalid: {e}", path.display());
                 if status == ExitCode::SUCCESS {
                     status = ExitCode::from(BAD_INPUT);
                 }
+                writeln!(out, "{}: invalid: {e}", path.display())
             }
             Verdict::Unreadable(e) => {
                 eprintln!("flightrec: {}: {e}", path.display());
                 status = ExitCode::from(FAILURE);
+                Ok(())
             }
+        };
+        match line {
+            Ok(()) => {}
+            // Nobody reads the rest: stop with what was found so far.
+            Err(e) if reader_gone(&e) => return status,
+            Err(e) => return fail(e),
         }
     }
     status
 }
 
 fn dump_cmd(a: DumpArgs) -> ExitCode {
-    let names = match load_names(a.names.as_deref()) {
+    let names = match load_names(&a.file, &a.names) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
@@ -204,6 +271,7 @@ fn dump_cmd(a: DumpArgs) -> ExitCode {
     let flushed = out.flush();
     match (result, flushed) {
         (Ok(_), Ok(())) => ExitCode::SUCCESS,
+        (Err(DumpError::Io(e)), _) | (_, Err(e)) if reader_gone(&e) => ExitCode::SUCCESS,
         (Err(DumpError::Decode(e)), _) => {
             eprintln!("flightrec: {}: {e}", a.file.display());
             ExitCode::from(BAD_INPUT)
@@ -213,41 +281,55 @@ fn dump_cmd(a: DumpArgs) -> ExitCode {
 }
 
 fn convert(a: ConvertArgs) -> ExitCode {
-    let names = match load_names(a.names.as_deref()) {
+    let names = match load_names(&a.file, &a.names) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
-    let bytes = match std::fs::read(&a.file) {
+    let progress = Progress::new(a.quiet);
+    let bytes = match progress.read_file(&a.file) {
         Ok(b) => b,
-        Err(e) => return fail(format_args!("{}: {e}", a.file.display())),
+        Err(e) => {
+            progress.finish();
+            return fail(format_args!("{}: {e}", a.file.display()));
+        }
     };
+    progress.stage("decoding");
     let trace = match load(&bytes) {
         Ok(t) => t,
         Err(e) => {
+            progress.finish();
             eprintln!("flightrec: {}: {e}", a.file.display());
             return ExitCode::from(BAD_INPUT);
         }
     };
+    drop(bytes);
     let mut out: Box<dyn Write> = match &a.output {
         Some(p) => match File::create(p) {
             Ok(f) => Box::new(BufWriter::new(f)),
-            Err(e) => return fail(format_args!("{}: {e}", p.display())),
+            Err(e) => {
+                progress.finish();
+                return fail(format_args!("{}: {e}", p.display()));
+            }
         },
         None => Box::new(BufWriter::new(io::stdout().lock())),
     };
+    progress.stage("writing");
     let written = match a.format {
-        ConvertFormat::Yaml => super::yaml::write_yaml(&trace, &names, &mut out),
-        ConvertFormat::Chrome => super::chrome::write_chrome(&trace, &names, &mut out).map(|r| {
-            if r.unmatched_exits > 0 || r.unfinished_calls > 0 {
-                eprintln!(
-                    "flightrec: {} exits without an entry left out, {} calls still open at the end",
-                    r.unmatched_exits, r.unfinished_calls
-                );
-            }
-        }),
+        ConvertFormat::Yaml => super::yaml::write_yaml(&trace, &names, &mut out).map(|()| None),
+        ConvertFormat::Chrome => super::chrome::write_chrome(&trace, &names, &mut out).map(Some),
     };
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = written.and_then(|r| out.flush().map(|()| r));
+    progress.finish();
+    match result {
+        Ok(Some(r)) if r.unmatched_exits > 0 || r.unfinished_calls > 0 => {
+            eprintln!(
+                "flightrec: {} exits without an entry left out, {} calls still open at the end",
+                r.unmatched_exits, r.unfinished_calls
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }
 }

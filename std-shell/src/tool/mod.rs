@@ -6,7 +6,8 @@
 //! * [`dump`] prints one line per record, like `llvm-xray fdr-dump`.
 //! * [`yaml`] and [`chrome`] convert a trace, expanded by [`expand`], into
 //!   `llvm-xray convert`'s YAML or Chrome trace-event JSON; [`names`] reads function
-//!   names for both.
+//!   names for both (the desktop runtime's ELF names files through [`names_elf`]).
+//! * [`output`] writes to stdout and stops quietly when the reader goes away.
 
 pub mod chrome;
 pub mod cli;
@@ -14,6 +15,8 @@ pub mod collect;
 pub mod dump;
 pub mod expand;
 pub mod names;
+pub mod names_elf;
+pub mod output;
 pub mod progress;
 pub mod recv;
 pub mod verify;

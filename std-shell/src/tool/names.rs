@@ -1,7 +1,10 @@
 //! Function names for `dump` and `convert`: id to name.
 //!
-//! Two formats are read, told apart by their content:
+//! Three formats are read, told apart by their content:
 //!
+//! * The names file the desktop runtime writes beside each trace
+//!   (`<trace>.names`, an ELF file): its `flightrec_names` section, read by
+//!   [`super::names_elf`].
 //! * `llvm-xray`'s instrumentation map in YAML (what `llvm-xray extract --symbolize`
 //!   writes and `-m`/`--instr_map` reads): a list of `{ id: N, ..., function-name: X }`
 //!   entries. Entries without a name are skipped.
@@ -9,11 +12,37 @@
 //!   the rest of the line).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-/// Function names by id.
+use super::names_elf::{is_elf, read_elf_names};
+
+/// Appended to a trace's path to name the names file the desktop runtime writes
+/// beside it (the runtime's `NAMES_SUFFIX`).
+pub const NAMES_SUFFIX: &str = ".names";
+
+/// Where the desktop runtime puts the names file of `trace`: `<trace>.names`.
+///
+/// ```
+/// use std::path::Path;
+/// use flightrec::tool::names::names_beside;
+/// assert_eq!(
+///     names_beside(Path::new("out/xray-log.app.Ab12Cd")),
+///     Path::new("out/xray-log.app.Ab12Cd.names")
+/// );
+/// ```
+pub fn names_beside(trace: &Path) -> PathBuf {
+    let mut p = trace.as_os_str().to_owned();
+    p.push(NAMES_SUFFIX);
+    PathBuf::from(p)
+}
+
+/// Function names by id, and whether they came from a names file.
+///
+/// With a names file, an id it does not name displays as `#id`, as
+/// `llvm-xray convert --symbolize --instr_map` prints it; without one, as the bare
+/// number, as `llvm-xray convert` prints it.
 ///
 /// ```
 /// use flightrec::tool::names::Names;
@@ -23,10 +52,14 @@ use yaml_rust2::{Yaml, YamlLoader};
 ///
 /// let y = Names::parse("---\n- { id: 7, address: 0x10, function: 0x10, kind: function-enter, always-instrument: true, function-name: fib }\n...\n").unwrap();
 /// assert_eq!(y.get(7), Some("fib"));
+/// assert_eq!(y.display(8), "#8");
+/// assert_eq!(Names::empty().display(8), "8");
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     map: HashMap<u32, String>,
+    /// A names file was read (even one naming nothing).
+    from_file: bool,
 }
 
 impl Names {
@@ -35,13 +68,36 @@ impl Names {
         Self::default()
     }
 
-    /// Reads a names file in either format.
+    /// Reads a names file in any of the three formats.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Parses the text of a names file.
+    /// Parses the bytes of a names file in any of the three formats.
+    ///
+    /// ```
+    /// use flightrec::tool::names::Names;
+    /// assert_eq!(Names::from_bytes(b"3 leaf\n").unwrap().get(3), Some("leaf"));
+    /// let err = Names::from_bytes(b"\x7fELF\x02\x01\x01").unwrap_err();
+    /// assert!(err.starts_with("damaged ELF file"), "{err}");
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        if is_elf(bytes) {
+            let map = read_elf_names(bytes).map_err(|e| e.to_string())?;
+            return Ok(Self {
+                map,
+                from_file: true,
+            });
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            "not a names file: neither an ELF names file nor text (YAML or `ID NAME` lines)"
+                .to_string()
+        })?;
+        Self::parse(text)
+    }
+
+    /// Parses the text of a names file (YAML or `ID NAME` lines).
     pub fn parse(text: &str) -> Result<Self, String> {
         let first = text
             .lines()
@@ -70,7 +126,10 @@ impl Names {
                 .map_err(|_| format!("line {}: `{id}` is not a function id", n + 1))?;
             map.insert(id, name.trim().to_string());
         }
-        Ok(Self { map })
+        Ok(Self {
+            map,
+            from_file: true,
+        })
     }
 
     fn parse_yaml(text: &str) -> Result<Self, String> {
@@ -96,7 +155,10 @@ impl Names {
                 }
             }
         }
-        Ok(Self { map })
+        Ok(Self {
+            map,
+            from_file: true,
+        })
     }
 
     /// The name of function `id`, if known.
@@ -104,9 +166,15 @@ impl Names {
         self.map.get(&id).map(String::as_str)
     }
 
-    /// The name, or the id in decimal.
+    /// The name; for an id without one, `#id` when a names file was read, else the
+    /// id in decimal (what `llvm-xray convert` prints with and without
+    /// `--symbolize --instr_map`).
     pub fn display(&self, id: u32) -> String {
-        self.get(id).map_or_else(|| id.to_string(), str::to_string)
+        match self.get(id) {
+            Some(name) => name.to_string(),
+            None if self.from_file => format!("#{id}"),
+            None => id.to_string(),
+        }
     }
 
     /// Number of names.
@@ -117,5 +185,22 @@ impl Names {
     /// Whether there are no names.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn suffix_is_the_runtimes() {
+        assert_eq!(NAMES_SUFFIX, crate::xray::NAMES_SUFFIX);
+    }
+
+    #[test]
+    fn binary_that_is_not_elf_is_refused() {
+        let err = Names::from_bytes(b"\x01\x00\x00\x00\xff\xfe").unwrap_err();
+        assert!(err.starts_with("not a names file"), "{err}");
     }
 }

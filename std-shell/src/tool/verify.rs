@@ -4,6 +4,8 @@ use std::path::Path;
 
 use flightrec_core::fdr::decoder::{verify, DecodeError, Summary};
 
+use super::progress::Progress;
+
 /// The verdict on one file.
 #[derive(Debug)]
 pub enum Verdict {
@@ -15,14 +17,16 @@ pub enum Verdict {
     Unreadable(std::io::Error),
 }
 
-/// Reads and verifies one file.
-pub fn verify_file(path: &Path) -> Verdict {
-    match std::fs::read(path) {
-        Ok(bytes) => match verify(&bytes) {
-            Ok(s) => Verdict::Valid(s),
-            Err(e) => Verdict::Invalid(e),
-        },
-        Err(e) => Verdict::Unreadable(e),
+/// Reads and verifies one file, showing the reading on `progress`.
+pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
+    let bytes = match progress.read_file(path) {
+        Ok(b) => b,
+        Err(e) => return Verdict::Unreadable(e),
+    };
+    progress.stage("verifying");
+    match verify(&bytes) {
+        Ok(s) => Verdict::Valid(s),
+        Err(e) => Verdict::Invalid(e),
     }
 }
 

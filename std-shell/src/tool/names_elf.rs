@@ -1,0 +1,207 @@
+//! The names file the desktop runtime writes beside each trace (`<trace>.names`,
+//! see [`crate::xray::names`]): a small ELF shared object whose `flightrec_names`
+//! section is the id-to-name table as text, one `id<TAB>name<LF>` line per named id.
+//!
+//! Only that section is read. The file's `xray_instr_map` and symbols are what
+//! `llvm-xray` reads; they carry the same names (with placeholders `#id` for ids
+//! without a name), so reading the text table is enough and does not depend on the
+//! symbol layout.
+//!
+//! The ELF container is parsed with the `object` crate (read-only, ELF only), which
+//! checks every offset and size against the file; nothing here indexes the input
+//! without a bound check, so a damaged or foreign file is an [`ElfNamesError`],
+//! never a panic.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use object::{Object, ObjectSection};
+
+/// The section that holds the text table.
+pub const SECTION: &str = "flightrec_names";
+
+/// The section `llvm-xray` reads function addresses from; an ELF file with this
+/// section but no [`SECTION`] is most likely an instrumented program.
+const INSTR_MAP: &str = "xray_instr_map";
+
+/// Why an ELF file gave no names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElfNamesError {
+    /// The ELF container is damaged (truncated, offsets out of range...).
+    Malformed(String),
+    /// A well-formed ELF file without the names section.
+    NoSection {
+        /// The file has an XRay instrumentation map (an instrumented program).
+        has_instr_map: bool,
+    },
+    /// A line of the table is not `id<TAB>name`.
+    BadLine {
+        /// 1-based line number inside the section.
+        line: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An id appears twice.
+    DuplicateId {
+        /// 1-based line number of the second occurrence.
+        line: usize,
+        /// The id.
+        id: u32,
+    },
+}
+
+impl fmt::Display for ElfNamesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ElfNamesError::Malformed(e) => write!(f, "damaged ELF file: {e}"),
+            ElfNamesError::NoSection {
+                has_instr_map: true,
+            } => write!(
+                f,
+                "an ELF file with an XRay instrumentation map but no {SECTION} section \
+                 (an instrumented program?); give `llvm-xray extract --symbolize` output instead"
+            ),
+            ElfNamesError::NoSection {
+                has_instr_map: false,
+            } => write!(
+                f,
+                "an ELF file without a {SECTION} section: not a flightrec names file"
+            ),
+            ElfNamesError::BadLine { line, reason } => {
+                write!(f, "{SECTION} section, line {line}: {reason}")
+            }
+            ElfNamesError::DuplicateId { line, id } => {
+                write!(f, "{SECTION} section, line {line}: id {id} named twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ElfNamesError {}
+
+/// Whether `bytes` start like an ELF file.
+pub fn is_elf(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x7fELF")
+}
+
+/// The names of an ELF names file.
+///
+/// ```
+/// use flightrec::tool::names_elf::{read_elf_names, ElfNamesError};
+/// // A file written by the desktop runtime's names writer.
+/// let id = flightrec::xray::names::function_id("example::parse");
+/// let mut elf = Vec::new();
+/// assert!(flightrec::xray::names::write_names_elf(&mut elf, id.get()));
+/// let names = read_elf_names(&elf).unwrap();
+/// assert_eq!(names[&id.get()], "example::parse");
+///
+/// // Cut short: an error, not a panic.
+/// assert!(matches!(read_elf_names(&elf[..100]), Err(ElfNamesError::Malformed(_))));
+/// ```
+pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
+    let file = object::File::parse(bytes).map_err(|e| ElfNamesError::Malformed(e.to_string()))?;
+    let Some(section) = file.section_by_name(SECTION) else {
+        return Err(ElfNamesError::NoSection {
+            has_instr_map: file.section_by_name(INSTR_MAP).is_some(),
+        });
+    };
+    let table = section
+        .data()
+        .map_err(|e| ElfNamesError::Malformed(format!("{SECTION} section: {e}")))?;
+    parse_table(table)
+}
+
+/// Parses the text table: `id<TAB>name<LF>` lines, the name being every byte
+/// after the first tab (it may hold spaces and further tabs).
+///
+/// ```
+/// use flightrec::tool::names_elf::parse_table;
+/// let names = parse_table(b"1\tworker\n3\tcrate::f  (x)\n").unwrap();
+/// assert_eq!(names[&3], "crate::f  (x)");
+/// assert!(parse_table(b"1 worker\n").is_err());
+/// ```
+pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
+    let mut map = HashMap::new();
+    let body = table.strip_suffix(b"\n").unwrap_or(table);
+    if body.is_empty() {
+        return Ok(map);
+    }
+    for (n, line) in body.split(|&b| b == b'\n').enumerate() {
+        let line_no = n + 1;
+        let bad = |reason| ElfNamesError::BadLine {
+            line: line_no,
+            reason,
+        };
+        let tab = line
+            .iter()
+            .position(|&b| b == b'\t')
+            .ok_or_else(|| bad("no tab between id and name"))?;
+        let (id, name) = (&line[..tab], &line[tab + 1..]);
+        if id.is_empty() || !id.iter().all(u8::is_ascii_digit) {
+            return Err(bad("the id is not a decimal number"));
+        }
+        let id: u32 = std::str::from_utf8(id)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&id| id > 0)
+            .ok_or_else(|| bad("the id is 0 or too large"))?;
+        let name = std::str::from_utf8(name).map_err(|_| bad("the name is not UTF-8"))?;
+        if name.is_empty() {
+            return Err(bad("empty name"));
+        }
+        if map.insert(id, name.to_owned()).is_some() {
+            return Err(ElfNamesError::DuplicateId { line: line_no, id });
+        }
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lines_are_checked() {
+        assert_eq!(parse_table(b"").unwrap().len(), 0);
+        assert_eq!(parse_table(b"7\tx").unwrap()[&7], "x");
+        let err = |t: &[u8]| parse_table(t).unwrap_err().to_string();
+        assert_eq!(
+            err(b"1\ta\nzz\n"),
+            "flightrec_names section, line 2: no tab between id and name"
+        );
+        assert!(err(b"-1\ta\n").contains("not a decimal number"));
+        assert!(err(b"0\ta\n").contains("0 or too large"));
+        assert!(err(b"99999999999\ta\n").contains("0 or too large"));
+        assert!(err(b"1\t\xff\n").contains("not UTF-8"));
+        assert!(err(b"1\t\n").contains("empty name"));
+        assert!(err(b"1\ta\n\n").contains("line 2"));
+        assert_eq!(
+            parse_table(b"1\ta\n1\tb\n").unwrap_err(),
+            ElfNamesError::DuplicateId { line: 2, id: 1 }
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_truncation_and_byte_flip_of_a_names_file_is_an_error_or_names() {
+        use crate::xray::names::{function_id, write_names_elf};
+        let a = function_id("tool::names_elf::a");
+        let b = function_id("tool::names_elf::b");
+        let mut elf = Vec::new();
+        assert!(write_names_elf(&mut elf, b.get()));
+        let names = read_elf_names(&elf).unwrap();
+        assert_eq!(names[&a.get()], "tool::names_elf::a");
+        assert_eq!(names[&b.get()], "tool::names_elf::b");
+        // The section headers come last, so every truncation loses them.
+        for len in 0..elf.len() {
+            assert!(read_elf_names(&elf[..len]).is_err(), "cut at {len}");
+        }
+        for at in 0..elf.len() {
+            for bit in [0x01, 0x80, 0xff] {
+                let mut bad = elf.clone();
+                bad[at] ^= bit;
+                let _ = read_elf_names(&bad);
+            }
+        }
+    }
+}
