@@ -54,4 +54,3 @@ pub mod clock;
 pub mod fdr;
 pub mod link;
 pub mod trace2;
-
