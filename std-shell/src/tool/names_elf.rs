@@ -204,4 +204,14 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        /// Any bytes after an ELF64 identification: names or an error, no panic.
+        #[test]
+        fn arbitrary_elf_bodies_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1024)) {
+            let mut bytes = b"\x7fELF\x02\x01\x01\x00".to_vec();
+            bytes.extend_from_slice(&body);
+            let _ = read_elf_names(&bytes);
+        }
+    }
 }
