@@ -5,6 +5,7 @@
 # `| head` ending each command quietly with status 0. (The tests
 # std-shell/tests/tool_*.rs run with the workspace tests.)
 set -euo pipefail
+cd "$(dirname "$0")/../.."
 
 command -v llvm-xray >/dev/null 2>&1 || {
   apt-get update -qq
