@@ -23,7 +23,8 @@ use super::verify::{describe, verify_file, Verdict};
 /// The exit codes, shown by `--help`.
 pub const EXIT_CODES: &str = "\
 Exit status:
-  0  success, also when the reader of the output went away early (`| head`)
+  0  success; also when the reader of the output goes away early (`| head`):
+     the command stops quietly
   1  the input is damaged or invalid (verify: a file failed; dump/convert: the
      file does not decode; recv: frames were damaged, lost or left out)
   2  usage error, or a file or device could not be opened, read or written";

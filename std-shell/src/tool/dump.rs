@@ -1,6 +1,7 @@
 //! `dump`: one line per record, as `llvm-xray fdr-dump` prints them.
 //!
-//! Without names the output is byte for byte `llvm-xray fdr-dump`'s (including its
+//! Without names (`flightrec dump --no-names`, or no `<trace>.names` beside the
+//! trace) the output is byte for byte `llvm-xray fdr-dump`'s (including its
 //! typed-event line, which lacks the closing `>`); with names each function id is
 //! followed by its name in parentheses: `#3 (uart_flush)`.
 

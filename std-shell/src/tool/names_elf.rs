@@ -114,28 +114,39 @@ pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesErro
 /// Parses the text table: `id<TAB>name<LF>` lines, the name being every byte
 /// after the first tab (it may hold spaces and further tabs).
 ///
+/// The runtime writes names as the program gave them, so a name holding a line
+/// feed spans lines: a line without a tab continues the name before it. Empty
+/// names are skipped (the id stays unnamed), as in a YAML map.
+///
 /// ```
 /// use flightrec::tool::names_elf::parse_table;
-/// let names = parse_table(b"1\tworker\n3\tcrate::f  (x)\n").unwrap();
+/// let names = parse_table(b"1\tworker\n3\tcrate::f  (x)\n4\ttwo\nlines\n").unwrap();
 /// assert_eq!(names[&3], "crate::f  (x)");
+/// assert_eq!(names[&4], "two\nlines");
 /// assert!(parse_table(b"1 worker\n").is_err());
 /// ```
 pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
-    let mut map = HashMap::new();
+    let mut map: HashMap<u32, String> = HashMap::new();
     let body = table.strip_suffix(b"\n").unwrap_or(table);
     if body.is_empty() {
         return Ok(map);
     }
+    let mut last: Option<u32> = None;
     for (n, line) in body.split(|&b| b == b'\n').enumerate() {
         let line_no = n + 1;
         let bad = |reason| ElfNamesError::BadLine {
             line: line_no,
             reason,
         };
-        let tab = line
-            .iter()
-            .position(|&b| b == b'\t')
-            .ok_or_else(|| bad("no tab between id and name"))?;
+        let utf8 = |b| std::str::from_utf8(b).map_err(|_| bad("the name is not UTF-8"));
+        let Some(tab) = line.iter().position(|&b| b == b'\t') else {
+            // The rest of the name before, after its line feed.
+            let id = last.ok_or_else(|| bad("no tab between id and name"))?;
+            let name = map.entry(id).or_default();
+            name.push('\n');
+            name.push_str(utf8(line)?);
+            continue;
+        };
         let (id, name) = (&line[..tab], &line[tab + 1..]);
         if id.is_empty() || !id.iter().all(u8::is_ascii_digit) {
             return Err(bad("the id is not a decimal number"));
@@ -145,14 +156,12 @@ pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> 
             .and_then(|s| s.parse().ok())
             .filter(|&id| id > 0)
             .ok_or_else(|| bad("the id is 0 or too large"))?;
-        let name = std::str::from_utf8(name).map_err(|_| bad("the name is not UTF-8"))?;
-        if name.is_empty() {
-            return Err(bad("empty name"));
-        }
-        if map.insert(id, name.to_owned()).is_some() {
+        if map.insert(id, utf8(name)?.to_owned()).is_some() {
             return Err(ElfNamesError::DuplicateId { line: line_no, id });
         }
+        last = Some(id);
     }
+    map.retain(|_, name| !name.is_empty());
     Ok(map)
 }
 
@@ -164,21 +173,48 @@ mod tests {
     fn table_lines_are_checked() {
         assert_eq!(parse_table(b"").unwrap().len(), 0);
         assert_eq!(parse_table(b"7\tx").unwrap()[&7], "x");
+        let names = parse_table(b"1\ta\n2\t\n3\tb\n\nc\n").unwrap();
+        assert_eq!(names.get(&2), None, "empty names are skipped");
+        assert_eq!(names[&3], "b\n\nc");
         let err = |t: &[u8]| parse_table(t).unwrap_err().to_string();
         assert_eq!(
-            err(b"1\ta\nzz\n"),
-            "flightrec_names section, line 2: no tab between id and name"
+            err(b"zz\n1\ta\n"),
+            "flightrec_names section, line 1: no tab between id and name"
         );
         assert!(err(b"-1\ta\n").contains("not a decimal number"));
         assert!(err(b"0\ta\n").contains("0 or too large"));
         assert!(err(b"99999999999\ta\n").contains("0 or too large"));
         assert!(err(b"1\t\xff\n").contains("not UTF-8"));
-        assert!(err(b"1\t\n").contains("empty name"));
-        assert!(err(b"1\ta\n\n").contains("line 2"));
+        assert!(err(b"1\ta\n\xff\n").contains("line 2: the name is not UTF-8"));
         assert_eq!(
             parse_table(b"1\ta\n1\tb\n").unwrap_err(),
             ElfNamesError::DuplicateId { line: 2, id: 1 }
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn odd_names_from_the_runtime_read_back() {
+        use crate::xray::names::{set_function_name, write_names_elf};
+        use flightrec_core::fdr::FunctionId;
+        // Ids far from those `function_id` hands out in other tests.
+        let odd = [
+            (20_001, "two\nlines"),
+            (20_002, ""),
+            (20_003, "tab\there"),
+            (20_004, "quote \" and nul \0"),
+        ];
+        for (id, name) in odd {
+            assert!(set_function_name(FunctionId::new(id).unwrap(), name));
+        }
+        let mut elf = Vec::new();
+        assert!(write_names_elf(&mut elf, 20_004));
+        let names = read_elf_names(&elf).unwrap();
+        assert_eq!(names[&20_001], "two\nlines");
+        assert_eq!(names.get(&20_002), None);
+        assert_eq!(names[&20_003], "tab\there");
+        // The runtime writes `"` as `'` and NUL as `_`.
+        assert_eq!(names[&20_004], "quote ' and nul _");
     }
 
     #[cfg(unix)]
@@ -202,6 +238,16 @@ mod tests {
                 bad[at] ^= bit;
                 let _ = read_elf_names(&bad);
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes after an ELF64 identification: names or an error, no panic.
+        #[test]
+        fn arbitrary_elf_bodies_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1024)) {
+            let mut bytes = b"\x7fELF\x02\x01\x01\x00".to_vec();
+            bytes.extend_from_slice(&body);
+            let _ = read_elf_names(&bytes);
         }
     }
 }

@@ -95,16 +95,18 @@ impl Progress {
     pub fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut file = File::open(path)?;
         let len = file.metadata()?.len();
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        self.start(Some(len));
-        if self.visible {
-            self.bar.set_message("reading");
+        let mut bytes = Vec::new();
+        if !self.visible || len < LONG_INPUT {
+            // No bar: one read of the whole file, as `std::fs::read` does.
+            file.read_to_end(&mut bytes)?;
+            return Ok(bytes);
         }
+        bytes.reserve_exact(usize::try_from(len).unwrap_or(0));
+        self.start(Some(len));
+        self.bar.set_message("reading");
         // In chunks straight into the result, so the bar moves between them.
         while (&mut file).take(READ_CHUNK).read_to_end(&mut bytes)? > 0 {
-            if self.visible {
-                self.bar.set_position(bytes.len() as u64);
-            }
+            self.bar.set_position(bytes.len() as u64);
         }
         Ok(bytes)
     }
