@@ -42,10 +42,8 @@ ENFORCED=(
   std-shell/src/trace2/signal.rs
   std-shell/src/trace2/stats.rs
   std-shell/src/trace2/tls.rs
-  std-shell/src/xray/config.rs
-  std-shell/src/xray/mod.rs
-  std-shell/src/xray/record.rs
-  std-shell/src/xray/runtime.rs
+  std-shell/src/trace2_render.rs
+  std-shell/src/xray/
 )
 
 command -v python3 >/dev/null 2>&1 || {
