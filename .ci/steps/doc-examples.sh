@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rustdoc examples: lists every public item of core/src and std-shell/src whose doc
-# comment has no runnable example that asserts something, then builds the core's docs
-# with warnings denied (broken links included).
+# comment has no runnable example that asserts something, then builds the docs of the
+# core and the std shell with warnings denied (broken links included).
 #
 # Public items: `pub` functions, methods, types, traits, constants and statics, the
 # items of public traits, and structs made by a macro of the same file. Items under
@@ -346,4 +346,4 @@ PY
 [ "${DOC_EXAMPLES_LIST_ONLY:-}" = 1 ] && exit 0
 
 # The examples themselves run with the workspace tests (`cargo test --workspace`).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec
