@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rustdoc examples: lists every public item of core/src and std-shell/src whose doc
-# comment has no runnable example that asserts something, then builds the core's docs
-# with warnings denied (broken links included).
+# comment has no runnable example that asserts something, then builds the docs of the
+# core and the std shell with warnings denied (broken links included).
 #
 # Public items: `pub` functions, methods, types, traits, constants and statics, the
 # items of public traits, and structs made by a macro of the same file. Items under
@@ -29,6 +29,11 @@ ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
   core/src/fdr/
+  core/src/trace2/mod.rs
+  core/src/trace2/process.rs
+  core/src/trace2/redact.rs
+  core/src/trace2/stats.rs
+  core/src/trace2/thread.rs
   std-shell/src/lib.rs
   std-shell/src/trace2/ancestry.rs
   std-shell/src/trace2/api.rs
@@ -42,10 +47,8 @@ ENFORCED=(
   std-shell/src/trace2/signal.rs
   std-shell/src/trace2/stats.rs
   std-shell/src/trace2/tls.rs
-  std-shell/src/xray/config.rs
-  std-shell/src/xray/mod.rs
-  std-shell/src/xray/record.rs
-  std-shell/src/xray/runtime.rs
+  std-shell/src/trace2_render.rs
+  std-shell/src/xray/
 )
 
 command -v python3 >/dev/null 2>&1 || {
@@ -343,4 +346,4 @@ PY
 [ "${DOC_EXAMPLES_LIST_ONLY:-}" = 1 ] && exit 0
 
 # The examples themselves run with the workspace tests (`cargo test --workspace`).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec

@@ -42,6 +42,22 @@ pub struct RenderOptions {
 impl RenderOptions {
     /// Output in `target`'s format, UTC, with no extra nesting filter for the
     /// event target (the input was already filtered by git).
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2_render::{render, RenderOptions};
+    /// let mut opts = RenderOptions::new(Target::Normal, false);
+    /// assert_eq!((opts.format.brief, opts.format.event_nesting, opts.utc_offset_secs), (false, u32::MAX, 0));
+    /// let input = br#"{"event":"cmd_mode","sid":"S","thread":"main","time":"2023-11-14T22:13:20.123456Z","file":"git.c","line":480,"name":"write"}"#;
+    /// let mut out = Vec::new();
+    /// render(&input[..], &mut out, std::io::sink(), &opts)?;
+    /// assert_eq!(out, b"22:13:20.123456 git.c:480                         cmd_mode write\n");
+    /// opts.utc_offset_secs = 3600; // local time one hour east of UTC
+    /// out.clear();
+    /// render(&input[..], &mut out, std::io::sink(), &opts)?;
+    /// assert!(out.starts_with(b"23:13:20.123456 git.c:480 "));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(target: Target, brief: bool) -> Self {
         RenderOptions {
             format: Format {
@@ -54,7 +70,7 @@ impl RenderOptions {
     }
 }
 
-/// What a conversion did.
+/// What a conversion did. Example on [`render`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RenderReport {
     /// Input lines read.
@@ -69,6 +85,23 @@ pub struct RenderReport {
 /// and reports every line it cannot convert on `diag` as `line N: reason`.
 ///
 /// Only I/O errors abort; a bad line is reported and skipped.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2_render::{render, RenderOptions, RenderReport};
+/// let input = concat!(
+///     r#"{"event":"version","sid":"S","thread":"main","evt":"4","exe":"2.47.3"}"#, "\n",
+///     "not json\n",
+///     "\n",
+///     r#"{"event":"cmd_name","sid":"S","thread":"main","name":"status","hierarchy":"status"}"#, "\n",
+/// );
+/// let (mut out, mut diag) = (Vec::new(), Vec::new());
+/// let report: RenderReport = render(input.as_bytes(), &mut out, &mut diag, &RenderOptions::new(Target::Normal, true))?;
+/// assert_eq!(out, b"version 2.47.3\ncmd_name status (status)\n");
+/// assert_eq!((report.lines, report.events, report.skipped), (4, 2, vec![2]));
+/// assert!(String::from_utf8_lossy(&diag).starts_with("line 2: "));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn render<R: BufRead, W: Write, D: Write>(
     mut input: R,
     mut output: W,

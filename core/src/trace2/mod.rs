@@ -52,6 +52,20 @@ pub use thread::{RegionError, RegionStack, ThreadName, ThreadState, MAX_THREAD_N
 pub use time::{civil_from_days, days_from_civil, write_sid_timestamp, Civil, WallTime};
 
 /// One of git's three Trace2 targets.
+///
+/// ```
+/// use flightrec_core::trace2::{Event, Format, LineCtx, Target};
+/// let ctx = LineCtx::new(b"sid", b"main");
+/// let ev = Event::CmdMode { mode: b"write" };
+/// let mut buf = [0u8; 256];
+/// let mut line = |target| {
+///     let n = Format::new(target, true).write_line(&ctx, &ev, &mut buf).unwrap();
+///     String::from_utf8(buf[..n].to_vec()).unwrap()
+/// };
+/// assert_eq!(line(Target::Normal), "cmd_mode write\n");
+/// assert!(line(Target::Perf).ends_with("| cmd_mode     |     |           |           |              | write\n"));
+/// assert_eq!(line(Target::Event), "{\"event\":\"cmd_mode\",\"sid\":\"sid\",\"thread\":\"main\",\"name\":\"write\"}\n");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Target {
@@ -85,7 +99,7 @@ pub struct Format {
 }
 
 impl Format {
-    /// A format with git's default nesting filter (2).
+    /// A format with git's default nesting filter (2). Example on [`Format`].
     pub const fn new(target: Target, brief: bool) -> Self {
         Format {
             target,
@@ -96,7 +110,8 @@ impl Format {
 
     /// Writes `ev` as one line of this format into `out` and returns its length;
     /// `Ok(0)` when the target writes nothing for the event. On
-    /// [`BufferTooSmall`] the content of `out` is unspecified.
+    /// [`BufferTooSmall`] the content of `out` is unspecified. Example on
+    /// [`Format`].
     #[inline]
     pub fn write_line(
         &self,

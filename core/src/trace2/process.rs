@@ -19,12 +19,13 @@ pub struct ProcessClock {
 }
 
 impl ProcessClock {
-    /// A process that started at monotonic time `start` (µs).
+    /// A process that started at monotonic time `start` (µs). Example on
+    /// [`ProcessClock`].
     pub const fn new(start: Micros) -> Self {
         ProcessClock { start }
     }
 
-    /// `t_abs` at monotonic time `now` (µs).
+    /// `t_abs` at monotonic time `now` (µs). Example on [`ProcessClock`].
     #[inline]
     pub fn t_abs(&self, now: Micros) -> Micros {
         now.saturating_sub(self.start)
@@ -49,12 +50,13 @@ pub struct IdCounter {
 }
 
 impl IdCounter {
-    /// No id handed out yet.
+    /// No id handed out yet. Example on [`IdCounter`].
     pub const fn new() -> Self {
         IdCounter { last: 0 }
     }
 
-    /// The next id (saturates at `u32::MAX` instead of wrapping to 0).
+    /// The next id (saturates at `u32::MAX` instead of wrapping to 0). Example
+    /// on [`IdCounter`].
     pub fn next_id(&mut self) -> u32 {
         self.last = self.last.saturating_add(1);
         self.last

@@ -15,6 +15,13 @@
 use super::line::{BufferTooSmall, LineBuf};
 
 /// The text that replaces a password.
+///
+/// ```
+/// use flightrec_core::trace2::redact::{redact_url, REDACTED};
+/// let mut buf = [0u8; 64];
+/// let n = redact_url(b"https://u:hunter2@host/").unwrap().write_into(&mut buf).unwrap();
+/// assert_eq!(&buf[..n], [&b"https://u:"[..], REDACTED, b"@host/"].concat());
+/// ```
 pub const REDACTED: &[u8] = b"<REDACTED>";
 
 /// A redacted argument: `head` + [`REDACTED`] + `tail`, both spans borrowed
@@ -37,7 +44,7 @@ pub struct Redacted<'a> {
 }
 
 impl Redacted<'_> {
-    /// Length of the redacted text.
+    /// Length of the redacted text. Example on [`Redacted`].
     #[allow(clippy::len_without_is_empty)] // never empty: it always holds REDACTED
     pub fn len(&self) -> usize {
         self.head.len() + REDACTED.len() + self.tail.len()

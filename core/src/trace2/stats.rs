@@ -34,6 +34,20 @@ pub struct StatDef {
 }
 
 /// Accumulated intervals of one timer, in nanoseconds.
+///
+/// ```
+/// use flightrec_core::trace2::{Event, StatDef, TimerStats};
+/// let mut main = TimerStats::default();
+/// main.record(300);
+/// main.record(100);
+/// let mut worker = TimerStats::default();
+/// worker.record(500);
+/// main.merge(&worker);
+/// assert_eq!((main.intervals, main.total_ns, main.min_ns, main.max_ns), (3, 900, 100, 500));
+/// const DEF: StatDef = StatDef { category: b"test", name: b"t", per_thread: false };
+/// let ev = main.event(&DEF, false);
+/// assert!(matches!(ev, Event::Timer { intervals: 3, total_ns: 900, per_thread: false, .. }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TimerStats {
@@ -48,7 +62,7 @@ pub struct TimerStats {
 }
 
 impl TimerStats {
-    /// Adds one interval.
+    /// Adds one interval. Example on [`TimerStats`].
     pub fn record(&mut self, ns: u64) {
         self.min_ns = if self.intervals == 0 {
             ns
@@ -61,7 +75,7 @@ impl TimerStats {
     }
 
     /// Merges another thread's statistics: totals and counts summed, min of
-    /// mins, max of maxes.
+    /// mins, max of maxes. Example on [`TimerStats`].
     pub fn merge(&mut self, other: &TimerStats) {
         if other.intervals == 0 {
             return;
@@ -76,7 +90,8 @@ impl TimerStats {
         self.intervals = self.intervals.saturating_add(other.intervals);
     }
 
-    /// The `timer`/`th_timer` event for these statistics.
+    /// The `timer`/`th_timer` event for these statistics. Example on
+    /// [`TimerStats`].
     pub fn event(&self, def: &StatDef, per_thread: bool) -> Event<'static> {
         Event::Timer {
             per_thread,
@@ -118,7 +133,7 @@ impl<const T: usize> Default for ThreadTimers<T> {
 }
 
 impl<const T: usize> ThreadTimers<T> {
-    /// No intervals yet.
+    /// No intervals yet. Example on [`ThreadTimers`].
     pub const fn new() -> Self {
         ThreadTimers {
             stats: [TimerStats {
@@ -132,7 +147,8 @@ impl<const T: usize> ThreadTimers<T> {
         }
     }
 
-    /// Starts timer `id` at `now_ns` (ignored for an unknown id).
+    /// Starts timer `id` at `now_ns` (ignored for an unknown id). Example on
+    /// [`ThreadTimers`].
     pub fn start(&mut self, id: usize, now_ns: u64) {
         let (Some(depth), Some(started)) =
             (self.recursion.get_mut(id), self.started_ns.get_mut(id))
@@ -146,7 +162,7 @@ impl<const T: usize> ThreadTimers<T> {
     }
 
     /// Stops timer `id` at `now_ns`; the outermost stop records an interval.
-    /// A stop without a start is ignored.
+    /// A stop without a start is ignored. Example on [`ThreadTimers`].
     pub fn stop(&mut self, id: usize, now_ns: u64) {
         let (Some(depth), Some(&started), Some(stats)) = (
             self.recursion.get_mut(id),
@@ -165,13 +181,35 @@ impl<const T: usize> ThreadTimers<T> {
         }
     }
 
-    /// Statistics of timer `id`.
+    /// Statistics of timer `id`. Example on [`ThreadTimers`].
     pub fn stats(&self, id: usize) -> Option<&TimerStats> {
         self.stats.get(id)
     }
 
     /// The `th_timer` events this thread reports at its exit: per-thread timers
     /// with at least one interval, in id order.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{Event, StatDef, ThreadTimers};
+    /// const DEFS: [StatDef; 3] = [
+    ///     StatDef { category: b"test", name: b"process_only", per_thread: false },
+    ///     StatDef { category: b"test", name: b"unused", per_thread: true },
+    ///     StatDef { category: b"test", name: b"per_thread", per_thread: true },
+    /// ];
+    /// let mut t = ThreadTimers::<3>::new();
+    /// for id in [0, 2] {
+    ///     t.start(id, 0);
+    ///     t.stop(id, 10);
+    /// }
+    /// let names: Vec<&[u8]> = t
+    ///     .thread_events(&DEFS)
+    ///     .map(|ev| match ev {
+    ///         Event::Timer { name, per_thread: true, .. } => name,
+    ///         _ => unreachable!(),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(names, [b"per_thread"]);
+    /// ```
     pub fn thread_events<'d>(
         &'d self,
         defs: &'d [StatDef],
@@ -205,25 +243,44 @@ impl<const C: usize> Default for ThreadCounters<C> {
 }
 
 impl<const C: usize> ThreadCounters<C> {
-    /// All zero.
+    /// All zero. Example on [`ThreadCounters`].
     pub const fn new() -> Self {
         ThreadCounters { values: [0; C] }
     }
 
     /// Adds `v` to counter `id` (wrapping like git's `uint64_t`; unknown ids ignored).
+    /// Example on [`ThreadCounters`].
     pub fn add(&mut self, id: usize, v: u64) {
         if let Some(x) = self.values.get_mut(id) {
             *x = x.wrapping_add(v);
         }
     }
 
-    /// Value of counter `id`.
+    /// Value of counter `id`. Example on [`ThreadCounters`].
     pub fn value(&self, id: usize) -> Option<u64> {
         self.values.get(id).copied()
     }
 
     /// The `th_counter` events this thread reports at its exit: per-thread
     /// counters with a non-zero value, in id order.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{Event, StatDef, ThreadCounters};
+    /// const DEFS: [StatDef; 2] = [
+    ///     StatDef { category: b"test", name: b"zero", per_thread: true },
+    ///     StatDef { category: b"test", name: b"five", per_thread: true },
+    /// ];
+    /// let mut c = ThreadCounters::<2>::new();
+    /// c.add(1, 5);
+    /// let reported: Vec<(&[u8], u64)> = c
+    ///     .thread_events(&DEFS)
+    ///     .map(|ev| match ev {
+    ///         Event::Counter { per_thread: true, name, value, .. } => (name, value),
+    ///         _ => unreachable!(),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(reported, [(&b"five"[..], 5)]);
+    /// ```
     pub fn thread_events<'d>(
         &'d self,
         defs: &'d [StatDef],
@@ -273,7 +330,7 @@ impl<const T: usize, const C: usize> Default for ProcessStats<T, C> {
 }
 
 impl<const T: usize, const C: usize> ProcessStats<T, C> {
-    /// Empty totals.
+    /// Empty totals. Example on [`ProcessStats`].
     pub const fn new() -> Self {
         ProcessStats {
             timers: [TimerStats {
@@ -286,7 +343,7 @@ impl<const T: usize, const C: usize> ProcessStats<T, C> {
         }
     }
 
-    /// Adds one thread's timers and counters.
+    /// Adds one thread's timers and counters. Example on [`ProcessStats`].
     pub fn merge_thread(&mut self, timers: &ThreadTimers<T>, counters: &ThreadCounters<C>) {
         for (total, t) in self.timers.iter_mut().zip(timers.stats.iter()) {
             total.merge(t);
@@ -297,16 +354,31 @@ impl<const T: usize, const C: usize> ProcessStats<T, C> {
     }
 
     /// Total of timer `id`.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{ProcessStats, ThreadCounters, ThreadTimers};
+    /// let mut total = ProcessStats::<1, 0>::new();
+    /// for length in [200, 50] {
+    ///     let mut t = ThreadTimers::<1>::new();
+    ///     t.start(0, 1_000);
+    ///     t.stop(0, 1_000 + length);
+    ///     total.merge_thread(&t, &ThreadCounters::new());
+    /// }
+    /// let timer = total.timer(0).unwrap();
+    /// assert_eq!((timer.intervals, timer.total_ns, timer.min_ns, timer.max_ns), (2, 250, 50, 200));
+    /// assert!(total.timer(1).is_none());
+    /// ```
     pub fn timer(&self, id: usize) -> Option<&TimerStats> {
         self.timers.get(id)
     }
 
-    /// Total of counter `id`.
+    /// Total of counter `id`. Example on [`ProcessStats`].
     pub fn counter(&self, id: usize) -> Option<u64> {
         self.counters.get(id).copied()
     }
 
     /// The `timer` events of `atexit`: timers with intervals, in id order.
+    /// Example on [`ProcessStats`].
     pub fn timer_events<'d>(
         &'d self,
         defs: &'d [StatDef],
@@ -318,6 +390,27 @@ impl<const T: usize, const C: usize> ProcessStats<T, C> {
     }
 
     /// The `counter` events of `atexit`: non-zero counters, in id order.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{Event, ProcessStats, StatDef, ThreadCounters, ThreadTimers};
+    /// const DEFS: [StatDef; 2] = [
+    ///     StatDef { category: b"test", name: b"never", per_thread: false },
+    ///     StatDef { category: b"test", name: b"seen", per_thread: true },
+    /// ];
+    /// let mut c = ThreadCounters::<2>::new();
+    /// c.add(1, 7);
+    /// let mut total = ProcessStats::<0, 2>::new();
+    /// total.merge_thread(&ThreadTimers::new(), &c);
+    /// total.merge_thread(&ThreadTimers::new(), &c);
+    /// let reported: Vec<(&[u8], u64)> = total
+    ///     .counter_events(&DEFS)
+    ///     .map(|ev| match ev {
+    ///         Event::Counter { per_thread: false, name, value, .. } => (name, value),
+    ///         _ => unreachable!(),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(reported, [(&b"seen"[..], 14)]);
+    /// ```
     pub fn counter_events<'d>(
         &'d self,
         defs: &'d [StatDef],

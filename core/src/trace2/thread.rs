@@ -5,6 +5,13 @@ use super::event::Micros;
 use super::line::{dec_u64, LineBuf};
 
 /// Longest thread name git prints (`TR2_MAX_THREAD_NAME`).
+///
+/// ```
+/// use flightrec_core::trace2::{ThreadName, MAX_THREAD_NAME};
+/// let name = ThreadName::worker(1, b"a base name far longer than git keeps");
+/// assert_eq!(name.as_bytes().len(), MAX_THREAD_NAME);
+/// assert_eq!(name.as_bytes(), b"th01:a base name far lon");
+/// ```
 pub const MAX_THREAD_NAME: usize = 24;
 
 /// A thread name: `main`, or `th%02d:<base>` cut to 24 bytes.
@@ -25,7 +32,7 @@ pub struct ThreadName {
 }
 
 impl ThreadName {
-    /// The main thread's name.
+    /// The main thread's name. Example on [`ThreadName`].
     pub const fn main() -> Self {
         let mut bytes = [0u8; MAX_THREAD_NAME];
         bytes[0] = b'm';
@@ -37,6 +44,7 @@ impl ThreadName {
 
     /// The name of thread `id` started with `base`: `th%02d:<base>`, truncated
     /// to [`MAX_THREAD_NAME`] bytes (possibly inside a UTF-8 sequence, like git).
+    /// Example on [`ThreadName`].
     pub fn worker(id: u32, base: &[u8]) -> Self {
         let mut bytes = [0u8; MAX_THREAD_NAME];
         let mut tmp = [0u8; 20];
@@ -55,13 +63,21 @@ impl ThreadName {
         ThreadName { bytes, len }
     }
 
-    /// The name's bytes.
+    /// The name's bytes. Example on [`ThreadName`].
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
 }
 
 /// Reason a region could not be left.
+///
+/// ```
+/// use flightrec_core::trace2::{RegionError, RegionStack};
+/// let mut s = RegionStack::<4>::new(0);
+/// assert_eq!(s.leave(5), Ok(5)); // the base level may be left once
+/// assert_eq!(s.leave(6), Err(RegionError::NoOpenRegion));
+/// assert_eq!(RegionError::NoOpenRegion.to_string(), "no open regions in thread");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RegionError {
@@ -104,7 +120,8 @@ pub struct RegionStack<const N: usize> {
 }
 
 impl<const N: usize> RegionStack<N> {
-    /// A stack whose base level started at `start` (the thread/process start).
+    /// A stack whose base level started at `start` (the thread/process start). Example on
+    /// [`RegionStack`].
     pub const fn new(start: Micros) -> Self {
         let mut starts = [0; N];
         if N > 0 {
@@ -113,13 +130,26 @@ impl<const N: usize> RegionStack<N> {
         RegionStack { starts, depth: 1 }
     }
 
-    /// Open levels (`nr_open_regions`), base level included.
+    /// Open levels (`nr_open_regions`), base level included. Example on
+    /// [`RegionStack`].
     #[inline]
     pub fn nesting(&self) -> u32 {
         self.depth
     }
 
     /// Whether levels beyond the `N` slots are open (their times are not stored).
+    ///
+    /// ```
+    /// use flightrec_core::trace2::RegionStack;
+    /// let mut s = RegionStack::<2>::new(0); // the base level and one region
+    /// s.enter(10);
+    /// assert!(!s.is_overflowed());
+    /// s.enter(20); // a third level: counted, its start not stored
+    /// assert!(s.is_overflowed());
+    /// assert_eq!((s.nesting(), s.t_rel(25)), (3, 15)); // measured from the second level
+    /// assert_eq!(s.leave(30), Ok(20));
+    /// assert!(!s.is_overflowed());
+    /// ```
     #[inline]
     pub fn is_overflowed(&self) -> bool {
         self.depth as usize > N
@@ -133,13 +163,14 @@ impl<const N: usize> RegionStack<N> {
     }
 
     /// Time since the innermost open level started (0 when none is open), for
-    /// `data` and `region_leave`.
+    /// `data` and `region_leave`. Example on [`RegionStack`].
     #[inline]
     pub fn t_rel(&self, now: Micros) -> Micros {
         self.innermost_start().map_or(0, |s| now.saturating_sub(s))
     }
 
-    /// Opens a level that starts at `now`.
+    /// Opens a level that starts at `now`. Example on
+    /// [`RegionStack`].
     #[inline]
     pub fn enter(&mut self, now: Micros) {
         if let Some(slot) = self.starts.get_mut(self.depth as usize) {
@@ -150,7 +181,8 @@ impl<const N: usize> RegionStack<N> {
 
     /// Closes the innermost level and returns its `t_rel`. Leaving the base
     /// level is allowed once (nesting becomes 0, as in git); leaving again is
-    /// [`RegionError::NoOpenRegion`] and changes nothing.
+    /// [`RegionError::NoOpenRegion`] and changes nothing. Example on
+    /// [`RegionStack`].
     #[inline]
     pub fn leave(&mut self, now: Micros) -> Result<Micros, RegionError> {
         if self.depth == 0 {
@@ -163,6 +195,15 @@ impl<const N: usize> RegionStack<N> {
 
     /// Closes every level above the base (git does this silently at `atexit`
     /// and `thread_exit`), without events.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::RegionStack;
+    /// let mut s = RegionStack::<8>::new(0);
+    /// s.enter(1);
+    /// s.enter(2);
+    /// s.unwind();
+    /// assert_eq!(s.nesting(), 1);
+    /// ```
     pub fn unwind(&mut self) {
         self.depth = self.depth.min(1);
     }
@@ -189,7 +230,7 @@ pub struct ThreadState<const N: usize> {
 }
 
 impl<const N: usize> ThreadState<N> {
-    /// A thread started at `start`.
+    /// A thread started at `start`. Example on [`ThreadState`].
     pub const fn new(name: ThreadName, start: Micros) -> Self {
         ThreadState {
             name,
@@ -199,11 +240,20 @@ impl<const N: usize> ThreadState<N> {
     }
 
     /// Current nesting (for events formatted now).
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{ThreadName, ThreadState};
+    /// let mut t = ThreadState::<8>::new(ThreadName::main(), 0);
+    /// assert_eq!(t.nesting(), 1);
+    /// t.region_enter(5);
+    /// assert_eq!(t.nesting(), 2);
+    /// ```
     pub fn nesting(&self) -> u32 {
         self.regions.nesting()
     }
 
     /// Enters a region at `now`; returns the nesting to format `region_enter` at.
+    /// Example on [`ThreadState`].
     pub fn region_enter(&mut self, now: Micros) -> u32 {
         let nesting = self.regions.nesting();
         self.regions.enter(now);
@@ -211,18 +261,27 @@ impl<const N: usize> ThreadState<N> {
     }
 
     /// Leaves a region at `now`; returns its `t_rel` and the nesting to format
-    /// `region_leave` at.
+    /// `region_leave` at. Example on [`ThreadState`].
     pub fn region_leave(&mut self, now: Micros) -> Result<(Micros, u32), RegionError> {
         let t = self.regions.leave(now)?;
         Ok((t, self.regions.nesting()))
     }
 
-    /// `t_rel` for a `data`/`data_json` event at `now`.
+    /// `t_rel` for a `data`/`data_json` event at `now`: the time since the
+    /// innermost open region (or the thread) started.
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{ThreadName, ThreadState};
+    /// let mut t = ThreadState::<8>::new(ThreadName::main(), 100);
+    /// assert_eq!(t.data_t_rel(130), 30);
+    /// t.region_enter(140);
+    /// assert_eq!(t.data_t_rel(150), 10);
+    /// ```
     pub fn data_t_rel(&self, now: Micros) -> Micros {
         self.regions.t_rel(now)
     }
 
-    /// Thread run time at `now` (for `thread_exit`).
+    /// Thread run time at `now` (for `thread_exit`). Example on [`ThreadState`].
     pub fn run_time(&self, now: Micros) -> Micros {
         now.saturating_sub(self.start)
     }

@@ -9,6 +9,14 @@
 //!
 //! ```
 //! fn main() {
+//!     # let dir = tempfile::tempdir().unwrap();
+//!     # std::env::set_var("HOME", dir.path()); // no global git config
+//!     # std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
+//!     # let perf = dir.path().join("perf");
+//!     # std::env::set_var("GIT_TRACE2_PERF", &perf);
+//!     # std::env::set_var("GIT_TRACE2_PERF_BRIEF", "1");
+//!     # {
+//!     // With GIT_TRACE2_PERF=<file> and GIT_TRACE2_PERF_BRIEF=1:
 //!     let _t2 = flightrec::trace2::init(); // version, start, cmd_ancestry
 //!     flightrec::trace2::cmd_name("refresh");
 //!     {
@@ -16,6 +24,13 @@
 //!         flightrec::data!("index", "entries", "{}", 1024);
 //!     }
 //!     flightrec::printf!("done after {} passes", 2);
+//!     # }
+//!     # let text = std::fs::read_to_string(&perf).unwrap();
+//!     # let details: Vec<&str> = text.lines().map(|l| l.rsplit(" | ").next().unwrap()).collect();
+//!     # assert_eq!(details[details.len() - 7..], [
+//!     #     "refresh (refresh)", "label:refresh", "..entries:1024", "label:refresh",
+//!     #     "done after 2 passes", "code:0", "code:0",
+//!     # ]);
 //! } // exit and atexit
 //! ```
 //!

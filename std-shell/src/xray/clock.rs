@@ -37,6 +37,16 @@ use std::time::Duration;
 use flightrec_core::clock::Timestamp;
 
 /// Where a frequency came from.
+///
+/// ```
+/// use flightrec::xray::clock::{measure_frequency, FrequencySource};
+/// let source = measure_frequency().source;
+/// if cfg!(target_arch = "x86_64") {
+///     assert_ne!(source, FrequencySource::MonotonicNanos); // the TSC's rate
+/// } else {
+///     assert_eq!(source, FrequencySource::MonotonicNanos);
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrequencySource {
     /// `/sys/devices/system/cpu/cpu0/tsc_freq_khz`.
@@ -49,7 +59,7 @@ pub enum FrequencySource {
     MonotonicNanos,
 }
 
-/// The clock rate written in the file header.
+/// The clock rate written in the file header. Example on [`measure_frequency`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Frequency {
     /// Ticks per second; never zero.
@@ -59,9 +69,29 @@ pub struct Frequency {
 }
 
 /// How long calibration counts ticks.
+///
+/// ```
+/// # #[cfg(target_arch = "x86_64")]
+/// # {
+/// use flightrec::xray::clock::{calibrate, CALIBRATION_WINDOW};
+/// let t = std::time::Instant::now();
+/// calibrate(CALIBRATION_WINDOW);
+/// assert!(t.elapsed() >= CALIBRATION_WINDOW);
+/// # }
+/// ```
 pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(20);
 
 /// Whether CPU ids are recorded (x86_64: `rdtscp` instead of `rdtsc`).
+///
+/// ```
+/// use flightrec::xray::clock::{has_rdtscp, now, select_cpu_ids, CpuIds};
+/// assert!(!select_cpu_ids(CpuIds::Never));
+/// assert_eq!(now().cpu, 0); // `rdtsc`: no CPU id
+/// assert_eq!(select_cpu_ids(CpuIds::Always), has_rdtscp());
+/// if !has_rdtscp() {
+///     assert!(!select_cpu_ids(CpuIds::Auto)); // `Auto` needs the instruction too
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuIds {
     /// `rdtscp` when the CPU has it and it is cheap (see the module docs).
@@ -76,6 +106,8 @@ pub enum CpuIds {
 static USE_RDTSCP: AtomicBool = AtomicBool::new(false);
 
 /// Chooses how [`now`] reads the clock; returns whether CPU ids are recorded.
+/// [`init`](super::init) calls it with the configured [`CpuIds`]. Example on
+/// [`CpuIds`].
 pub fn select_cpu_ids(choice: CpuIds) -> bool {
     let on = match choice {
         CpuIds::Never => false,
@@ -86,7 +118,8 @@ pub fn select_cpu_ids(choice: CpuIds) -> bool {
     on
 }
 
-/// Whether the CPU has `rdtscp` (CPUID 0x8000_0001, EDX bit 27).
+/// Whether the CPU has `rdtscp` (CPUID 0x8000_0001, EDX bit 27); `false` off
+/// x86_64. Example on [`CpuIds`].
 pub fn has_rdtscp() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -185,6 +218,18 @@ fn monotonic_nanos() -> u64 {
 }
 
 /// Finds the rate of [`now`] (see the module docs for the order of sources).
+///
+/// ```
+/// use flightrec::xray::clock::{measure_frequency, now, Frequency};
+/// use std::time::{Duration, Instant};
+/// let f: Frequency = measure_frequency();
+/// // Ticks of `now` over a sleep, divided by the rate, give the time that passed.
+/// let (t0, a) = (Instant::now(), now().tsc);
+/// std::thread::sleep(Duration::from_millis(30));
+/// let (b, real) = (now().tsc, t0.elapsed().as_secs_f64());
+/// let measured = (b - a) as f64 / f.hz.get() as f64;
+/// assert!((measured - real).abs() < 0.2 * real, "{measured} s by the clock, {real} s passed");
+/// ```
 pub fn measure_frequency() -> Frequency {
     #[cfg(target_arch = "x86_64")]
     {
@@ -241,6 +286,18 @@ fn cpuid_hz() -> Option<u64> {
 }
 
 /// Counts TSC ticks over `window` of `CLOCK_MONOTONIC`. Never returns less than 1.
+/// Only on x86_64.
+///
+/// ```
+/// # #[cfg(target_arch = "x86_64")]
+/// # {
+/// use flightrec::xray::clock::calibrate;
+/// use std::time::Duration;
+/// let a = calibrate(Duration::from_millis(10)).get() as f64;
+/// let b = calibrate(Duration::from_millis(20)).get() as f64;
+/// assert!((a - b).abs() < 0.05 * b, "{a} Hz against {b} Hz");
+/// # }
+/// ```
 #[cfg(target_arch = "x86_64")]
 pub fn calibrate(window: Duration) -> NonZeroU64 {
     use std::time::Instant;

@@ -22,6 +22,14 @@ use std::sync::Mutex;
 use flightrec_core::fdr::FunctionId;
 
 /// The highest id that can carry a name.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::names::{function_name, set_function_name, MAX_NAMED_ID};
+/// assert!(set_function_name(FunctionId::new(MAX_NAMED_ID).unwrap(), "last"));
+/// assert!(!set_function_name(FunctionId::new(MAX_NAMED_ID + 1).unwrap(), "too far"));
+/// assert_eq!(function_name(MAX_NAMED_ID + 1), None);
+/// ```
 pub const MAX_NAMED_ID: u32 = (1 << 20) - 1;
 
 const CHUNK: usize = 256;
@@ -40,6 +48,14 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 static WRITER: Mutex<()> = Mutex::new(());
 
 /// The name of `id`, if it has one. Lock-free; safe in a signal handler.
+///
+/// ```
+/// use flightrec::xray::names::{function_id, function_name};
+/// let id = function_id("load_index");
+/// assert_eq!(function_name(id.get()), Some("load_index"));
+/// assert_eq!(function_name(id.get() + 1), None); // not handed out yet
+/// assert_eq!(function_name(0), None); // 0 is never a function id
+/// ```
 pub fn function_name(id: u32) -> Option<&'static str> {
     if id == 0 || id > MAX_NAMED_ID {
         return None;
@@ -60,7 +76,16 @@ pub fn function_name(id: u32) -> Option<&'static str> {
     Some(unsafe { *entry })
 }
 
-/// The highest id that has a name, 0 if none.
+/// The highest id that has a name, 0 if none: what the names file covers.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::names::{max_named_id, set_function_name};
+/// assert_eq!(max_named_id(), 0);
+/// set_function_name(FunctionId::new(500).unwrap(), "chosen");
+/// set_function_name(FunctionId::new(20).unwrap(), "lower");
+/// assert_eq!(max_named_id(), 500);
+/// ```
 pub fn max_named_id() -> u32 {
     MAX_ID.load(Ordering::Acquire)
 }
@@ -87,6 +112,15 @@ fn store(id: u32, name: &'static str) {
 /// handed out or named yet.
 ///
 /// Past [`MAX_NAMED_ID`] the id is still new but has no name.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::names::{function_id, set_function_name};
+/// assert!(set_function_name(FunctionId::new(2).unwrap(), "chosen by the program"));
+/// assert_eq!(function_id("a").get(), 1);
+/// assert_eq!(function_id("b").get(), 3); // 2 is taken
+/// assert_eq!(function_id("a").get(), 4); // a new id for every call
+/// ```
 pub fn function_id(name: &'static str) -> FunctionId {
     let _w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let mut id = NEXT_ID.load(Ordering::Relaxed);
@@ -122,8 +156,35 @@ pub fn set_function_name(id: FunctionId, name: &str) -> bool {
 
 /// A byte sink that may fail; the names and trace writers use it so that the same
 /// code writes to memory, to a file, or to a raw descriptor from a signal handler.
+///
+/// ```
+/// use flightrec::xray::names::{function_id, write_names_elf, Sink};
+/// /// Keeps at most `limit` bytes, then refuses everything (like a full disk).
+/// struct Limited {
+///     bytes: Vec<u8>,
+///     limit: usize,
+///     failed: bool,
+/// }
+/// impl Sink for Limited {
+///     fn put(&mut self, bytes: &[u8]) -> bool {
+///         self.failed |= self.bytes.len() + bytes.len() > self.limit;
+///         if !self.failed {
+///             self.bytes.extend_from_slice(bytes);
+///         }
+///         !self.failed
+///     }
+/// }
+/// let id = function_id("work").get();
+/// let mut whole = Vec::new(); // `Vec<u8>` is a sink that never fails
+/// assert!(write_names_elf(&mut whole, id));
+/// let mut short = Limited { bytes: Vec::new(), limit: 100, failed: false };
+/// assert!(!write_names_elf(&mut short, id)); // the failure is reported
+/// assert_eq!(short.bytes, whole[..short.bytes.len()]);
+/// ```
 pub trait Sink {
-    /// Writes all of `bytes`; `false` if that failed (the writer then stops).
+    /// Writes all of `bytes`; `false` if that failed. The writer then returns
+    /// `false` too, but may call `put` again before it does, so a sink that
+    /// failed should keep failing. Example on [`Sink`].
     fn put(&mut self, bytes: &[u8]) -> bool;
 }
 
@@ -136,6 +197,29 @@ impl Sink for Vec<u8> {
 
 /// Base address (and file offset) of `.text`: function `id` is the byte at
 /// `TEXT_ADDR + id - 1`.
+///
+/// ```
+/// use flightrec::xray::names::{function_id, write_names_elf, TEXT_ADDR};
+/// function_id("one");
+/// let max = function_id("two").get();
+/// let mut elf = Vec::new();
+/// assert!(write_names_elf(&mut elf, max));
+/// // Find `.text` in the ELF64 section headers.
+/// let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+/// let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+/// let (shoff, shentsize, shnum) = (u64_at(0x28) as usize, u16_at(0x3a), u16_at(0x3c));
+/// let header = |i: usize| shoff + i * shentsize;
+/// let names_at = u64_at(header(u16_at(0x3e)) + 24) as usize; // .shstrtab's offset
+/// let text = (0..shnum)
+///     .map(header)
+///     .find(|&h| {
+///         let name = names_at + u32::from_le_bytes(elf[h..h + 4].try_into().unwrap()) as usize;
+///         elf[name..].starts_with(b".text\0")
+///     })
+///     .unwrap();
+/// let (addr, offset, size) = (u64_at(text + 16), u64_at(text + 24), u64_at(text + 32));
+/// assert_eq!((addr, offset, size), (TEXT_ADDR, TEXT_ADDR, u64::from(max)));
+/// ```
 pub const TEXT_ADDR: u64 = 64;
 const SLED: u64 = 32;
 const SYM: u64 = 24;

@@ -24,6 +24,18 @@
 use std::fmt;
 
 /// Why a flag string was refused.
+///
+/// ```
+/// use flightrec::xray::options::{parse_flags, split_flags, FdrFlags, FlagError};
+/// assert_eq!(
+///     split_flags("buffer_size", "XRAY_FDR_OPTIONS"),
+///     Err(FlagError::ExpectedEquals { source: "XRAY_FDR_OPTIONS".into(), near: "buffer_size".into() })
+/// );
+/// let err = split_flags("xray_logfile_base='/tmp/x", "XRAY_OPTIONS").unwrap_err();
+/// assert_eq!(err.to_string(), "unterminated string in XRAY_OPTIONS for flag 'xray_logfile_base'");
+/// let err = parse_flags("buffer_max=many", "XRAY_FDR_OPTIONS", &mut FdrFlags::default()).unwrap_err();
+/// assert!(matches!(err, FlagError::InvalidValue { ref flag, .. } if flag == "buffer_max"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FlagError {
     /// A flag name not followed by `=` (compiler-rt: "expected '=' in XRAY_OPTIONS").
@@ -78,9 +90,31 @@ impl fmt::Display for FlagError {
 impl std::error::Error for FlagError {}
 
 /// A set of flags a flag string can set.
+///
+/// ```
+/// use flightrec::xray::options::{parse_flags, FlagError, FlagSet};
+/// #[derive(Default)]
+/// struct Mine {
+///     depth: u32,
+/// }
+/// impl FlagSet for Mine {
+///     fn set(&mut self, name: &str, value: &str) -> Option<Result<(), &'static str>> {
+///         match name {
+///             "depth" => Some(value.parse().map(|v| self.depth = v).map_err(|_| "a depth")),
+///             _ => None,
+///         }
+///     }
+/// }
+/// let mut mine = Mine::default();
+/// assert_eq!(parse_flags("depth=3 color=red", "MY_OPTIONS", &mut mine), Ok(vec!["color".to_owned()]));
+/// assert_eq!(mine.depth, 3);
+/// let err = parse_flags("depth=-1", "MY_OPTIONS", &mut mine).unwrap_err();
+/// assert_eq!(err.to_string(), "invalid value '-1' for depth in MY_OPTIONS: expected a depth");
+/// ```
 pub trait FlagSet {
     /// Sets flag `name` from its textual `value`. Returns `None` when the name is not
     /// a flag of this set, `Some(Err(expected))` when the value is not valid for it.
+    /// Example on [`FlagSet`].
     fn set(&mut self, name: &str, value: &str) -> Option<Result<(), &'static str>>;
 }
 
@@ -141,6 +175,18 @@ pub fn split_flags<'s>(text: &'s str, source: &str) -> Result<Vec<(&'s str, &'s 
 }
 
 /// Parses `text` into `flags`; returns the names that are not flags of the set.
+/// A later occurrence of a flag overrides an earlier one; the first bad value
+/// stops parsing.
+///
+/// ```
+/// use flightrec::xray::options::{parse_flags, XRayFlags};
+/// let mut flags = XRayFlags::default();
+/// let unknown = parse_flags("verbosity=1 xray_mode=xray-fdr verbosity=2 colour=1", "XRAY_OPTIONS", &mut flags)?;
+/// assert_eq!(unknown, ["colour"]);
+/// assert_eq!((flags.verbosity, flags.xray_mode.as_str()), (2, "xray-fdr"));
+/// assert!(parse_flags("patch_premain=maybe", "XRAY_OPTIONS", &mut flags).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn parse_flags<F: FlagSet>(
     text: &str,
     source: &str,

@@ -17,11 +17,27 @@ use std::path::{Path, PathBuf};
 use super::names::Sink;
 
 /// Appended to a trace's path to name its names file.
+///
+/// ```
+/// use flightrec::core::fdr::FunctionId;
+/// use flightrec::xray::{Config, NAMES_SUFFIX};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// flightrec::xray::init(Config::builder().logfile_base(base).build()?)?; // base: a temp dir
+/// flightrec::xray::set_function_name(FunctionId::new(1).unwrap(), "main_loop");
+/// drop(flightrec::xray::enter(FunctionId::new(1).unwrap()));
+/// let report = flightrec::xray::shutdown()?;
+/// let names = report.names_path.unwrap();
+/// assert_eq!(names.to_str().unwrap(), format!("{}{NAMES_SUFFIX}", report.path.unwrap().display()));
+/// let elf = std::fs::read(names)?;
+/// assert!(elf.starts_with(b"\x7fELF") && elf.windows(12).any(|w| w == b"1\tmain_loop\n"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const NAMES_SUFFIX: &str = ".names";
 
 /// The program name compiler-rt puts in file names: the last `/` component of
 /// `argv[0]`, or `(unknown)`.
-pub fn program_name() -> String {
+pub(crate) fn program_name() -> String {
     std::env::args_os()
         .next()
         .map(|a| {
@@ -35,13 +51,13 @@ pub fn program_name() -> String {
 
 /// An open descriptor this module owns; closed on drop.
 #[derive(Debug)]
-pub struct RawFile {
+pub(crate) struct RawFile {
     fd: libc::c_int,
 }
 
 impl RawFile {
     /// Creates `<prefix>XXXXXX` with `mkstemp` (mode 0600); returns it and its path.
-    pub fn create_unique(prefix: &str) -> io::Result<(RawFile, PathBuf)> {
+    pub(crate) fn create_unique(prefix: &str) -> io::Result<(RawFile, PathBuf)> {
         let mut template = prefix.as_bytes().to_vec();
         template.extend_from_slice(b"XXXXXX\0");
         // SAFETY: `template` is a writable NUL-terminated buffer ending in six `X`.
@@ -54,7 +70,7 @@ impl RawFile {
     }
 
     /// Opens `path` for writing, creating or truncating it. Async-signal-safe.
-    pub fn create(path: &CStr, exclusive: bool) -> Option<RawFile> {
+    pub(crate) fn create(path: &CStr, exclusive: bool) -> Option<RawFile> {
         let mut flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC;
         flags |= if exclusive {
             libc::O_EXCL
@@ -68,7 +84,7 @@ impl RawFile {
 
     /// Writes all of `bytes`, retrying after signals and short writes.
     /// Async-signal-safe.
-    pub fn write_all(&self, mut bytes: &[u8]) -> bool {
+    pub(crate) fn write_all(&self, mut bytes: &[u8]) -> bool {
         while !bytes.is_empty() {
             // SAFETY: `bytes` is a valid readable slice for its length.
             let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
@@ -96,7 +112,7 @@ impl Drop for RawFile {
 
 /// A [`Sink`] over a [`RawFile`] with a small buffer on the stack (kept small for
 /// signal stacks); writes of 256 bytes or more go straight through.
-pub struct FdSink<'f> {
+pub(crate) struct FdSink<'f> {
     file: &'f RawFile,
     buf: [u8; 256],
     len: usize,
@@ -105,7 +121,7 @@ pub struct FdSink<'f> {
 
 impl<'f> FdSink<'f> {
     /// A sink writing to `file`.
-    pub fn new(file: &'f RawFile) -> Self {
+    pub(crate) fn new(file: &'f RawFile) -> Self {
         Self {
             file,
             buf: [0; 256],
@@ -115,7 +131,7 @@ impl<'f> FdSink<'f> {
     }
 
     /// Writes what is buffered; `false` if any write failed.
-    pub fn flush(&mut self) -> bool {
+    pub(crate) fn flush(&mut self) -> bool {
         if self.len > 0 {
             self.ok &= self.file.write_all(&self.buf[..self.len]);
             self.len = 0;
@@ -140,14 +156,14 @@ impl Sink for FdSink<'_> {
 }
 
 /// A path as a C string (`None` if it contains NUL).
-pub fn c_path(path: &Path) -> Option<CString> {
+pub(crate) fn c_path(path: &Path) -> Option<CString> {
     CString::new(path.as_os_str().as_bytes()).ok()
 }
 
 /// A name `<prefix>XXXXXX` that does not exist yet, chosen now and created later
 /// with [`RawFile::create`] (exclusive) from a signal handler, where `mkstemp` is not
 /// allowed.
-pub fn reserve_unique_name(prefix: &str) -> PathBuf {
+pub(crate) fn reserve_unique_name(prefix: &str) -> PathBuf {
     use std::collections::hash_map::RandomState;
     use std::hash::{BuildHasher, Hasher};
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -168,7 +184,7 @@ pub fn reserve_unique_name(prefix: &str) -> PathBuf {
 }
 
 /// Writes to stderr with one `write(2)`: no lock, no allocation, async-signal-safe.
-pub fn stderr_raw(parts: &[&[u8]]) {
+pub(crate) fn stderr_raw(parts: &[&[u8]]) {
     let mut buf = [0u8; 512];
     let mut len = 0;
     for p in parts {
