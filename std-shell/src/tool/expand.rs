@@ -261,22 +261,23 @@ pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
             order.push(*key);
         }
     }
-    let mut events = Vec::new();
+    // One expander for the whole file, as in LLVM: what a record does not set
+    // (a custom or typed event's function id, a version 1 or 2 block's pid)
+    // carries over from the record expanded before it, even across blocks.
+    let mut ex = Expander::new(version);
     for key in order {
         for (k, records) in &blocks {
             if *k != key {
                 continue;
             }
-            let mut ex = Expander::new(version);
             for r in records {
                 ex.visit(r);
             }
-            ex.reset_current();
-            events.append(&mut ex.out);
         }
     }
+    ex.reset_current();
     Ok(Trace {
         header: summary.header,
-        events,
+        events: ex.out,
     })
 }
