@@ -1,7 +1,7 @@
 //! ns per formatted Trace2 line (region_enter, region_leave, data) in each
 //! format, beside `core::fmt::write` of comparable text into a buffer.
 //!
-//! Run: `cargo bench -p flightrec-benches --bench trace2`
+//! Run: `cargo bench -p flightrec-benches --bench trace2 -- --warm-up-time 1 --measurement-time 3`
 
 use std::fmt::Write as _;
 use std::hint::black_box;
