@@ -6,6 +6,8 @@
 //! `005exec` hands over to the real `git`, which judges the inherited session
 //! id and command hierarchy by writing its own lines into the same file.
 
+mod examples_common;
+
 use serde_json::json;
 use support::{scrub_normal, scrub_perf, summarize_events, Outcome, Run, V};
 
@@ -760,23 +762,7 @@ mod support {
     fn tool_dir() -> &'static Path {
         static DIR: OnceLock<PathBuf> = OnceLock::new();
         DIR.get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-            let target_dir = profile_dir.parent().unwrap();
-            let mut build = Command::new(env!("CARGO"));
-            build
-                .args(["build", "-q", "-p", "flightrec", "--example", "test-tool"])
-                .arg("--manifest-path")
-                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-                .arg("--target-dir")
-                .arg(target_dir);
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                build.arg("--release");
-            }
-            let status = build.status().expect("cargo runs");
-            assert!(status.success(), "building the test-tool example failed");
-            let example = profile_dir.join("examples/test-tool");
-            assert!(example.is_file(), "{}", example.display());
+            let example = crate::examples_common::build_example("test-tool");
             let dir = std::env::temp_dir()
                 .join(format!("flightrec-test-tool-bin-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();

@@ -12,6 +12,7 @@
 //! Names files written by the runtime's own writer also check the errors: damaged,
 //! foreign and misplaced files give a clear message and never a panic.
 
+mod examples_common;
 mod xray_common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,26 +56,7 @@ fn scratch(name: &str) -> PathBuf {
 /// The `xray-host` example, built once with the profile of this test.
 fn xray_host() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "-q", "-p", "flightrec", "--example", "xray-host"])
-            .arg("--manifest-path")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "building the xray-host example failed");
-        let example = profile_dir.join("examples/xray-host");
-        assert!(example.is_file(), "{}", example.display());
-        example
-    })
+    EXE.get_or_init(|| examples_common::build_example("xray-host"))
 }
 
 /// Runs the example with `XRAY_OPTIONS`; returns the trace and its names file.
