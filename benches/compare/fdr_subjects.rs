@@ -17,6 +17,8 @@ use flightrec_core::fdr::ring::{Policy, Recorder, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
 
+use flightrec_benches::ring_setup::{xray_config, BUFFER, BUFFERS};
+
 use crate::timing::measure;
 
 /// The traced function's body, shared by every subject.
@@ -44,11 +46,6 @@ fn plain_call(x: u64) -> u64 {
 pub fn call(calls: u64, batches: u32) -> Result<Vec<f64>, String> {
     Ok(measure(calls, batches, |n| call_loop(n, plain_call)))
 }
-
-/// Bytes of the floor's store area and of each ring buffer.
-const BUFFER: usize = 64 * 1024;
-/// Buffers in the ring (the compiler-rt run uses as many of the same size).
-const BUFFERS: usize = 8;
 
 /// A clock read plus an 8-byte store into a 64 KiB area, as the FDR criterion
 /// bench's floor (`rdtsc`), or with `rdtscp` (which also reads the CPU id, as
@@ -149,20 +146,7 @@ fn xray_shell_call(x: u64) -> u64 {
 /// a pool, set up like the compiler-rt run (flight recorder, 8 buffers of 64 KiB
 /// for this thread, no duration threshold); the trace is written at shutdown.
 pub fn flightrec_xray(calls: u64, batches: u32, dir: &Path) -> Result<Vec<f64>, String> {
-    use flightrec::xray::{Config, Mode};
-    let base = dir.join("xray-shell-");
-    let config = Config::builder()
-        .mode(Mode::FlightRecorder)
-        .logfile_base(base.to_string_lossy())
-        .patch_premain(true)
-        .verbosity(0)
-        .buffer_size(BUFFER)
-        .buffer_max(BUFFERS)
-        .thread_buffers(BUFFERS)
-        .func_duration_threshold_us(0)
-        .grace_period_ms(0)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let config = xray_config(&dir.join("xray-shell-").to_string_lossy())?;
     flightrec::xray::init(config).map_err(|e| e.to_string())?;
     let ns = measure(calls, batches, |n| call_loop(n, xray_shell_call));
     let report = flightrec::xray::shutdown().map_err(|e| e.to_string())?;

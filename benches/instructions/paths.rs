@@ -4,6 +4,7 @@
 
 use std::hint::black_box;
 
+use flightrec_benches::ring_setup::{xray_config, BUFFER, BUFFERS};
 use flightrec_core::clock::{Clock, Tsc};
 use flightrec_core::fdr::ring::{Policy, Recorder, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
@@ -84,9 +85,6 @@ pub const ALL: &[HotPath] = &[
     },
 ];
 
-const BUFFER: usize = 64 * 1024;
-const BUFFERS: usize = 8;
-
 #[no_mangle]
 #[inline(never)]
 fn ir_floor_pair(area: &mut [u64], clock: &mut Tsc, n: u64) {
@@ -152,20 +150,9 @@ fn ir_xray_pair(id: FunctionId, n: u64) {
 /// The std shell runtime in flight-recorder mode with the comparison's buffers;
 /// the trace goes to a temporary directory and is removed.
 fn xray_pair(n: u64) {
-    use flightrec::xray::{Config, Mode};
     let dir = std::env::temp_dir().join(format!("flightrec-ir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
-    let config = Config::builder()
-        .mode(Mode::FlightRecorder)
-        .logfile_base(dir.join("xray-").to_string_lossy())
-        .verbosity(0)
-        .buffer_size(BUFFER)
-        .buffer_max(BUFFERS)
-        .thread_buffers(BUFFERS)
-        .func_duration_threshold_us(0)
-        .grace_period_ms(0)
-        .build()
-        .expect("config");
+    let config = xray_config(&dir.join("xray-").to_string_lossy()).expect("config");
     flightrec::xray::init(config).expect("xray init");
     ir_xray_pair(FunctionId::new(1).expect("id"), n);
     let report = flightrec::xray::shutdown().expect("shutdown");

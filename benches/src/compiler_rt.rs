@@ -27,9 +27,21 @@ pub const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/compare/xray-c/xr
 /// The compiler: XRay's runtime must match the compiler's version.
 pub const CLANG: &str = "clang-14";
 
-/// `XRAY_FDR_OPTIONS` of the FDR runs (see the module docs).
-pub const FDR_OPTIONS: &str =
-    "func_duration_threshold_us=0 buffer_size=65536 buffer_max=8 grace_period_ms=0";
+/// `XRAY_FDR_OPTIONS` of the FDR runs (see the module docs): the buffers of
+/// [`ring_setup`](crate::ring_setup), no duration threshold, no grace period.
+///
+/// ```
+/// assert_eq!(
+///     flightrec_benches::compiler_rt::fdr_options(),
+///     "func_duration_threshold_us=0 buffer_size=65536 buffer_max=8 grace_period_ms=0"
+/// );
+/// ```
+pub fn fdr_options() -> String {
+    use crate::ring_setup::{BUFFER, BUFFERS};
+    format!(
+        "func_duration_threshold_us=0 buffer_size={BUFFER} buffer_max={BUFFERS} grace_period_ms=0"
+    )
+}
 
 /// Why the program could not be built or run.
 #[derive(Debug)]
@@ -120,7 +132,7 @@ impl XrayLoop {
                     base.display()
                 ),
             )
-            .env("XRAY_FDR_OPTIONS", FDR_OPTIONS);
+            .env("XRAY_FDR_OPTIONS", fdr_options());
         let ns_per_call = run(cmd, batches)?;
         let trace = traces(&base)
             .into_iter()

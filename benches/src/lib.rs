@@ -2,4 +2,5 @@
 
 pub mod callgrind;
 pub mod compiler_rt;
+pub mod ring_setup;
 pub mod side_by_side;
