@@ -94,12 +94,6 @@ awk -v b="$bytes" -v r="$total" -v s="$start" -v e="$end" 'BEGIN {
   printf "records per second a UART sustains (8N1, 10 bits per byte): 115200 baud: %.0f, 921600 baud: %.0f, 3 Mbaud: %.0f\n", 11520 / per, 92160 / per, 300000 / per;
   printf "this run: %.1f s of host time, %.0f records per second through QEMU and recv\n", e - s, r / (e - s);
 }'
-echo "--- fuzz target of the frame decoder: replay the corpus, then a short random run"
-(
-  cd fuzz
-  cargo build -q --bin link_decode
-  ./target/debug/link_decode -runs=0 corpus/link_decode
-  ./target/debug/link_decode -runs=20000 -max_len=2048 corpus/link_decode -seed=1 2>&1 | tail -n 1
-)
+# The frame decoder's fuzz corpus is replayed by fuzz.sh with every other target.
 
 echo "link end to end: ok"
