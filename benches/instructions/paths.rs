@@ -52,7 +52,7 @@ pub const ALL: &[HotPath] = &[
         name: "xray_pair",
         symbol: "ir_xray_pair",
         ops: 100_000,
-        what: "std shell `flightrec::xray` guard enter + exit (rdtscp, thread-local ring)",
+        what: "std shell `flightrec::xray` guard enter + exit (clock chosen at start-up, thread-local ring)",
         run: xray_pair,
     },
     HotPath {
