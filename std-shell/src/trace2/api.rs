@@ -615,22 +615,27 @@ fn data_event(
     key: &str,
     value: &[u8],
 ) {
+    data_like_event(rt, c, loc, repo, |t_rel| Event::Data {
+        t_rel,
+        category: category.as_bytes(),
+        key: key.as_bytes(),
+        value,
+    });
+}
+
+/// Emits a `data` or `data_json` event: both carry `t_rel` since the innermost
+/// open region and are written at the thread's current nesting.
+fn data_like_event<'e>(
+    rt: &Runtime,
+    c: &mut super::tls::ThreadCtx,
+    loc: Loc<'_>,
+    repo: Option<i32>,
+    event: impl FnOnce(u64) -> Event<'e>,
+) {
     let now = rt.now();
     let t_rel = c.state.data_t_rel(now);
     let n = c.state.nesting();
-    c.emit_at(
-        rt,
-        loc,
-        n,
-        repo,
-        now,
-        &Event::Data {
-            t_rel,
-            category: category.as_bytes(),
-            key: key.as_bytes(),
-            value,
-        },
-    );
+    c.emit_at(rt, loc, n, repo, now, &event(t_rel));
 }
 
 /// `data_json`: a key with a JSON value, given as compact JSON text and
@@ -657,22 +662,12 @@ pub fn data_json(category: &str, key: &str, json: &str) {
     let Some(rt) = runtime() else { return };
     let loc = Loc::caller();
     with_ctx(rt, |c| {
-        let now = rt.now();
-        let t_rel = c.state.data_t_rel(now);
-        let n = c.state.nesting();
-        c.emit_at(
-            rt,
-            loc,
-            n,
-            None,
-            now,
-            &Event::DataJson {
-                t_rel,
-                category: category.as_bytes(),
-                key: key.as_bytes(),
-                value: json.as_bytes(),
-            },
-        );
+        data_like_event(rt, c, loc, None, |t_rel| Event::DataJson {
+            t_rel,
+            category: category.as_bytes(),
+            key: key.as_bytes(),
+            value: json.as_bytes(),
+        })
     });
 }
 
