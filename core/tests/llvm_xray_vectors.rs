@@ -10,37 +10,16 @@
 //! `FDR_LLVM_FULL=1` widens the corruption sweep, `FDR_FUZZ_CASES` / `FDR_FUZZ_SEED`
 //! tune the random-file test.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::llvm_xray;
 use flightrec_core::fdr::decoder::verify;
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/xray")
-}
-
-/// The `llvm-xray` binary, or `None` (after saying so) when it is missing outside CI.
-fn llvm_xray() -> Option<PathBuf> {
-    let path = std::env::var_os("LLVM_XRAY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/llvm-xray"));
-    let runs = Command::new(&path)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if runs {
-        return Some(path);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{} not found or not runnable, and CI=true", path.display());
-    }
-    eprintln!(
-        "skipping: {} not found (install LLVM 14's llvm-xray or set LLVM_XRAY)",
-        path.display()
-    );
-    None
 }
 
 /// Whether `llvm-xray` loads the file: both the record dump with block verification

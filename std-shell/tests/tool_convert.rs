@@ -7,8 +7,12 @@
 //! Without `llvm-xray` the comparisons are skipped with a message, except under
 //! `CI=true`, where they fail.
 
+mod xray_common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use xray_common::llvm_xray;
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,23 +36,6 @@ fn flightrec(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run flightrec")
-}
-
-fn llvm_xray() -> Option<PathBuf> {
-    let p = PathBuf::from(std::env::var_os("LLVM_XRAY").unwrap_or_else(|| "llvm-xray".into()));
-    if Command::new(&p)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some(p);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "llvm-xray is not installed (Debian package `llvm`); CI must run these tests"
-    );
-    eprintln!("llvm-xray not found: skipping the comparison");
-    None
 }
 
 fn llvm(tool: &Path, args: &[&str], file: &Path) -> Output {

@@ -8,18 +8,28 @@ use std::process::Command;
 /// The `llvm-xray` binary, if installed. Under `CI=true` its absence is a failure:
 /// CI must judge the files with the real tool, not skip.
 pub fn llvm_xray() -> Option<PathBuf> {
-    let candidates = ["/usr/bin/llvm-xray", "/usr/bin/llvm-xray-14", "llvm-xray"];
+    find_llvm_xray()
+}
+
+/// `$LLVM_XRAY` if set, else the first of Debian's names that runs.
+fn find_llvm_xray() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var_os("LLVM_XRAY") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => ["/usr/bin/llvm-xray", "/usr/bin/llvm-xray-14", "llvm-xray"]
+            .map(PathBuf::from)
+            .to_vec(),
+    };
     for c in candidates {
-        if Command::new(c)
+        if Command::new(&c)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
         {
-            return Some(PathBuf::from(c));
+            return Some(c);
         }
     }
     if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("llvm-xray is not installed (Debian package `llvm`); CI must run these tests");
+        panic!("llvm-xray is not installed (Debian package `llvm`, or set LLVM_XRAY); CI must run these tests");
     }
     eprintln!("llvm-xray not found: skipping the llvm-xray checks");
     None

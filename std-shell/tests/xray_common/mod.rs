@@ -14,17 +14,23 @@ pub const CHILD_VAR: &str = "XRAY_TEST_CHILD";
 
 /// The `llvm-xray` binary, if installed. Under `CI=true` its absence fails the test.
 pub fn llvm_xray() -> Option<PathBuf> {
-    for c in ["llvm-xray", "llvm-xray-14", "/usr/bin/llvm-xray"] {
-        if Command::new(c)
+    let candidates: Vec<PathBuf> = match std::env::var_os("LLVM_XRAY") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => ["llvm-xray", "llvm-xray-14", "/usr/bin/llvm-xray"]
+            .map(PathBuf::from)
+            .to_vec(),
+    };
+    for c in candidates {
+        if Command::new(&c)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
         {
-            return Some(PathBuf::from(c));
+            return Some(c);
         }
     }
     if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("llvm-xray is not installed (Debian package `llvm`); CI must run these checks");
+        panic!("llvm-xray is not installed (Debian package `llvm`, or set LLVM_XRAY); CI must run these checks");
     }
     eprintln!("llvm-xray not found: skipping the llvm-xray checks");
     None
