@@ -7,12 +7,9 @@ use std::process::Command;
 
 /// The `llvm-xray` binary, if installed. Under `CI=true` its absence is a failure:
 /// CI must judge the files with the real tool, not skip.
-pub fn llvm_xray() -> Option<PathBuf> {
-    find_llvm_xray()
-}
-
+///
 /// `$LLVM_XRAY` if set, else the first of Debian's names that runs.
-fn find_llvm_xray() -> Option<PathBuf> {
+pub fn llvm_xray() -> Option<PathBuf> {
     let candidates: Vec<PathBuf> = match std::env::var_os("LLVM_XRAY") {
         Some(p) => vec![PathBuf::from(p)],
         None => ["/usr/bin/llvm-xray", "/usr/bin/llvm-xray-14", "llvm-xray"]
