@@ -724,3 +724,61 @@ fn settings_match_git() {
         assert_eq!(cfg.normal.value, Some(sb.path(want_file).into_os_string()));
     }
 }
+
+/// `GIT_TRACE2_REDACT` that is no boolean: git dies with one fatal line once a
+/// target is on, and ignores it when every target is off or unusable. The
+/// settings give the same error (flightrec prints it and runs without Trace2).
+#[test]
+fn bad_redact_value_matches_git() {
+    if git().is_none() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    let target = sb.path("normal.txt");
+    let target = target.to_str().unwrap();
+    // (GIT_TRACE2_REDACT, the target variable, its value, redaction when git runs)
+    let cases: &[(&str, &str, &str, Option<bool>)] = &[
+        ("xyz", "GIT_TRACE2", target, None),
+        ("xyz", "GIT_TRACE2_PERF", "2", None),
+        ("maybe", "GIT_TRACE2_EVENT", target, None),
+        ("xyz", "GIT_TRACE2", "0", Some(true)),
+        ("xyz", "GIT_TRACE2", "relative/path", Some(true)),
+        ("xyz", "GIT_TRACE2_PERF", "false", Some(true)),
+        ("", "GIT_TRACE2", target, Some(false)),
+        ("on", "GIT_TRACE2", target, Some(true)),
+        ("0x10", "GIT_TRACE2", target, Some(true)),
+        ("0", "GIT_TRACE2", target, Some(false)),
+    ];
+    for &(redact, var, value, want) in cases {
+        let case = format!("GIT_TRACE2_REDACT={redact:?} {var}={value}");
+        for v in ["GIT_TRACE2", "GIT_TRACE2_PERF", "GIT_TRACE2_EVENT"] {
+            sb.unset(v);
+        }
+        sb.set("GIT_TRACE2_REDACT", redact).set(var, value);
+        let out = run_git(&sb, sb.root.path(), &["version"], &[]);
+        let _ = std::fs::remove_file(target);
+        let git_fatal: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("fatal: "))
+            .map(str::to_string)
+            .collect();
+        match want {
+            None => {
+                assert_eq!(out.status.code(), Some(128), "{case}: git did not die");
+                let e = sb.try_load().unwrap_err();
+                assert_eq!(e.git_messages(), git_fatal, "{case}");
+                assert_eq!(
+                    e,
+                    ConfigError::BadEnvBool {
+                        name: "GIT_TRACE2_REDACT".into(),
+                        value: redact.into()
+                    }
+                );
+            }
+            Some(on) => {
+                assert!(out.status.success(), "{case}: git failed");
+                assert_eq!(sb.try_load().unwrap().redact, on, "{case}");
+            }
+        }
+    }
+}

@@ -22,6 +22,14 @@ pub enum ConfigError {
         /// The file, as git names it (`$HOME/.gitconfig`, an included path).
         path: PathBuf,
     },
+    /// An environment variable git reads with `git_env_bool` holds no boolean
+    /// (`GIT_TRACE2_REDACT=xyz`). git dies on it once a target is on.
+    BadEnvBool {
+        /// The variable, with the program's prefix (`GIT_TRACE2_REDACT`).
+        name: String,
+        /// Its value, as git prints it.
+        value: String,
+    },
     /// More than ten nested `include.path` levels (usually a cycle).
     IncludeDepth {
         /// The file that would be included.
@@ -68,6 +76,9 @@ impl ConfigError {
                     path.display()
                 )])
                 .collect(),
+            ConfigError::BadEnvBool { name, value } => vec![format!(
+                "fatal: bad boolean environment value '{value}' for '{name}'"
+            )],
             ConfigError::IncludeDepth { path, from } => vec![format!(
                 "fatal: exceeded maximum include depth ({MAX_INCLUDE_DEPTH}) while including\n\t{}\nfrom\n\t{}\n\
                  This might be due to circular includes.",

@@ -95,7 +95,8 @@ pub struct Trace2Config {
     pub dst_debug: bool,
     /// `GIT_TRACE2_MAX_FILES` (0: no limit).
     pub max_files: u32,
-    /// `GIT_TRACE2_REDACT` (environment only; default on).
+    /// `GIT_TRACE2_REDACT` (environment only; default on, empty is off; a value
+    /// that is no boolean is [`ConfigError::BadEnvBool`] once a target is on).
     pub redact: bool,
     /// `GIT_TRACE2_PARENT_SID` (environment only).
     pub parent_sid: Option<OsString>,
@@ -242,6 +243,22 @@ impl Trace2Config {
         };
         let nesting = number(6);
         let only_env = |suffix: &str| env(&format!("{prefix}{suffix}"));
+        // git_env_bool(GIT_TRACE2_REDACT, 1): unset is on, empty is off, and a
+        // value that is no boolean is fatal, but git reads it only once a target
+        // is on (an off or unusable value never gets that far).
+        let redact = match only_env("_REDACT") {
+            None => true,
+            Some(v) => match parse_maybe_bool(&v.to_string_lossy()) {
+                Some(on) => on,
+                None if (0..3).any(|i| target_wanted(value(2 * i).as_deref())) => {
+                    return Err(ConfigError::BadEnvBool {
+                        name: format!("{prefix}_REDACT"),
+                        value: v.to_string_lossy().into_owned(),
+                    });
+                }
+                None => true,
+            },
+        };
         Ok(Trace2Config {
             prefix: prefix.to_string(),
             normal: TargetSetting {
@@ -265,9 +282,7 @@ impl Trace2Config {
             env_vars: list(8),
             dst_debug: number(9) > 0,
             max_files: u32::try_from(number(10).max(0)).unwrap_or(u32::MAX),
-            redact: only_env("_REDACT")
-                .map(|v| parse_maybe_bool(&v.to_string_lossy()).unwrap_or(true))
-                .unwrap_or(true),
+            redact,
             parent_sid: only_env("_PARENT_SID").filter(|v| !v.is_empty()),
             parent_name: only_env("_PARENT_NAME").filter(|v| !v.is_empty()),
         })
@@ -375,6 +390,18 @@ pub fn parse_maybe_bool(v: &str) -> Option<bool> {
         "false" | "no" | "off" | "" => Some(false),
         other => parse_git_int(other).map(|n| n != 0),
     }
+}
+
+/// Whether git would turn a target with this value on (and so go on to read
+/// the rest of its settings): not off, and not a value it only warns about.
+fn target_wanted(value: Option<&std::ffi::OsStr>) -> bool {
+    use crate::trace2::target::TargetValue;
+    value.is_some_and(|v| {
+        !matches!(
+            TargetValue::parse(v),
+            TargetValue::Off | TargetValue::Unknown
+        )
+    })
 }
 
 /// git's `git_parse_signed` into an `int`: `strtoimax(v, &end, 0)` then an
