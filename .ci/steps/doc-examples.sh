@@ -29,6 +29,7 @@ ENFORCED=(
   core/src/lib.rs
   core/src/clock.rs
   core/src/fdr/
+  core/src/link/
   core/src/trace2/mod.rs
   core/src/trace2/process.rs
   core/src/trace2/redact.rs

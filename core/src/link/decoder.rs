@@ -11,6 +11,41 @@ use super::crc;
 use super::frame::{Frame, FrameHead, HeadError, CRC_LEN, HEAD_LEN, MIN_FRAME_LEN};
 
 /// Why a run of bytes between two delimiters was not accepted as a frame.
+///
+/// ```
+/// use flightrec_core::link::{crc32, DamageKind, Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind, HeadError};
+///
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 0 };
+/// let mut flipped = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"line\n").fill(&mut flipped);
+/// let l = flipped.iter().position(|&b| b == b'l').unwrap();
+/// flipped[l] = b'L'; // one payload byte changed on the way
+///
+/// let mut long = [0u8; 64];
+/// let m = FrameEncoder::new(head, &[7; 40]).fill(&mut long);
+///
+/// // A correct CRC, but link version 2 in the tag.
+/// let mut v2 = vec![0x23, 1, 0, 0, 0, 0, 0];
+/// v2.extend_from_slice(&crc32(&v2).to_le_bytes());
+/// let mut v2_wire = cobs::encode_vec(&v2);
+/// v2_wire.push(0);
+///
+/// let runs: [(&[u8], DamageKind); 5] = [
+///     (&[0x05, 0x01, 0x00], DamageKind::Stuffing), // the code byte promises 4 bytes
+///     (&[0x02, 0x05, 0x00], DamageKind::TooShort), // one byte, no head or CRC
+///     (&flipped[..n], DamageKind::Crc),
+///     (&long[..m], DamageKind::TooLong), // more than the decoder's 32 bytes
+///     (&v2_wire, DamageKind::Head(HeadError::Version(2))),
+/// ];
+/// let mut buf = [0u8; 32];
+/// let mut dec = FrameDecoder::new(&mut buf);
+/// for (run, kind) in runs {
+///     let (used, event) = dec.feed(run);
+///     assert_eq!(used, run.len());
+///     assert!(matches!(event, Some(Event::Damaged(d)) if d.kind == kind), "{event:?}");
+/// }
+/// assert_eq!((dec.stats().crc_failures, dec.stats().malformed), (1, 4));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DamageKind {
@@ -29,6 +64,20 @@ pub enum DamageKind {
 
 /// A rejected run of bytes: why, and how many wire bytes it cost (its delimiter
 /// included).
+///
+/// ```
+/// use flightrec_core::link::{Damage, DamageKind, Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 0 };
+/// let mut wire = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"abc").fill(&mut wire);
+/// let a = wire.iter().position(|&b| b == b'a').unwrap();
+/// wire[a] = b'x';
+/// let mut buf = [0u8; 32];
+/// let mut dec = FrameDecoder::new(&mut buf);
+/// let (_, event) = dec.feed(&wire[..n]);
+/// assert_eq!(event, Some(Event::Damaged(Damage { kind: DamageKind::Crc, bytes: n })));
+/// assert_eq!(dec.stats().bytes_skipped, n as u64);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Damage {
@@ -39,6 +88,30 @@ pub struct Damage {
 }
 
 /// What [`FrameDecoder::feed`] found.
+///
+/// ```
+/// use flightrec_core::link::{Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 5 };
+/// let mut input = vec![0x42, 0x17, 0x00]; // the tail of a frame heard halfway
+/// let mut wire = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"x").fill(&mut wire);
+/// input.extend_from_slice(&wire[..n]);
+///
+/// let mut buf = [0u8; 32];
+/// let mut dec = FrameDecoder::new(&mut buf);
+/// let mut rest = &input[..];
+/// let mut log = Vec::new();
+/// while !rest.is_empty() {
+///     let (used, event) = dec.feed(rest);
+///     rest = &rest[used..];
+///     match event {
+///         Some(Event::Frame(f)) => log.push(format!("frame {}", f.head.seq)),
+///         Some(Event::Damaged(d)) => log.push(format!("damaged: {:?}, {} bytes", d.kind, d.bytes)),
+///         None => {}
+///     }
+/// }
+/// assert_eq!(log, ["damaged: Stuffing, 3 bytes", "frame 5"]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event<'f> {
@@ -49,6 +122,39 @@ pub enum Event<'f> {
 }
 
 /// Counters of a [`FrameDecoder`]. They saturate instead of wrapping.
+///
+/// ```
+/// use flightrec_core::link::{DecoderStats, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
+/// let frame = |seq: u16| {
+///     let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq };
+///     let mut wire = [0u8; 32];
+///     let n = FrameEncoder::new(head, b"x").fill(&mut wire);
+///     wire[..n].to_vec()
+/// };
+/// let mut input = vec![0x42, 0x17, 0x00]; // junk: 3 bytes skipped, malformed
+/// input.extend(frame(0));
+/// let mut bad = frame(1);
+/// let x = bad.iter().position(|&b| b == b'x').unwrap();
+/// bad[x] = b'y'; // CRC failure: its bytes are skipped
+/// input.extend(&bad);
+/// input.extend(frame(3)); // seq 2 never arrived
+///
+/// let mut buf = [0u8; 32];
+/// let mut dec = FrameDecoder::new(&mut buf);
+/// let mut rest = &input[..];
+/// while !rest.is_empty() {
+///     let (used, _) = dec.feed(rest);
+///     rest = &rest[used..];
+/// }
+/// let expected = DecoderStats {
+///     frames: 2,
+///     crc_failures: 1,
+///     malformed: 1,
+///     bytes_skipped: 3 + bad.len() as u64,
+///     frames_lost: 2, // seq 1 (damaged) and seq 2 (missing)
+/// };
+/// assert_eq!(dec.stats(), expected);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DecoderStats {
@@ -110,7 +216,7 @@ pub struct FrameDecoder<'b> {
 }
 
 impl<'b> FrameDecoder<'b> {
-    /// A decoder collecting runs into `buf`.
+    /// A decoder collecting runs into `buf`. Example on [`FrameDecoder`].
     pub fn new(buf: &'b mut [u8]) -> Self {
         Self {
             buf,
@@ -122,18 +228,31 @@ impl<'b> FrameDecoder<'b> {
         }
     }
 
-    /// The counters so far.
+    /// The counters so far. Example on [`FrameDecoder`]; each counter is shown on
+    /// [`DecoderStats`].
     pub fn stats(&self) -> DecoderStats {
         self.stats
     }
 
     /// Bytes of an unfinished run (waiting for its delimiter). At the end of a
-    /// stream they are lost; count them with [`finish`](Self::finish).
+    /// stream they are lost; count them with [`finish`](Self::finish). Example on
+    /// [`FrameDecoder::finish`].
     pub fn pending(&self) -> usize {
         self.run
     }
 
-    /// Ends the stream: an unfinished run counts as skipped bytes.
+    /// Ends the stream: an unfinished run counts as skipped bytes. Returns how many
+    /// bytes that was.
+    ///
+    /// ```
+    /// use flightrec_core::link::FrameDecoder;
+    /// let mut buf = [0u8; 16];
+    /// let mut dec = FrameDecoder::new(&mut buf);
+    /// assert_eq!(dec.feed(&[1, 2, 3]), (3, None)); // no delimiter yet
+    /// assert_eq!(dec.pending(), 3);
+    /// assert_eq!(dec.finish(), 3);
+    /// assert_eq!((dec.pending(), dec.stats().bytes_skipped), (0, 3));
+    /// ```
     pub fn finish(&mut self) -> usize {
         let lost = self.run;
         self.stats.bytes_skipped = self.stats.bytes_skipped.saturating_add(lost as u64);
@@ -146,7 +265,8 @@ impl<'b> FrameDecoder<'b> {
     /// Consumes bytes from `input` up to and including the next delimiter, and
     /// returns how many it consumed and what the run before that delimiter was.
     /// Without a delimiter in `input`, all of it is consumed and kept for later.
-    /// Empty runs (consecutive delimiters) are not events.
+    /// Empty runs (consecutive delimiters) are not events. Example on
+    /// [`FrameDecoder`].
     pub fn feed(&mut self, input: &[u8]) -> (usize, Option<Event<'_>>) {
         let (chunk, used, ended) = match input.iter().position(|&b| b == 0) {
             Some(z) => (input.get(..z).unwrap_or(&[]), z + 1, true),

@@ -47,6 +47,9 @@ enum Stage {
 /// assert_eq!(wire.last(), Some(&0));
 /// assert_eq!(wire.iter().filter(|&&b| b == 0).count(), 1);
 /// assert!(wire.len() <= FrameEncoder::max_encoded_len(6));
+/// // Standard COBS: the `cobs` crate un-stuffs it to head, payload and CRC.
+/// let frame = cobs::decode_vec(&wire[..wire.len() - 1]).unwrap();
+/// assert_eq!(&frame[7..13], b"hello\n");
 /// ```
 #[derive(Clone, Debug)]
 pub struct FrameEncoder<'p> {
@@ -72,6 +75,7 @@ enum BlockEnd {
 
 impl<'p> FrameEncoder<'p> {
     /// An encoder for the frame `head` + `payload` + CRC, without a leading `0x00`.
+    /// Example on [`FrameEncoder`].
     pub fn new(head: FrameHead, payload: &'p [u8]) -> Self {
         let head = head.to_bytes();
         let mut digest = crc::digest();
@@ -90,6 +94,19 @@ impl<'p> FrameEncoder<'p> {
 
     /// Starts the output with a `0x00`, which ends whatever damaged bytes a
     /// receiver holds (after a failed write, or for the first frame of a link).
+    /// Only takes effect before the first byte is produced.
+    ///
+    /// ```
+    /// use flightrec_core::link::{FrameEncoder, FrameHead, FrameKind};
+    /// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 0 };
+    /// let mut plain = [0u8; 32];
+    /// let n = FrameEncoder::new(head, b"x").fill(&mut plain);
+    /// let mut led = [0u8; 32];
+    /// let m = FrameEncoder::new(head, b"x").with_leading_delimiter(true).fill(&mut led);
+    /// assert_eq!(m, n + 1);
+    /// assert_eq!(led[0], 0);
+    /// assert_eq!(led[1..m], plain[..n]);
+    /// ```
     pub fn with_leading_delimiter(mut self, lead: bool) -> Self {
         if lead && self.stage == Stage::Code && self.pos == 0 {
             self.stage = Stage::Lead;
@@ -98,13 +115,14 @@ impl<'p> FrameEncoder<'p> {
     }
 
     /// The most bytes a frame with `payload_len` payload bytes takes on the wire,
-    /// leading and closing delimiters included.
+    /// leading and closing delimiters included: size the caller buffer of a
+    /// [`FrameDecoder`](super::FrameDecoder) with it. Example on [`FrameEncoder`].
     pub const fn max_encoded_len(payload_len: usize) -> usize {
         let frame = HEAD_LEN + payload_len + CRC_LEN;
         1 + frame + frame / MAX_RUN + 1 + 1
     }
 
-    /// Whether every byte has been produced.
+    /// Whether every byte has been produced. Example on [`FrameEncoder`].
     pub fn is_done(&self) -> bool {
         self.stage == Stage::Done
     }
@@ -183,7 +201,8 @@ impl<'p> FrameEncoder<'p> {
     }
 
     /// Writes the next encoded bytes into `out` and returns how many; 0 once
-    /// [`is_done`](Self::is_done) (or when `out` is empty).
+    /// [`is_done`](Self::is_done) (or when `out` is empty). The output does not
+    /// depend on how it is cut into calls. Example on [`FrameEncoder`].
     pub fn fill(&mut self, out: &mut [u8]) -> usize {
         let mut n = 0;
         while n < out.len() {

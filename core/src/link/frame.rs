@@ -12,15 +12,51 @@
 use crate::fdr::ring::RingStats;
 
 /// The wire format version in the high nibble of every frame's tag byte.
+///
+/// ```
+/// use flightrec_core::link::{FrameHead, FrameKind, LINK_VERSION};
+/// let head = FrameHead { kind: FrameKind::Stats, source: 0, seq: 0 };
+/// assert_eq!(head.to_bytes()[0], LINK_VERSION << 4 | FrameKind::Stats.number());
+/// assert_eq!(head.to_bytes()[0], 0x14);
+/// ```
 pub const LINK_VERSION: u8 = 1;
 
 /// Bytes before the payload: tag, source, sequence number.
+///
+/// ```
+/// use flightrec_core::link::{FrameHead, FrameKind, HEAD_LEN};
+/// let head = FrameHead { kind: FrameKind::FdrBuffer, source: 0x0403_0201, seq: 0x0605 };
+/// assert_eq!(head.to_bytes().len(), HEAD_LEN);
+/// assert_eq!(head.to_bytes(), [0x12, 1, 2, 3, 4, 5, 6]);
+/// ```
 pub const HEAD_LEN: usize = 7;
 
 /// Bytes after the payload: the CRC.
+///
+/// ```
+/// use flightrec_core::link::{crc32, FrameEncoder, FrameHead, FrameKind, CRC_LEN, HEAD_LEN};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 0 };
+/// let mut wire = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"hi").fill(&mut wire);
+/// // Un-stuffed (without the closing 0x00): head, payload, then the CRC of both.
+/// let frame = cobs::decode_vec(&wire[..n - 1]).unwrap();
+/// assert_eq!(frame.len(), HEAD_LEN + 2 + CRC_LEN);
+/// let (body, crc) = frame.split_at(frame.len() - CRC_LEN);
+/// assert_eq!(&body[HEAD_LEN..], b"hi");
+/// assert_eq!(crc, crc32(body).to_le_bytes());
+/// ```
 pub const CRC_LEN: usize = 4;
 
 /// Smallest decoded frame: an empty payload.
+///
+/// ```
+/// use flightrec_core::link::{FrameEncoder, FrameHead, FrameKind, MIN_FRAME_LEN};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 1, seq: 0 };
+/// let mut wire = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"").fill(&mut wire);
+/// assert_eq!(cobs::decode_vec(&wire[..n - 1]).unwrap().len(), MIN_FRAME_LEN);
+/// assert_eq!(MIN_FRAME_LEN, 11);
+/// ```
 pub const MIN_FRAME_LEN: usize = HEAD_LEN + CRC_LEN;
 
 /// What a frame's payload is.
@@ -30,6 +66,7 @@ pub const MIN_FRAME_LEN: usize = HEAD_LEN + CRC_LEN;
 /// assert_eq!(FrameKind::from_number(2), Some(FrameKind::FdrBuffer));
 /// assert_eq!(FrameKind::FdrBuffer.number(), 2);
 /// assert_eq!(FrameKind::from_number(9), None);
+/// assert_eq!(FrameKind::Trace2Line.name(), "trace2-line");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -47,7 +84,7 @@ pub enum FrameKind {
 }
 
 impl FrameKind {
-    /// The number in the low nibble of the tag byte.
+    /// The number in the low nibble of the tag byte. Example on [`FrameKind`].
     pub const fn number(self) -> u8 {
         match self {
             FrameKind::FileHeader => 1,
@@ -57,7 +94,7 @@ impl FrameKind {
         }
     }
 
-    /// The kind with that number.
+    /// The kind with that number. Example on [`FrameKind`].
     pub const fn from_number(n: u8) -> Option<Self> {
         match n {
             1 => Some(FrameKind::FileHeader),
@@ -68,7 +105,7 @@ impl FrameKind {
         }
     }
 
-    /// A lower-case name for messages.
+    /// A lower-case name for messages. Example on [`FrameKind`].
     pub const fn name(self) -> &'static str {
         match self {
             FrameKind::FileHeader => "file-header",
@@ -104,6 +141,15 @@ pub struct FrameHead {
 }
 
 /// Why a decoded frame's head is not one this crate reads.
+///
+/// ```
+/// use flightrec_core::link::{FrameHead, HeadError};
+/// assert_eq!(FrameHead::parse(&[0x13, 1, 0]), Err(HeadError::Truncated));
+/// // Tag 0x23: link version 2.
+/// assert_eq!(FrameHead::parse(&[0x23, 1, 0, 0, 0, 0, 0]), Err(HeadError::Version(2)));
+/// // Tag 0x1f: kind 15.
+/// assert_eq!(FrameHead::parse(&[0x1f, 1, 0, 0, 0, 0, 0]), Err(HeadError::Kind(15)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum HeadError {
@@ -116,7 +162,7 @@ pub enum HeadError {
 }
 
 impl FrameHead {
-    /// The 7 head bytes.
+    /// The 7 head bytes. Example on [`FrameHead`].
     pub const fn to_bytes(&self) -> [u8; HEAD_LEN] {
         let s = self.source.to_le_bytes();
         let q = self.seq.to_le_bytes();
@@ -131,7 +177,8 @@ impl FrameHead {
         ]
     }
 
-    /// Reads the head from the start of a decoded frame.
+    /// Reads the head from the start of a decoded frame (bytes after the head are
+    /// ignored). Example on [`FrameHead`]; the errors are shown on [`HeadError`].
     pub fn parse(bytes: &[u8]) -> Result<Self, HeadError> {
         let Some(&[tag, s0, s1, s2, s3, q0, q1]) = bytes.first_chunk::<HEAD_LEN>() else {
             return Err(HeadError::Truncated);
@@ -149,6 +196,17 @@ impl FrameHead {
 }
 
 /// A frame that passed its CRC check: the head and the payload.
+///
+/// ```
+/// use flightrec_core::link::{Event, Frame, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
+/// let head = FrameHead { kind: FrameKind::Trace2Line, source: 2, seq: 41 };
+/// let mut wire = [0u8; 32];
+/// let n = FrameEncoder::new(head, b"line\n").fill(&mut wire);
+/// let mut buf = [0u8; 32];
+/// let mut dec = FrameDecoder::new(&mut buf);
+/// let (_, event) = dec.feed(&wire[..n]);
+/// assert_eq!(event, Some(Event::Frame(Frame { head, payload: b"line\n" })));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Frame<'a> {
@@ -168,7 +226,12 @@ pub struct Frame<'a> {
 ///     ring: RingStats { buffers_finished: 9, buffers_consumed: 8, records_dropped: 120, buffers_overwritten: 0 },
 ///     frames_failed: 1,
 /// };
-/// assert_eq!(LinkStats::parse(&s.to_bytes()), Some(s));
+/// let bytes = s.to_bytes();
+/// assert_eq!(bytes.len(), LinkStats::LEN);
+/// assert_eq!(bytes[..4], 9u32.to_le_bytes()); // buffers_finished first
+/// assert_eq!(bytes[16..], 1u32.to_le_bytes()); // frames_failed last
+/// assert_eq!(LinkStats::parse(&bytes), Some(s));
+/// assert_eq!(LinkStats::parse(&bytes[..19]), None);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -180,10 +243,11 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
-    /// Payload length of a stats frame.
+    /// Payload length of a stats frame. Example on [`LinkStats`].
     pub const LEN: usize = 20;
 
-    /// The payload bytes: five little-endian `u32`s.
+    /// The payload bytes: five little-endian `u32`s, in field order (the ring's
+    /// four counters, then `frames_failed`). Example on [`LinkStats`].
     pub fn to_bytes(&self) -> [u8; Self::LEN] {
         let fields = [
             self.ring.buffers_finished,
@@ -200,6 +264,7 @@ impl LinkStats {
     }
 
     /// Reads a stats payload; `None` unless it is exactly [`LinkStats::LEN`] bytes.
+    /// Example on [`LinkStats`].
     pub fn parse(payload: &[u8]) -> Option<Self> {
         let bytes: &[u8; Self::LEN] = payload.try_into().ok()?;
         let mut v = [0u32; 5];
