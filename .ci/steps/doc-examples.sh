@@ -39,6 +39,7 @@ ENFORCED=(
   std-shell/src/trace2/api.rs
   std-shell/src/trace2/child.rs
   std-shell/src/trace2/clock.rs
+  std-shell/src/trace2/config/
   std-shell/src/trace2/lifecycle.rs
   std-shell/src/trace2/mod.rs
   std-shell/src/trace2/region.rs
