@@ -36,10 +36,20 @@ ENFORCED=(
   core/src/trace2/stats.rs
   core/src/trace2/thread.rs
   std-shell/src/lib.rs
+  std-shell/src/tool/chrome.rs
+  std-shell/src/tool/dump.rs
+  std-shell/src/tool/expand.rs
+  std-shell/src/tool/mod.rs
+  std-shell/src/tool/names.rs
+  std-shell/src/tool/names_elf.rs
+  std-shell/src/tool/output.rs
+  std-shell/src/tool/verify.rs
+  std-shell/src/tool/yaml.rs
   std-shell/src/trace2/ancestry.rs
   std-shell/src/trace2/api.rs
   std-shell/src/trace2/child.rs
   std-shell/src/trace2/clock.rs
+  std-shell/src/trace2/config/
   std-shell/src/trace2/lifecycle.rs
   std-shell/src/trace2/mod.rs
   std-shell/src/trace2/region.rs

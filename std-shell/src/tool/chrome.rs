@@ -17,7 +17,24 @@ use serde_json::{json, Value};
 use super::expand::{Kind, Trace, XEvent};
 use super::names::Names;
 
-/// What the conversion left out.
+/// What the conversion wrote and left out.
+///
+/// ```
+/// use flightrec::tool::chrome::{to_chrome, ChromeReport};
+/// use flightrec::tool::expand::load;
+/// use flightrec::tool::names::Names;
+///
+/// // Exit #2, then enter and exit #1: the first exit has no call to close.
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/ok-exit-before-enter.xray")).unwrap();
+/// let (_, report) = to_chrome(&trace, &Names::empty());
+/// assert_eq!(report, ChromeReport { calls: 1, unmatched_exits: 1, ..ChromeReport::default() });
+///
+/// // A trace cut short after three entries: the calls end with the thread.
+/// let mut trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// trace.events.truncate(3);
+/// let (_, report) = to_chrome(&trace, &Names::empty());
+/// assert_eq!((report.calls, report.unfinished_calls), (3, 3));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChromeReport {
     /// Complete events written.
@@ -37,6 +54,28 @@ struct Open {
 }
 
 /// Builds the trace-event JSON object.
+///
+/// ```
+/// use flightrec::tool::chrome::{to_chrome, ChromeReport};
+/// use flightrec::tool::expand::load;
+/// use flightrec::tool::names::Names;
+///
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// let names = Names::parse("3 leaf\n").unwrap();
+/// let (doc, report) = to_chrome(&trace, &names);
+/// assert_eq!(report, ChromeReport { calls: 5, instants: 1, ..ChromeReport::default() });
+///
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// // The first call of leaf (#3, with two arguments): 1.5 µs after the first
+/// // event at 1 GHz, for 1 µs.
+/// let leaf = events.iter().find(|e| e["name"] == "leaf").unwrap();
+/// assert_eq!((leaf["ph"].as_str(), leaf["tid"].as_u64()), (Some("X"), Some(101)));
+/// assert_eq!((leaf["ts"].as_f64(), leaf["dur"].as_f64()), (Some(1.5), Some(1.0)));
+/// assert_eq!(leaf["args"]["args"], serde_json::json!([42, 3735928559u64]));
+/// // The custom event is an instant event.
+/// let custom = events.iter().find(|e| e["ph"] == "i").unwrap();
+/// assert_eq!(custom["args"]["data"], "hello");
+/// ```
 pub fn to_chrome(trace: &Trace, names: &Names) -> (Value, ChromeReport) {
     let origin = trace.events.iter().map(|e| e.tsc).min().unwrap_or(0);
     let per_us = trace.header.cycle_frequency.get() as f64 / 1e6;
@@ -148,7 +187,30 @@ fn instant(e: &XEvent, ts: f64, key: (u32, u32)) -> Value {
     })
 }
 
-/// Writes the JSON document.
+/// Writes the JSON document, one line.
+///
+/// ```
+/// use flightrec::tool::chrome::write_chrome;
+/// use flightrec::tool::expand::load;
+/// use flightrec::tool::names::Names;
+///
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5-2threads.xray")).unwrap();
+/// let mut out = Vec::new();
+/// let report = write_chrome(&trace, &Names::empty(), &mut out).unwrap();
+/// assert_eq!(report.calls, 3);
+///
+/// assert!(out.ends_with(b"}\n"));
+/// let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+/// assert_eq!(doc["otherData"]["cycle-frequency"], 1_000_000_000);
+/// let threads: Vec<&str> = doc["traceEvents"]
+///     .as_array()
+///     .unwrap()
+///     .iter()
+///     .filter(|e| e["name"] == "thread_name")
+///     .map(|e| e["args"]["name"].as_str().unwrap())
+///     .collect();
+/// assert_eq!(threads, ["thread 101", "thread 202"]);
+/// ```
 pub fn write_chrome(
     trace: &Trace,
     names: &Names,

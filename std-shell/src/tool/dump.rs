@@ -14,6 +14,24 @@ use flightrec_core::fdr::FunctionAction;
 use super::names::Names;
 
 /// Why a dump stopped.
+///
+/// ```
+/// use flightrec::tool::dump::{dump, DumpError};
+/// use flightrec::tool::names::Names;
+///
+/// // llvm-xray: "Unknown function record type '5' at offset 112."
+/// let bad = include_bytes!("../../tests/data/tool/xray/bad-fn-action5.xray");
+/// let mut out = Vec::new();
+/// let Err(DumpError::Decode(e)) = dump(bad, &Names::empty(), &mut out) else { panic!() };
+/// assert_eq!(e.offset, 112);
+/// // The records before the error are printed.
+/// assert!(String::from_utf8(out).unwrap().starts_with("<Buffer: size = "));
+///
+/// // A closed output is an I/O error.
+/// let good = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let mut full = &mut [0u8; 10][..];
+/// assert!(matches!(dump(good, &Names::empty(), &mut full), Err(DumpError::Io(_))));
+/// ```
 #[derive(Debug)]
 pub enum DumpError {
     /// Writing the output failed.
@@ -29,7 +47,41 @@ impl From<io::Error> for DumpError {
 }
 
 /// Prints every record of `bytes` to `out`; stops at the first decoding error and
-/// returns it, after printing what came before.
+/// returns it, after printing what came before. Returns the number of records
+/// printed.
+///
+/// ```
+/// use flightrec::tool::dump::dump;
+/// use flightrec::tool::names::Names;
+///
+/// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let mut out = Vec::new();
+/// assert_eq!(dump(trace, &Names::empty(), &mut out).unwrap(), 20);
+/// let text = String::from_utf8(out).unwrap();
+/// // What `llvm-xray fdr-dump crafted-v5.xray` prints.
+/// let lines: Vec<&str> = text.lines().collect();
+/// assert_eq!(
+///     lines[..7],
+///     [
+///         "<Buffer: size = 229 bytes>",
+///         "<Thread ID: 101>",
+///         "<Wall Time: seconds = 1700000000.123456>",
+///         "<PID: 4242>",
+///         "<CPU: id = 0, tsc = 1000000>",
+///         "<Function Enter: #1 delta = +0>",
+///         "<Function Enter: #2 delta = +1000>",
+///     ]
+/// );
+/// assert_eq!(lines[19], "<Function Exit: #1 delta = +500>");
+///
+/// // With names, each id is followed by its name.
+/// let names = Names::parse("1 main\n2 uart_flush\n").unwrap();
+/// let mut out = Vec::new();
+/// dump(trace, &names, &mut out).unwrap();
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.contains("<Function Enter: #2 (uart_flush) delta = +1000>\n"));
+/// assert!(text.contains("<Function Exit: #3 delta = +1000>\n"));
+/// ```
 pub fn dump(bytes: &[u8], names: &Names, out: &mut impl Write) -> Result<usize, DumpError> {
     let decoder = Decoder::new(bytes).map_err(DumpError::Decode)?;
     let mut n = 0;
@@ -49,6 +101,33 @@ fn function_id(id: u32, names: &Names) -> String {
 }
 
 /// One record as `llvm-xray fdr-dump` prints it, with its newline.
+///
+/// ```
+/// use flightrec::core::fdr::records::{CustomEventTime, Record};
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::tool::dump::write_record;
+/// use flightrec::tool::names::Names;
+///
+/// let names = Names::parse("3 uart_flush\n").unwrap();
+/// let line = |r: Record<'_>| {
+///     let mut out = Vec::new();
+///     write_record(&r, &names, &mut out).unwrap();
+///     String::from_utf8(out).unwrap()
+/// };
+/// let id = FunctionId::new(3).unwrap();
+/// assert_eq!(
+///     line(Record::Function { action: FunctionAction::TailExit, id, delta: 7 }),
+///     "<Function Tail Exit: #3 (uart_flush) delta = +7>\n"
+/// );
+/// assert_eq!(
+///     line(Record::CallArgument { value: 42 }),
+///     "<Call Argument: data = 42 (hex = 0x2a)>\n"
+/// );
+/// assert_eq!(
+///     line(Record::CustomEvent { time: CustomEventTime::Delta(100), payload: b"hello" }),
+///     "<Custom Event: delta = +100, size = 5, data = 'hello'>\n"
+/// );
+/// ```
 pub fn write_record(record: &Record<'_>, names: &Names, out: &mut impl Write) -> io::Result<()> {
     match *record {
         Record::BufferExtents { size } => writeln!(out, "<Buffer: size = {size} bytes>"),

@@ -16,6 +16,16 @@ use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::{FileHeader, FunctionAction, Version};
 
 /// What an expanded event is (LLVM's `RecordTypes`).
+///
+/// ```
+/// use flightrec::tool::expand::Kind;
+///
+/// assert_eq!(Kind::EnterArg.yaml_name(), "function-enter-arg");
+/// assert_eq!(Kind::TailExit.yaml_name(), "function-tail-exit");
+/// assert!(Kind::Enter.is_enter() && Kind::EnterArg.is_enter());
+/// assert!(Kind::Exit.is_exit() && Kind::TailExit.is_exit());
+/// assert!(!Kind::CustomEvent.is_enter() && !Kind::TypedEvent.is_exit());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Function entry.
@@ -33,7 +43,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// LLVM's YAML name for the kind.
+    /// LLVM's YAML name for the kind. Example on [`Kind`].
     pub const fn yaml_name(self) -> &'static str {
         match self {
             Kind::Enter => "function-enter",
@@ -45,18 +55,44 @@ impl Kind {
         }
     }
 
-    /// Whether it is an entry (with or without arguments).
+    /// Whether it is an entry (with or without arguments). Example on [`Kind`].
     pub const fn is_enter(self) -> bool {
         matches!(self, Kind::Enter | Kind::EnterArg)
     }
 
-    /// Whether it is an exit (plain or tail).
+    /// Whether it is an exit (plain or tail). Example on [`Kind`].
     pub const fn is_exit(self) -> bool {
         matches!(self, Kind::Exit | Kind::TailExit)
     }
 }
 
 /// One event of a trace, with absolute time.
+///
+/// ```
+/// use flightrec::tool::expand::{load, Kind, XEvent};
+///
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// // llvm-xray convert: { type: 0, func-id: 3, function: '3', args: [ 42, 3735928559 ],
+/// //   cpu: 0, thread: 101, process: 4242, kind: function-enter-arg, tsc: 1001500, data: '' }
+/// assert_eq!(
+///     trace.events[2],
+///     XEvent {
+///         event_type: 0,
+///         func_id: 3,
+///         args: vec![42, 0xdead_beef],
+///         cpu: 0,
+///         thread: 101,
+///         process: 4242,
+///         kind: Kind::EnterArg,
+///         tsc: 1_001_500,
+///         data: Vec::new(),
+///     }
+/// );
+/// // A custom event keeps the function id of the record before it, as in LLVM.
+/// let custom = &trace.events[4];
+/// assert_eq!((custom.kind, custom.func_id, custom.tsc), (Kind::CustomEvent, 3, 1_002_600));
+/// assert_eq!(custom.data, b"hello");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XEvent {
     /// The typed-event type field (sticky, as in LLVM).
@@ -80,6 +116,26 @@ pub struct XEvent {
 }
 
 /// A verified trace, expanded.
+///
+/// ```
+/// use flightrec::tool::expand::load;
+///
+/// // Two blocks of thread 101, then one of thread 202.
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5-2threads.xray")).unwrap();
+/// assert_eq!(trace.header.version.number(), 5);
+/// assert_eq!(trace.seconds_per_tick(), 1e-9); // 1 GHz
+///
+/// // In thread order...
+/// let by_thread: Vec<(u32, u32)> = trace.events.iter().map(|e| (e.thread, e.func_id)).collect();
+/// assert_eq!(by_thread, [(101, 1), (101, 2), (101, 2), (101, 1), (202, 5), (202, 5)]);
+/// // ...and in time order, as `llvm-xray convert` prints them.
+/// let tscs: Vec<u64> = trace.sorted_events().iter().map(|e| e.tsc).collect();
+/// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
+///
+/// // A file the verifier rejects is not expanded.
+/// let bad = load(include_bytes!("../../tests/data/tool/xray/bad-fn-action5.xray"));
+/// assert_eq!(bad.unwrap_err().offset, 112);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Trace {
     /// The file header.
@@ -90,14 +146,15 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Events sorted by TSC, stable (what `llvm-xray convert` prints).
+    /// Events sorted by TSC, stable (what `llvm-xray convert` prints). Example on
+    /// [`Trace`].
     pub fn sorted_events(&self) -> Vec<&XEvent> {
         let mut v: Vec<&XEvent> = self.events.iter().collect();
         v.sort_by_key(|e| e.tsc);
         v
     }
 
-    /// Seconds per TSC tick.
+    /// Seconds per TSC tick. Example on [`Trace`].
     pub fn seconds_per_tick(&self) -> f64 {
         1.0 / self.header.cycle_frequency.get() as f64
     }
@@ -225,7 +282,8 @@ impl Expander {
     }
 }
 
-/// Verifies a whole file with the core's verifier and expands it.
+/// Verifies a whole file with the core's verifier and expands it. Example on
+/// [`Trace`].
 pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
     let summary = verify(bytes)?;
     let decoder = Decoder::new(bytes)?;

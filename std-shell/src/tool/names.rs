@@ -20,6 +20,15 @@ use super::names_elf::{is_elf, read_elf_names};
 
 /// Appended to a trace's path to name the names file the desktop runtime writes
 /// beside it (the runtime's `NAMES_SUFFIX`).
+///
+/// ```
+/// use flightrec::tool::names::{names_beside, NAMES_SUFFIX};
+/// use std::path::Path;
+///
+/// assert_eq!(NAMES_SUFFIX, flightrec::xray::NAMES_SUFFIX);
+/// let beside = names_beside(Path::new("t.xray"));
+/// assert_eq!(beside.to_str(), Some(&*format!("t.xray{NAMES_SUFFIX}")));
+/// ```
 pub const NAMES_SUFFIX: &str = ".names";
 
 /// Where the desktop runtime puts the names file of `trace`: `<trace>.names`.
@@ -52,8 +61,16 @@ pub fn names_beside(trace: &Path) -> PathBuf {
 ///
 /// let y = Names::parse("---\n- { id: 7, address: 0x10, function: 0x10, kind: function-enter, always-instrument: true, function-name: fib }\n...\n").unwrap();
 /// assert_eq!(y.get(7), Some("fib"));
+/// assert_eq!(y.display(7), "fib");
 /// assert_eq!(y.display(8), "#8");
-/// assert_eq!(Names::empty().display(8), "8");
+/// assert_eq!((y.len(), y.is_empty()), (1, false));
+///
+/// let none = Names::empty();
+/// assert_eq!(none.display(8), "8");
+/// assert!(none.is_empty());
+///
+/// let err = Names::parse("1 main\nx y\n").unwrap_err();
+/// assert_eq!(err, "line 2: `x` is not a function id");
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
@@ -63,12 +80,27 @@ pub struct Names {
 }
 
 impl Names {
-    /// No names: ids print as numbers.
+    /// No names: ids print as numbers. Example on [`Names`].
     pub fn empty() -> Self {
         Self::default()
     }
 
-    /// Reads a names file in any of the three formats.
+    /// Reads a names file in any of the three formats; errors name the file.
+    ///
+    /// ```
+    /// use flightrec::tool::names::Names;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let map = dir.path().join("crafted.instrmap.yaml");
+    /// std::fs::write(&map, include_str!("../../tests/data/tool/crafted.instrmap.yaml")).unwrap();
+    /// let names = Names::load(&map).unwrap();
+    /// assert_eq!(names.get(1), Some("main"));
+    /// assert_eq!(names.len(), 5);
+    ///
+    /// let missing = dir.path().join("none.names");
+    /// let err = Names::load(&missing).unwrap_err();
+    /// assert!(err.starts_with(&format!("{}: ", missing.display())), "{err}");
+    /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
@@ -97,7 +129,8 @@ impl Names {
         Self::parse(text)
     }
 
-    /// Parses the text of a names file (YAML or `ID NAME` lines).
+    /// Parses the text of a names file (YAML or `ID NAME` lines). Example on
+    /// [`Names`].
     pub fn parse(text: &str) -> Result<Self, String> {
         let first = text
             .lines()
@@ -161,14 +194,14 @@ impl Names {
         })
     }
 
-    /// The name of function `id`, if known.
+    /// The name of function `id`, if known. Example on [`Names`].
     pub fn get(&self, id: u32) -> Option<&str> {
         self.map.get(&id).map(String::as_str)
     }
 
     /// The name; for an id without one, `#id` when a names file was read, else the
     /// id in decimal (what `llvm-xray convert` prints with and without
-    /// `--symbolize --instr_map`).
+    /// `--symbolize --instr_map`). Example on [`Names`].
     pub fn display(&self, id: u32) -> String {
         match self.get(id) {
             Some(name) => name.to_string(),
@@ -177,12 +210,12 @@ impl Names {
         }
     }
 
-    /// Number of names.
+    /// Number of names. Example on [`Names`].
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
-    /// Whether there are no names.
+    /// Whether there are no names. Example on [`Names`].
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

@@ -18,6 +18,19 @@ use std::fmt;
 use object::{Object, ObjectSection};
 
 /// The section that holds the text table.
+///
+/// ```
+/// use flightrec::tool::names_elf::SECTION;
+///
+/// let id = flightrec::xray::names::function_id("example::section");
+/// let mut elf = Vec::new();
+/// assert!(flightrec::xray::names::write_names_elf(&mut elf, id.get()));
+/// // The section's name is in the file's section name table.
+/// assert!(elf.windows(SECTION.len()).any(|w| w == SECTION.as_bytes()));
+/// // ...and the table itself: `id<TAB>name<LF>`.
+/// let line = format!("{}\texample::section\n", id.get());
+/// assert!(elf.windows(line.len()).any(|w| w == line.as_bytes()));
+/// ```
 pub const SECTION: &str = "flightrec_names";
 
 /// The section `llvm-xray` reads function addresses from; an ELF file with this
@@ -25,6 +38,29 @@ pub const SECTION: &str = "flightrec_names";
 const INSTR_MAP: &str = "xray_instr_map";
 
 /// Why an ELF file gave no names.
+///
+/// ```
+/// use flightrec::tool::names_elf::{parse_table, read_elf_names, ElfNamesError};
+///
+/// // This example's own program is an ELF file, but not a names file.
+/// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// let err = read_elf_names(&program).unwrap_err();
+/// assert_eq!(err, ElfNamesError::NoSection { has_instr_map: false });
+/// assert_eq!(
+///     err.to_string(),
+///     "an ELF file without a flightrec_names section: not a flightrec names file"
+/// );
+///
+/// // A damaged container.
+/// assert!(matches!(read_elf_names(b"\x7fELF\x02\x01\x01"), Err(ElfNamesError::Malformed(_))));
+///
+/// // A table line without a tab, an id named twice.
+/// let err = parse_table(b"1 main\n").unwrap_err();
+/// assert_eq!(err, ElfNamesError::BadLine { line: 1, reason: "no tab between id and name" });
+/// let err = parse_table(b"1\tmain\n1\tidle\n").unwrap_err();
+/// assert_eq!(err, ElfNamesError::DuplicateId { line: 2, id: 1 });
+/// assert_eq!(err.to_string(), "flightrec_names section, line 2: id 1 named twice");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ElfNamesError {
     /// The ELF container is damaged (truncated, offsets out of range...).
@@ -80,6 +116,14 @@ impl fmt::Display for ElfNamesError {
 impl std::error::Error for ElfNamesError {}
 
 /// Whether `bytes` start like an ELF file.
+///
+/// ```
+/// use flightrec::tool::names_elf::is_elf;
+/// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// assert!(is_elf(&program));
+/// assert!(!is_elf(b"1 main\n"));
+/// assert!(!is_elf(b"\x7fEL"));
+/// ```
 pub fn is_elf(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x7fELF")
 }

@@ -114,6 +114,48 @@ fn scalar(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
 }
 
 /// Writes the whole trace as YAML, records sorted by TSC.
+///
+/// ```
+/// use flightrec::tool::expand::load;
+/// use flightrec::tool::names::Names;
+/// use flightrec::tool::yaml::write_yaml;
+///
+/// let trace = load(include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// let mut out = Vec::new();
+/// write_yaml(&trace, &Names::empty(), &mut out).unwrap();
+/// let yaml = String::from_utf8(out).unwrap();
+/// // What `llvm-xray convert --output-format=yaml crafted-v5.xray` writes.
+/// let lines: Vec<&str> = yaml.lines().collect();
+/// assert_eq!(
+///     lines[..9],
+///     [
+///         "---",
+///         "header:",
+///         "  version:         5",
+///         "  type:            1",
+///         "  constant-tsc:    true",
+///         "  nonstop-tsc:     true",
+///         "  cycle-frequency: 1000000000",
+///         "records:",
+///         "  - { type: 0, func-id: 1, function: '1', cpu: 0, thread: 101, process: 4242, \
+///          kind: function-enter, tsc: 1000000, data: '' }",
+///     ]
+/// );
+/// assert_eq!(
+///     lines[12],
+///     "  - { type: 0, func-id: 3, function: '3', cpu: 0, thread: 101, process: 4242, \
+///      kind: custom-event, tsc: 1002600, data: hello }"
+/// );
+/// assert_eq!((lines.len(), lines[19]), (20, "..."));
+///
+/// // With names, as with `--symbolize --instr_map`.
+/// let names = Names::parse("1 main\n").unwrap();
+/// let mut out = Vec::new();
+/// write_yaml(&trace, &names, &mut out).unwrap();
+/// let yaml = String::from_utf8(out).unwrap();
+/// assert!(yaml.contains("func-id: 1, function: main, "));
+/// assert!(yaml.contains("func-id: 2, function: '#2', "));
+/// ```
 pub fn write_yaml(trace: &Trace, names: &Names, out: &mut impl Write) -> io::Result<()> {
     let h = &trace.header;
     writeln!(out, "---")?;

@@ -9,6 +9,33 @@ use super::reader::{ConfigEntry, MAX_INCLUDE_DEPTH};
 /// and exits with 128. flightrec never exits the host program: the caller
 /// prints the messages once and runs with Trace2 disabled (see
 /// [`super::Trace2Config::load`]).
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigError, ConfigFiles, Trace2Config};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let load = |text: &str| {
+///     let file = dir.path().join("gitconfig");
+///     std::fs::write(&file, text).unwrap();
+///     let files = ConfigFiles { global: vec![file], ..ConfigFiles::none() };
+///     Trace2Config::load_with("GIT_TRACE2", Some("trace2"), |_: &str| None, &files).unwrap_err()
+/// };
+///
+/// // A recognized key without `=`.
+/// let e = load("[trace2]\n\tnormalTarget = 2\n\teventTarget\n");
+/// assert!(matches!(e, ConfigError::BadLine { line: 3, .. }));
+/// assert_eq!(e.git_messages()[0], "error: missing value for 'trace2.eventtarget'");
+///
+/// // A syntax error: git's single fatal line, also the Display text.
+/// let e = load("[trace2\n");
+/// assert!(matches!(e, ConfigError::BadLine { cause: None, line: 1, .. }));
+/// assert!(e.to_string().starts_with("fatal: bad config line 1 in file "));
+///
+/// // A file that includes itself.
+/// let e = load("[include]\n\tpath = gitconfig\n");
+/// assert!(matches!(e, ConfigError::IncludeDepth { .. }));
+/// assert!(e.to_string().contains("This might be due to circular includes."));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigError {
     /// A line git cannot accept: a syntax error (`cause: None`), or a

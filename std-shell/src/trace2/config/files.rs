@@ -8,6 +8,26 @@ use super::parse_maybe_bool;
 use super::reader::{ConfigEntry, Reader, Visit};
 
 /// Where a config entry comes from; the names are git's `def_param` scopes.
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigFiles, Scope};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let (system, global) = (dir.path().join("system"), dir.path().join("global"));
+/// std::fs::write(&system, "[core]\n\tpager = less\n").unwrap();
+/// std::fs::write(&global, "[user]\n\tname = U\n").unwrap();
+/// std::fs::write(dir.path().join("config"), "[core]\n\tbare = true\n").unwrap();
+/// let files = ConfigFiles { system: Some(system), global: vec![global], home: None };
+///
+/// let scopes: Vec<&str> = files
+///     .entries(Some(dir.path()))
+///     .unwrap()
+///     .iter()
+///     .map(|e| e.scope.as_str())
+///     .collect();
+/// assert_eq!(scopes, ["system", "global", "local"]);
+/// assert_eq!(Scope::Worktree.as_str(), "worktree");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// The system file (`/etc/gitconfig` or `$GIT_CONFIG_SYSTEM`).
@@ -41,6 +61,14 @@ impl Scope {
 
 /// The system file git reads (`$(prefix)/etc/gitconfig` with git's usual
 /// prefix `/usr`, which distributions build with `sysconfdir=/etc`).
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigFiles, SYSTEM_CONFIG};
+/// use std::path::Path;
+///
+/// let files = ConfigFiles::from_env(|_: &str| None);
+/// assert_eq!(files.system.as_deref(), Some(Path::new(SYSTEM_CONFIG)));
+/// ```
 pub const SYSTEM_CONFIG: &str = "/etc/gitconfig";
 
 /// The system and global config files of a process, in reading order.
@@ -59,6 +87,22 @@ pub const SYSTEM_CONFIG: &str = "/etc/gitconfig";
 ///     files.global,
 ///     [PathBuf::from("/home/u/.config/git/config"), PathBuf::from("/home/u/.gitconfig")]
 /// );
+///
+/// // git's overrides: no system file, one global file.
+/// let env = |name: &str| match name {
+///     "HOME" => Some(OsString::from("/home/u")),
+///     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("yes")),
+///     "GIT_CONFIG_GLOBAL" => Some(OsString::from("/etc/ci.gitconfig")),
+///     _ => None,
+/// };
+/// let files = ConfigFiles::from_env(env);
+/// assert_eq!(files.system, None);
+/// assert_eq!(files.global, [PathBuf::from("/etc/ci.gitconfig")]);
+///
+/// // No files at all: settings from the environment only.
+/// let none = ConfigFiles::none();
+/// assert!(none.system.is_none() && none.global.is_empty());
+/// assert!(none.entries(None).unwrap().is_empty());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConfigFiles {
@@ -72,7 +116,8 @@ pub struct ConfigFiles {
 }
 
 impl ConfigFiles {
-    /// No files: settings come from the environment only.
+    /// No files: settings come from the environment only. Example on
+    /// [`ConfigFiles`].
     pub fn none() -> Self {
         ConfigFiles::default()
     }
@@ -80,6 +125,7 @@ impl ConfigFiles {
     /// The files git 2.47 reads for "very early config", located through the
     /// environment lookup `env`: `GIT_CONFIG_NOSYSTEM` (a git boolean),
     /// `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_GLOBAL`, `XDG_CONFIG_HOME`, `HOME`.
+    /// Example on [`ConfigFiles`].
     pub fn from_env(env: impl Fn(&str) -> Option<OsString>) -> Self {
         let nosystem = env("GIT_CONFIG_NOSYSTEM")
             .and_then(|v| parse_maybe_bool(&v.to_string_lossy()))
@@ -109,6 +155,18 @@ impl ConfigFiles {
     }
 
     /// The files of the process environment.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::ConfigFiles;
+    /// use std::path::PathBuf;
+    ///
+    /// std::env::remove_var("GIT_CONFIG_NOSYSTEM");
+    /// std::env::set_var("GIT_CONFIG_SYSTEM", "/opt/git/etc/gitconfig");
+    /// std::env::set_var("GIT_CONFIG_GLOBAL", "/srv/ci/gitconfig");
+    /// let files = ConfigFiles::from_process_env();
+    /// assert_eq!(files.system, Some(PathBuf::from("/opt/git/etc/gitconfig")));
+    /// assert_eq!(files.global, [PathBuf::from("/srv/ci/gitconfig")]);
+    /// ```
     pub fn from_process_env() -> Self {
         Self::from_env(|name| std::env::var_os(name))
     }
@@ -116,6 +174,40 @@ impl ConfigFiles {
     /// Visits every entry of the system then the global files (with their
     /// includes) in git's reading order; `visit` may stop the reading with an
     /// error.
+    ///
+    /// An included file is read where its `include.path` stands:
+    ///
+    /// ```
+    /// use flightrec::trace2::config::{ConfigError, ConfigFiles};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("extra"), "[trace2]\n\tperfTarget = 2\n").unwrap();
+    /// let global = dir.path().join("gitconfig");
+    /// std::fs::write(&global, "[trace2]\n\tperfTarget = 1\n[include]\n\tpath = extra\n\
+    ///                          [trace2]\n\tperfTarget = 3\n").unwrap();
+    /// let files = ConfigFiles { global: vec![global], ..ConfigFiles::none() };
+    ///
+    /// let mut seen = Vec::new();
+    /// files
+    ///     .visit(&mut |e| {
+    ///         seen.push(format!("{}={}", e.key_str(), String::from_utf8_lossy(e.value.as_deref().unwrap())));
+    ///         Ok(())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     seen,
+    ///     ["trace2.perftarget=1", "include.path=extra", "trace2.perftarget=2", "trace2.perftarget=3"]
+    /// );
+    ///
+    /// // The visitor's error stops the reading and is returned.
+    /// let mut count = 0;
+    /// let stop = files.visit(&mut |e| {
+    ///     count += 1;
+    ///     Err(ConfigError::BadLine { cause: None, line: e.line, path: e.path.clone() })
+    /// });
+    /// assert!(matches!(stop, Err(ConfigError::BadLine { line: 2, .. })));
+    /// assert_eq!(count, 1);
+    /// ```
     pub fn visit(
         &self,
         visit: &mut dyn FnMut(&ConfigEntry) -> Result<(), ConfigError>,

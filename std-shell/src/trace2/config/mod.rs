@@ -65,6 +65,25 @@ pub use reader::{ConfigEntry, MAX_INCLUDE_DEPTH};
 
 /// One target's setting: the destination value as written (env or config) and
 /// its brief flag.
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigFiles, TargetSetting, Trace2Config};
+/// use std::ffi::OsString;
+///
+/// // Unset by default: no destination, not brief.
+/// assert_eq!(TargetSetting::default(), TargetSetting { value: None, brief: false });
+///
+/// let env = |name: &str| match name {
+///     "GIT_TRACE2_EVENT" => Some(OsString::from("/tmp/t2")),
+///     "GIT_TRACE2_EVENT_BRIEF" => Some(OsString::from("on")),
+///     _ => None,
+/// };
+/// let cfg = Trace2Config::load_with("GIT_TRACE2", None, env, &ConfigFiles::none()).unwrap();
+/// assert_eq!(
+///     cfg.event,
+///     TargetSetting { value: Some("/tmp/t2".into()), brief: true }
+/// );
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TargetSetting {
     /// The destination value (`1`, `2`..`9`, an absolute path, `af_unix:...`),
@@ -75,6 +94,49 @@ pub struct TargetSetting {
 }
 
 /// Every Trace2 setting of a process.
+///
+/// Loaded as git loads it: a set, non-empty environment variable wins over the
+/// last `trace2.*` value of the config files; an empty one counts as unset.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::config::Trace2Config;
+/// use std::ffi::OsString;
+///
+/// let home = tempfile::tempdir().unwrap();
+/// std::fs::write(
+///     home.path().join(".gitconfig"),
+///     "[trace2]\n\tperfTarget = /tmp/perf-from-config\n\tnormalTarget = 2\n\
+///      \tmaxFiles = 50\n\tenvVars = HOME, LANG\n",
+/// )
+/// .unwrap();
+/// let env = |name: &str| match name {
+///     "HOME" => Some(OsString::from(home.path())),
+///     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("true")),
+///     "GIT_TRACE2_PERF" => Some(OsString::from("1")), // the environment wins
+///     "GIT_TRACE2" => Some(OsString::new()),         // empty: the config's 2 stands
+///     _ => None,
+/// };
+/// let cfg = Trace2Config::try_load_from("GIT_TRACE2", env).unwrap();
+///
+/// assert_eq!(cfg.setting(Target::Perf).value.as_deref(), Some("1".as_ref()));
+/// assert_eq!(cfg.setting(Target::Normal).value.as_deref(), Some("2".as_ref()));
+/// assert_eq!(cfg.setting(Target::Event).value, None);
+/// assert!(cfg.any_target());
+/// assert_eq!((cfg.max_files, cfg.event_nesting), (50, 2));
+/// assert_eq!(cfg.env_vars, ["HOME", "LANG"]);
+/// assert!(cfg.redact);
+/// assert_eq!(cfg.var_name(Target::Perf), "GIT_TRACE2_PERF");
+///
+/// // Nothing set anywhere: every target off.
+/// let quiet = Trace2Config::try_load_from("GIT_TRACE2", |name: &str| match name {
+///     "HOME" => Some(OsString::from(home.path().join("nowhere"))),
+///     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("1")),
+///     _ => None,
+/// })
+/// .unwrap();
+/// assert!(!quiet.any_target());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace2Config {
     /// The environment prefix (`GIT_TRACE2` for git; a program may choose its own).
@@ -121,6 +183,15 @@ const SETTINGS: [(&str, &str); 11] = [
 ];
 
 /// git's prefix, whose settings also come from the `trace2` config section.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::config::{default_section, ConfigFiles, Trace2Config, GIT_PREFIX};
+///
+/// assert_eq!(default_section(GIT_PREFIX), Some("trace2"));
+/// let cfg = Trace2Config::load_with(GIT_PREFIX, None, |_: &str| None, &ConfigFiles::none()).unwrap();
+/// assert_eq!(cfg.var_name(Target::Event), "GIT_TRACE2_EVENT");
+/// ```
 pub const GIT_PREFIX: &str = "GIT_TRACE2";
 
 /// The config section read for `prefix`: `trace2` for [`GIT_PREFIX`], none
@@ -144,6 +215,18 @@ impl Trace2Config {
     /// A config file git would die on (see [`ConfigError`]) does not stop
     /// the program: git's messages are printed once on stderr and the result
     /// has every target off, so Trace2 stays disabled.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::Trace2Config;
+    ///
+    /// // A prefix of the program's own reads the environment only.
+    /// std::env::set_var("MYAPP_TRACE2_PERF", "2");
+    /// std::env::set_var("MYAPP_TRACE2_MAX_FILES", "7");
+    /// let cfg = Trace2Config::load("MYAPP_TRACE2");
+    /// assert_eq!(cfg.perf.value.as_deref(), Some("2".as_ref()));
+    /// assert_eq!(cfg.max_files, 7);
+    /// assert_eq!(cfg.normal.value, None);
+    /// ```
     pub fn load(prefix: &str) -> Self {
         Self::load_from(prefix, |name| std::env::var_os(name))
     }
@@ -151,6 +234,29 @@ impl Trace2Config {
     /// As [`Self::load`], with environment variables read through `env` (the
     /// config files are located through it too: `HOME`, `XDG_CONFIG_HOME`,
     /// `GIT_CONFIG_*`), so tests need not touch the process environment.
+    ///
+    /// ```
+    /// use flightrec::trace2::config::Trace2Config;
+    /// use std::ffi::OsString;
+    ///
+    /// // `eventTarget` without `=`: git dies with "missing value".
+    /// let home = tempfile::tempdir().unwrap();
+    /// std::fs::write(home.path().join(".gitconfig"), "[trace2]\n\teventTarget\n").unwrap();
+    /// let env = |name: &str| match name {
+    ///     "HOME" => Some(OsString::from(home.path())),
+    ///     "GIT_CONFIG_NOSYSTEM" => Some(OsString::from("1")),
+    ///     "GIT_TRACE2_PERF" => Some(OsString::from("2")),
+    ///     "GIT_TRACE2_MAX_FILES" => Some(OsString::from("3")),
+    ///     _ => None,
+    /// };
+    /// assert!(Trace2Config::try_load_from("GIT_TRACE2", &env).is_err());
+    ///
+    /// // load_from prints git's messages once and turns every target off,
+    /// // keeping the other environment settings.
+    /// let cfg = Trace2Config::load_from("GIT_TRACE2", &env);
+    /// assert!(!cfg.any_target());
+    /// assert_eq!(cfg.max_files, 3);
+    /// ```
     pub fn load_from(prefix: &str, env: impl Fn(&str) -> Option<OsString>) -> Self {
         match Self::try_load_from(prefix, &env) {
             Ok(cfg) => cfg,
@@ -170,7 +276,8 @@ impl Trace2Config {
     }
 
     /// The settings for `prefix` from `env` and the files it locates, or the
-    /// config error git would die on.
+    /// config error git would die on. Example on [`Trace2Config`] (and on
+    /// [`ConfigError`] for the error).
     pub fn try_load_from(
         prefix: &str,
         env: impl Fn(&str) -> Option<OsString>,
@@ -314,7 +421,7 @@ impl Trace2Config {
         self
     }
 
-    /// The setting of one target.
+    /// The setting of one target. Example on [`Trace2Config`].
     pub fn setting(&self, kind: Target) -> &TargetSetting {
         match kind {
             Target::Normal => &self.normal,
@@ -325,6 +432,7 @@ impl Trace2Config {
 
     /// The environment variable that names a target in warnings
     /// (`GIT_TRACE2`, `GIT_TRACE2_PERF`, `GIT_TRACE2_EVENT` for git's prefix).
+    /// Example on [`Trace2Config`].
     pub fn var_name(&self, kind: Target) -> String {
         match kind {
             Target::Normal => self.prefix.clone(),
@@ -365,7 +473,8 @@ impl Trace2Config {
             .collect())
     }
 
-    /// Whether any of the three targets has a destination set.
+    /// Whether any of the three targets has a destination set. Example on
+    /// [`Trace2Config`].
     pub fn any_target(&self) -> bool {
         self.normal.value.is_some() || self.perf.value.is_some() || self.event.value.is_some()
     }

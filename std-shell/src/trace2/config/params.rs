@@ -24,6 +24,15 @@ pub fn wildmatch_key(pattern: &str, key: &[u8]) -> bool {
 
 /// Whether any of `patterns` (a `Trace2Config::config_params` list)
 /// matches `key`.
+///
+/// ```
+/// use flightrec::trace2::config::matches_any;
+/// let patterns = ["core.*".to_string(), "remote.*.url".to_string()];
+/// assert!(matches_any(&patterns, b"core.abbrev"));
+/// assert!(matches_any(&patterns, b"remote.origin.url"));
+/// assert!(!matches_any(&patterns, b"user.email"));
+/// assert!(!matches_any(&[], b"core.abbrev"));
+/// ```
 pub fn matches_any(patterns: &[String], key: &[u8]) -> bool {
     patterns.iter().any(|p| wildmatch_key(p, key))
 }

@@ -19,9 +19,50 @@ use super::error::ConfigError;
 use super::files::Scope;
 
 /// git's `MAX_INCLUDE_DEPTH`.
+///
+/// Ten nested includes are read; an eleventh level is an error.
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigError, ConfigFiles, MAX_INCLUDE_DEPTH};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// // f0 includes f1, ..., f(n-1) includes fn, which holds the value.
+/// let chain = |n: u32| {
+///     for i in 0..n {
+///         let text = format!("[include]\n\tpath = f{}\n", i + 1);
+///         std::fs::write(dir.path().join(format!("f{i}")), text).unwrap();
+///     }
+///     std::fs::write(dir.path().join(format!("f{n}")), "[a]\n\tb = 1\n").unwrap();
+///     let files = ConfigFiles { global: vec![dir.path().join("f0")], ..ConfigFiles::none() };
+///     files.entries(None)
+/// };
+/// let deepest = chain(MAX_INCLUDE_DEPTH).unwrap();
+/// assert_eq!(deepest.last().unwrap().key, b"a.b");
+/// let e = chain(MAX_INCLUDE_DEPTH + 1).unwrap_err();
+/// assert!(matches!(e, ConfigError::IncludeDepth { .. }));
+/// assert!(e.to_string().contains(&format!("({MAX_INCLUDE_DEPTH})")));
+/// ```
 pub const MAX_INCLUDE_DEPTH: u32 = 10;
 
 /// One `key = value` of a config file.
+///
+/// ```
+/// use flightrec::trace2::config::{ConfigFiles, Scope};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let file = dir.path().join("gitconfig");
+/// std::fs::write(&file, "# remotes\n[Remote \"Origin\"]\n\tURL = \"x y\"\n\tPrune\n").unwrap();
+/// let files = ConfigFiles { global: vec![file.clone()], ..ConfigFiles::none() };
+/// let all = files.entries(None).unwrap();
+///
+/// // Section and key lowercased, the quoted subsection kept as written.
+/// assert_eq!(all[0].key_str(), "remote.Origin.url");
+/// assert_eq!(all[0].value.as_deref(), Some(&b"x y"[..]));
+/// assert_eq!((all[0].scope, all[0].line), (Scope::Global, 3));
+/// assert_eq!(all[0].path, file);
+/// // A key without `=` has no value (git's implicit true).
+/// assert_eq!((all[1].key_str(), all[1].value.as_deref()), ("remote.Origin.prune".into(), None));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigEntry {
     /// Where the entry comes from (`system`, `global`, `local`, `worktree`).
@@ -39,7 +80,8 @@ pub struct ConfigEntry {
 }
 
 impl ConfigEntry {
-    /// The key as text (lossy for non-UTF-8 subsections).
+    /// The key as text (lossy for non-UTF-8 subsections). Example on
+    /// [`ConfigEntry`].
     pub fn key_str(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.key)
     }
