@@ -100,8 +100,9 @@ impl<'p> FrameEncoder<'p> {
     /// The most bytes a frame with `payload_len` payload bytes takes on the wire,
     /// leading and closing delimiters included.
     pub const fn max_encoded_len(payload_len: usize) -> usize {
-        let frame = HEAD_LEN + payload_len + CRC_LEN;
-        1 + frame + frame / MAX_RUN + 1 + 1
+        // Saturates: no buffer holds a frame whose length does not fit `usize`.
+        let frame = payload_len.saturating_add(HEAD_LEN + CRC_LEN);
+        frame.saturating_add(frame / MAX_RUN).saturating_add(3)
     }
 
     /// Whether every byte has been produced.
