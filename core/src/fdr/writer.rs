@@ -104,10 +104,13 @@ impl Walltime {
         // rem < tps, so rem * 1e6 / tps < 1e6; u128 keeps it exact for any rate.
         let extra_micros = (u128::from(rem) * 1_000_000 / u128::from(tps)) as u64;
         let micros = u64::from(self.micros) + extra_micros;
+        // `micros` is a public field, so a value past one second carries over; in
+        // 128 bits neither sum can overflow (`secs` is u64::MAX at one tick a second),
+        // and a sum below i64::MIN is impossible, so only the top saturates.
+        let whole = u128::from(secs) + u128::from(micros / 1_000_000);
+        let seconds = i128::from(self.seconds) + whole as i128;
         Self {
-            seconds: self
-                .seconds
-                .saturating_add(i64::try_from(secs + micros / 1_000_000).unwrap_or(i64::MAX)),
+            seconds: i64::try_from(seconds).unwrap_or(i64::MAX),
             micros: (micros % 1_000_000) as u32,
         }
     }

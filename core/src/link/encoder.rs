@@ -118,8 +118,9 @@ impl<'p> FrameEncoder<'p> {
     /// leading and closing delimiters included: size the caller buffer of a
     /// [`FrameDecoder`](super::FrameDecoder) with it. Example on [`FrameEncoder`].
     pub const fn max_encoded_len(payload_len: usize) -> usize {
-        let frame = HEAD_LEN + payload_len + CRC_LEN;
-        1 + frame + frame / MAX_RUN + 1 + 1
+        // Saturates: no buffer holds a frame whose length does not fit `usize`.
+        let frame = payload_len.saturating_add(HEAD_LEN + CRC_LEN);
+        frame.saturating_add(frame / MAX_RUN).saturating_add(3)
     }
 
     /// Whether every byte has been produced. Example on [`FrameEncoder`].

@@ -148,7 +148,8 @@ impl<'a> LineBuf<'a> {
     /// Appends spaces until the line is `width` bytes long (nothing if it is longer).
     #[inline]
     pub fn pad_to(&mut self, start: usize, width: usize) -> Result {
-        let used = self.pos - start;
+        // A `start` past the end (a caller's mistake) counts as nothing written yet.
+        let used = self.pos.saturating_sub(start);
         if used < width {
             self.fill(b' ', width - used)
         } else {
