@@ -36,15 +36,7 @@ ENFORCED=(
   core/src/trace2/stats.rs
   core/src/trace2/thread.rs
   std-shell/src/lib.rs
-  std-shell/src/tool/chrome.rs
-  std-shell/src/tool/dump.rs
-  std-shell/src/tool/expand.rs
-  std-shell/src/tool/mod.rs
-  std-shell/src/tool/names.rs
-  std-shell/src/tool/names_elf.rs
-  std-shell/src/tool/output.rs
-  std-shell/src/tool/verify.rs
-  std-shell/src/tool/yaml.rs
+  std-shell/src/tool/
   std-shell/src/trace2/ancestry.rs
   std-shell/src/trace2/api.rs
   std-shell/src/trace2/child.rs

@@ -21,6 +21,23 @@ use super::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use super::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
+///
+/// ```
+/// use clap::{CommandFactory, Parser};
+/// use flightrec::tool::cli::{LinkCommand, EXIT_CODES};
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(subcommand)]
+///     cmd: LinkCommand,
+/// }
+/// let mut cli = Cli::command();
+/// for name in ["recv", "verify", "dump", "convert"] {
+///     let help = cli.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+///     assert!(help.contains(EXIT_CODES), "{name}: {help}");
+/// }
+/// assert!(EXIT_CODES.contains("\n  1  the input is damaged or invalid"));
+/// ```
 pub const EXIT_CODES: &str = "\
 Exit status:
   0  success; also when the reader of the output goes away early (`| head`):
@@ -34,7 +51,35 @@ const BAD_INPUT: u8 = 1;
 /// Exit status 2: usage or I/O.
 const FAILURE: u8 = 2;
 
-/// The link and FDR file commands.
+/// The link and FDR file commands, as subcommands of a program's command line.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::tool::cli::{run, LinkCommand};
+/// use std::process::ExitCode;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(subcommand)]
+///     cmd: LinkCommand,
+/// }
+/// let status = |args: &[&str]| {
+///     let cli = Cli::try_parse_from([&["flightrec"], args].concat()).unwrap();
+///     run(cli.cmd)
+/// };
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let good = dir.path().join("good.xray");
+/// std::fs::write(&good, include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../tests/data/tool/xray/bad-fn-action5.xray")).unwrap();
+/// let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+///
+/// assert_eq!(status(&["verify", "--quiet", good]), ExitCode::SUCCESS);
+/// assert_eq!(status(&["verify", "--quiet", good, bad]), ExitCode::from(1)); // invalid data
+/// assert_eq!(status(&["dump", "/nonexistent/t.xray"]), ExitCode::from(2)); // cannot read
+/// assert!(Cli::try_parse_from(["flightrec", "convert", good]).is_err()); // --format missing
+/// ```
 #[derive(Subcommand)]
 pub enum LinkCommand {
     /// Receive a framed link (serial device, file or stdin) into FDR files and a
@@ -68,6 +113,47 @@ enum FlowArg {
 }
 
 /// Arguments of `recv`.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::core::link::{FrameKind, LinkWriter};
+/// use flightrec::tool::cli::{run, LinkCommand, RecvArgs};
+/// use std::process::ExitCode;
+///
+/// /// A program's own `receive` command with recv's arguments.
+/// #[derive(Parser)]
+/// struct Receive {
+///     #[command(flatten)]
+///     args: RecvArgs,
+/// }
+///
+/// // A captured link carrying one trace from source 2.
+/// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let mut buf = [0u8; 1024];
+/// let mut link = LinkWriter::new(&mut buf[..]);
+/// link.send(FrameKind::FileHeader, 2, &trace[..32]).unwrap();
+/// link.send(FrameKind::FdrBuffer, 2, &trace[32..]).unwrap();
+/// let unused = link.into_inner().len();
+/// let len = buf.len() - unused;
+/// let dir = tempfile::tempdir().unwrap();
+/// let capture = dir.path().join("capture.bin");
+/// std::fs::write(&capture, &buf[..len]).unwrap();
+/// let out = dir.path().join("out");
+///
+/// let (out_s, capture_s) = (out.to_str().unwrap(), capture.to_str().unwrap());
+/// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, capture_s]).unwrap();
+/// assert_eq!(run(LinkCommand::Recv(a.args)), ExitCode::SUCCESS);
+/// assert_eq!(std::fs::read(out.join("source-2.xray")).unwrap(), trace);
+///
+/// // One damaged byte: the frame fails its CRC check, and the exit status says so.
+/// buf[10] ^= 0xff;
+/// std::fs::write(&capture, &buf[..len]).unwrap();
+/// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, capture_s]).unwrap();
+/// assert_eq!(run(LinkCommand::Recv(a.args)), ExitCode::from(1));
+///
+/// // A file and a device at once is a usage error.
+/// assert!(Receive::try_parse_from(["receive", "--device", "/dev/ttyUSB0", capture_s]).is_err());
+/// ```
 #[derive(Args)]
 pub struct RecvArgs {
     /// Input file of a captured link; `-` or nothing for stdin. Not with --device.
@@ -112,6 +198,26 @@ pub struct RecvArgs {
 }
 
 /// Arguments of `verify`.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::tool::cli::{run, LinkCommand, VerifyArgs};
+/// use std::process::ExitCode;
+///
+/// /// A program's own `check` command with verify's arguments.
+/// #[derive(Parser)]
+/// struct Check {
+///     #[command(flatten)]
+///     args: VerifyArgs,
+/// }
+/// let dir = tempfile::tempdir().unwrap();
+/// let good = dir.path().join("good.xray");
+/// std::fs::write(&good, include_bytes!("../../tests/data/tool/xray/crafted-v3.xray")).unwrap();
+///
+/// let a = Check::try_parse_from(["check", "--quiet", good.to_str().unwrap()]).unwrap();
+/// assert_eq!(run(LinkCommand::Verify(a.args)), ExitCode::SUCCESS);
+/// assert!(Check::try_parse_from(["check"]).is_err()); // at least one file
+/// ```
 #[derive(Args)]
 pub struct VerifyArgs {
     /// FDR files.
@@ -123,6 +229,38 @@ pub struct VerifyArgs {
 }
 
 /// Where `dump` and `convert` take function names from.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::tool::cli::{run, LinkCommand};
+/// use flightrec::tool::names::names_beside;
+/// use std::process::ExitCode;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(subcommand)]
+///     cmd: LinkCommand,
+/// }
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace = dir.path().join("t.xray");
+/// std::fs::write(&trace, include_bytes!("../../tests/data/tool/xray/crafted-v5.xray")).unwrap();
+/// std::fs::write(names_beside(&trace), "1 main\n").unwrap();
+/// let other = dir.path().join("other.names");
+/// std::fs::write(&other, "1 start\n").unwrap();
+/// let yaml = dir.path().join("t.yaml");
+/// let (trace, other, yaml_s) = (trace.to_str().unwrap(), other.to_str().unwrap(), yaml.to_str().unwrap());
+///
+/// let convert = |names: &[&str]| {
+///     let args = [&["flightrec", "convert", "--format", "yaml", "-q", "-o", yaml_s, trace], names];
+///     let cli = Cli::try_parse_from(args.concat()).unwrap();
+///     assert_eq!(run(cli.cmd), ExitCode::SUCCESS);
+///     std::fs::read_to_string(&yaml).unwrap()
+/// };
+/// assert!(convert(&[]).contains("func-id: 1, function: main,")); // <trace>.names
+/// assert!(convert(&["--names", other]).contains("func-id: 1, function: start,"));
+/// assert!(convert(&["--no-names"]).contains("func-id: 1, function: '1',"));
+/// assert!(Cli::try_parse_from(["flightrec", "dump", "--names", other, "--no-names", trace]).is_err());
+/// ```
 #[derive(Args)]
 pub struct NamesArgs {
     /// Function names: the `<trace>.names` file the desktop runtime writes,
@@ -139,6 +277,29 @@ pub struct NamesArgs {
 }
 
 /// Arguments of `dump`.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::tool::cli::{run, DumpArgs, LinkCommand};
+/// use std::process::ExitCode;
+///
+/// /// A program's own `show` command with dump's arguments.
+/// #[derive(Parser)]
+/// struct Show {
+///     #[command(flatten)]
+///     args: DumpArgs,
+/// }
+/// let dir = tempfile::tempdir().unwrap();
+/// let good = dir.path().join("good.xray");
+/// std::fs::write(&good, include_bytes!("../../tests/data/tool/xray/crafted-v2.xray")).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../tests/data/tool/xray/bad-metadata-kind10.xray")).unwrap();
+/// let show = |args: &[&str]| run(LinkCommand::Dump(Show::try_parse_from([&["show"], args].concat()).unwrap().args));
+///
+/// assert_eq!(show(&["--no-names", good.to_str().unwrap()]), ExitCode::SUCCESS);
+/// assert_eq!(show(&[bad.to_str().unwrap()]), ExitCode::from(1));
+/// assert!(Show::try_parse_from(["show"]).is_err()); // the file is required
+/// ```
 #[derive(Args)]
 pub struct DumpArgs {
     /// FDR file.
@@ -157,6 +318,35 @@ enum ConvertFormat {
 }
 
 /// Arguments of `convert`.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec::tool::cli::{run, ConvertArgs, LinkCommand};
+/// use std::process::ExitCode;
+///
+/// /// A program's own `export` command with convert's arguments.
+/// #[derive(Parser)]
+/// struct Export {
+///     #[command(flatten)]
+///     args: ConvertArgs,
+/// }
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace = dir.path().join("t.xray");
+/// std::fs::write(&trace, include_bytes!("../../tests/data/tool/xray/crafted-v5-2threads.xray")).unwrap();
+/// let json = dir.path().join("t.json");
+/// let (trace, json_s) = (trace.to_str().unwrap(), json.to_str().unwrap());
+///
+/// let a = Export::try_parse_from(["export", "--format", "chrome", "-q", "-o", json_s, trace]).unwrap();
+/// assert_eq!(run(LinkCommand::Convert(a.args)), ExitCode::SUCCESS);
+/// let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+/// let calls = doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+/// assert_eq!(calls, 3);
+///
+/// // An output that cannot be created: exit status 2.
+/// let a = Export::try_parse_from(["export", "--format", "yaml", "-o", "/nonexistent/t.yaml", trace]);
+/// assert_eq!(run(LinkCommand::Convert(a.unwrap().args)), ExitCode::from(2));
+/// assert!(Export::try_parse_from(["export", "--format", "svg", trace]).is_err());
+/// ```
 #[derive(Args)]
 pub struct ConvertArgs {
     /// FDR file.
@@ -174,7 +364,8 @@ pub struct ConvertArgs {
     quiet: bool,
 }
 
-/// Runs one command and maps its outcome to the documented exit status.
+/// Runs one command and maps its outcome to the documented exit status
+/// ([`EXIT_CODES`]). Example on [`LinkCommand`].
 pub fn run(cmd: LinkCommand) -> ExitCode {
     match cmd {
         LinkCommand::Recv(a) => recv(a),

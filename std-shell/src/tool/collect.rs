@@ -23,6 +23,35 @@ use flightrec_core::link::{Frame, FrameKind, LinkStats};
 const MAX_WAITING: usize = 256;
 
 /// What was received from one source.
+///
+/// ```
+/// use flightrec::core::fdr::ring::RingStats;
+/// use flightrec::core::link::{Frame, FrameHead, FrameKind, LinkStats};
+/// use flightrec::tool::collect::Collector;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let frame = |kind, payload| Frame { head: FrameHead { kind, source: 3, seq: 0 }, payload };
+/// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let (header, buffer) = trace.split_at(32);
+///
+/// c.frame(&frame(FrameKind::FileHeader, header)).unwrap();
+/// c.frame(&frame(FrameKind::FdrBuffer, buffer)).unwrap();
+/// // A buffer cut short does not verify: counted and left out.
+/// c.frame(&frame(FrameKind::FdrBuffer, &buffer[..40])).unwrap();
+/// let stats = LinkStats {
+///     ring: RingStats { records_dropped: 12, ..RingStats::default() },
+///     frames_failed: 0,
+/// };
+/// c.frame(&frame(FrameKind::Stats, &stats.to_bytes())).unwrap();
+/// c.finish().unwrap();
+///
+/// let (id, report) = c.sources().next().unwrap();
+/// assert_eq!(id, 3);
+/// assert_eq!((report.buffers, report.invalid_buffers, report.headerless_buffers), (1, 1, 0));
+/// assert_eq!(report.path.as_deref(), Some(dir.path().join("source-3.xray").as_path()));
+/// assert_eq!(report.stats.unwrap().ring.records_dropped, 12);
+/// ```
 #[derive(Debug, Default)]
 pub struct SourceReport {
     /// The file written, once there is one.
@@ -47,6 +76,38 @@ struct SourceState {
 }
 
 /// Writes received frames to files in a directory.
+///
+/// ```
+/// use flightrec::core::link::{Frame, FrameHead, FrameKind};
+/// use flightrec::tool::collect::Collector;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace2 = dir.path().join("trace2.txt");
+/// let mut c = Collector::new(&dir.path().join("out"), trace2.clone()).unwrap();
+/// let frame = |kind, payload| Frame { head: FrameHead { kind, source: 7, seq: 0 }, payload };
+/// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let (header, buffer) = trace.split_at(32);
+///
+/// // A receiver that joined late: the buffer waits for its header.
+/// c.frame(&frame(FrameKind::FdrBuffer, buffer)).unwrap();
+/// c.frame(&frame(FrameKind::FileHeader, header)).unwrap();
+/// c.frame(&frame(FrameKind::Trace2Line, b"version 2.47.3")).unwrap();
+/// c.finish().unwrap();
+///
+/// // The source's file is the trace, byte for byte.
+/// let (id, report) = c.sources().next().unwrap();
+/// assert_eq!((id, report.buffers), (7, 1));
+/// assert_eq!(std::fs::read(report.path.as_ref().unwrap()).unwrap(), trace);
+/// // Trace2 lines get their line end.
+/// assert_eq!(c.trace2(), (1, trace2.as_path()));
+/// assert_eq!(std::fs::read_to_string(&trace2).unwrap(), "version 2.47.3\n");
+/// assert!(!c.had_problems());
+///
+/// // A counter frame of the wrong size is a bad control frame.
+/// c.frame(&frame(FrameKind::Stats, b"short")).unwrap();
+/// assert_eq!(c.bad_control_frames(), 1);
+/// assert!(c.had_problems());
+/// ```
 pub struct Collector {
     dir: PathBuf,
     trace2_path: PathBuf,
@@ -59,7 +120,7 @@ pub struct Collector {
 
 impl Collector {
     /// A collector writing `source-<id>.xray` files into `dir` (created if needed)
-    /// and Trace2 lines to `trace2_path`.
+    /// and Trace2 lines to `trace2_path`. Example on [`Collector`].
     pub fn new(dir: &Path, trace2_path: PathBuf) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         Ok(Self {
@@ -83,7 +144,7 @@ impl Collector {
         })
     }
 
-    /// Handles one accepted frame.
+    /// Handles one accepted frame. Example on [`Collector`].
     pub fn frame(&mut self, frame: &Frame<'_>) -> io::Result<()> {
         let id = frame.head.source;
         match frame.head.kind {
@@ -181,6 +242,23 @@ impl Collector {
     }
 
     /// Ends the run: buffers still waiting for a header are counted as lost.
+    ///
+    /// ```
+    /// use flightrec::core::link::{Frame, FrameHead, FrameKind};
+    /// use flightrec::tool::collect::Collector;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+    /// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+    /// let head = FrameHead { kind: FrameKind::FdrBuffer, source: 1, seq: 0 };
+    /// c.frame(&Frame { head, payload: &trace[32..] }).unwrap();
+    /// c.finish().unwrap();
+    ///
+    /// let (_, report) = c.sources().next().unwrap();
+    /// assert_eq!((report.buffers, report.headerless_buffers), (0, 1));
+    /// assert_eq!(report.path, None);
+    /// assert!(c.had_problems());
+    /// ```
     pub fn finish(&mut self) -> io::Result<()> {
         for src in self.sources.values_mut() {
             src.report.headerless_buffers += src.waiting.len() as u64;
@@ -195,22 +273,24 @@ impl Collector {
         Ok(())
     }
 
-    /// Per-source results.
+    /// Per-source results. Example on [`Collector`].
     pub fn sources(&self) -> impl Iterator<Item = (u32, &SourceReport)> {
         self.sources.iter().map(|(id, s)| (*id, &s.report))
     }
 
-    /// Trace2 lines written, and where.
+    /// Trace2 lines written, and where. Example on [`Collector`].
     pub fn trace2(&self) -> (u64, &Path) {
         (self.trace2_lines, &self.trace2_path)
     }
 
-    /// Header and counter frames whose payload was not valid.
+    /// Header and counter frames whose payload was not valid. Example on
+    /// [`Collector`].
     pub fn bad_control_frames(&self) -> u64 {
         self.bad_headers + self.bad_stats
     }
 
-    /// Whether anything was lost or left out after the link layer.
+    /// Whether anything was lost or left out after the link layer. Example on
+    /// [`Collector`].
     pub fn had_problems(&self) -> bool {
         self.bad_control_frames() > 0
             || self

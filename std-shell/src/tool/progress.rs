@@ -18,6 +18,33 @@ const LONG_INPUT: u64 = 1 << 20;
 const READ_CHUNK: u64 = 1 << 20;
 
 /// Progress of a long run; silent unless stderr is a terminal.
+///
+/// Examples run without a terminal, so here every call draws nothing and the
+/// file is read whole; the bar itself is checked on a pseudo-terminal by the
+/// `progress_bar_only_on_a_terminal_for_long_files` test of `tests/tool_streams.rs`.
+///
+/// ```
+/// use flightrec::tool::progress::Progress;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("trace.xray");
+/// let data = vec![7u8; 3 << 20]; // 3 MiB: long enough for a bar on a terminal
+/// std::fs::write(&path, &data).unwrap();
+///
+/// // verify and convert: the reading, then the step under way.
+/// let progress = Progress::new(false);
+/// assert_eq!(progress.read_file(&path).unwrap(), data);
+/// progress.stage("verifying");
+/// progress.finish();
+/// assert!(progress.read_file(&dir.path().join("missing")).is_err());
+///
+/// // recv: a stream of unknown length, counted as it arrives.
+/// let progress = Progress::new(true); // --quiet
+/// progress.start(None);
+/// progress.update(4096, 12);
+/// progress.note("device is back"); // without a bar: "flightrec: device is back" on stderr
+/// progress.finish();
+/// ```
 pub struct Progress {
     bar: ProgressBar,
     visible: bool,
@@ -25,6 +52,7 @@ pub struct Progress {
 
 impl Progress {
     /// A progress display that draws only when stderr is a terminal and `quiet` is off.
+    /// Example on [`Progress`].
     pub fn new(quiet: bool) -> Self {
         let visible = !quiet && std::io::stderr().is_terminal();
         let bar = ProgressBar::hidden();
@@ -32,6 +60,7 @@ impl Progress {
     }
 
     /// Starts: a bar when the length is known and long, a spinner for streams.
+    /// Example on [`Progress`].
     pub fn start(&self, len: Option<u64>) {
         if !self.visible {
             return;
@@ -60,7 +89,7 @@ impl Progress {
         self.bar.set_draw_target(ProgressDrawTarget::stderr());
     }
 
-    /// Bytes read and frames decoded so far.
+    /// Bytes read and frames decoded so far. Example on [`Progress`].
     pub fn update(&self, bytes: u64, frames: u64) {
         if self.visible {
             self.bar.set_position(bytes);
@@ -70,7 +99,7 @@ impl Progress {
 
     /// Names the step under way after the reading (`verifying`, `writing`...): the
     /// bar becomes a spinner with the time spent, since these steps have no byte
-    /// count to show.
+    /// count to show. Example on [`Progress`].
     pub fn stage(&self, what: &'static str) {
         if self.visible && !self.bar.is_hidden() {
             self.bar.set_style(
@@ -81,17 +110,8 @@ impl Progress {
         }
     }
 
-    /// Reads a whole file, showing the bytes read so far for a long one.
-    ///
-    /// ```no_run
-    /// use flightrec::tool::progress::Progress;
-    /// let progress = Progress::new(false);
-    /// let bytes = progress.read_file("trace.xray".as_ref())?;
-    /// progress.stage("verifying");
-    /// // ...
-    /// progress.finish();
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
+    /// Reads a whole file, showing the bytes read so far for a long one. Example
+    /// on [`Progress`].
     pub fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut file = File::open(path)?;
         let len = file.metadata()?.len();
@@ -111,7 +131,8 @@ impl Progress {
         Ok(bytes)
     }
 
-    /// A one-off message (device gone, device back), printed above the bar.
+    /// A one-off message (device gone, device back), printed above the bar, or
+    /// as a `flightrec: ` line on stderr without one. Example on [`Progress`].
     pub fn note(&self, text: &str) {
         if self.visible && !self.bar.is_hidden() {
             self.bar.println(text);
@@ -120,7 +141,7 @@ impl Progress {
         }
     }
 
-    /// Removes the bar.
+    /// Removes the bar. Example on [`Progress`].
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

@@ -19,6 +19,32 @@ use super::collect::Collector;
 use super::progress::Progress;
 
 /// Serial line settings.
+///
+/// Reading a real device needs one attached; a device that cannot be opened
+/// (and `reconnect` off) ends [`run`] with an error naming it:
+///
+/// ```
+/// use std::sync::{atomic::AtomicBool, Arc};
+/// use flightrec::tool::collect::Collector;
+/// use flightrec::tool::progress::Progress;
+/// use flightrec::tool::recv::{run, Input, RecvOptions, SerialSettings};
+///
+/// let serial = SerialSettings {
+///     path: "/dev/flightrec-no-such-tty".into(),
+///     baud: 115_200,
+///     data_bits: serialport::DataBits::Eight,
+///     parity: serialport::Parity::None,
+///     stop_bits: serialport::StopBits::One,
+///     flow_control: serialport::FlowControl::None,
+///     reconnect: false,
+/// };
+/// let opts = RecvOptions { input: Input::Serial(serial), idle_timeout: None, max_payload: 4096 };
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let err = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap_err();
+/// assert!(err.to_string().starts_with("/dev/flightrec-no-such-tty: "), "{err}");
+/// ```
 #[derive(Clone, Debug)]
 pub struct SerialSettings {
     /// Device path (`/dev/ttyUSB0`, `/dev/ttyACM0`, a pseudo-terminal...).
@@ -37,7 +63,8 @@ pub struct SerialSettings {
     pub reconnect: bool,
 }
 
-/// Where the link comes from.
+/// Where the link comes from. Example on [`run`] (a file) and on
+/// [`SerialSettings`] (a device).
 #[derive(Clone, Debug)]
 pub enum Input {
     /// A file that was captured before.
@@ -48,7 +75,7 @@ pub enum Input {
     Serial(SerialSettings),
 }
 
-/// How `recv` runs.
+/// How `recv` runs. Example on [`run`].
 #[derive(Clone, Debug)]
 pub struct RecvOptions {
     /// The input.
@@ -59,7 +86,7 @@ pub struct RecvOptions {
     pub max_payload: usize,
 }
 
-/// Counts of a finished `recv` run.
+/// Counts of a finished `recv` run. Example on [`run`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RecvReport {
     /// Link-layer counters.
@@ -197,6 +224,47 @@ fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
 }
 
 /// Runs `recv` until the input ends, the idle timeout passes or `stop` is set.
+///
+/// ```
+/// use std::sync::{atomic::AtomicBool, Arc};
+/// use std::time::Duration;
+/// use flightrec::core::link::{FrameKind, LinkWriter};
+/// use flightrec::tool::collect::Collector;
+/// use flightrec::tool::progress::Progress;
+/// use flightrec::tool::recv::{run, Input, RecvOptions, RecvReport};
+///
+/// // A captured link: a file header, a buffer and a Trace2 line from source 1.
+/// let trace = include_bytes!("../../tests/data/tool/xray/crafted-v5.xray");
+/// let mut buf = [0u8; 1024];
+/// let mut link = LinkWriter::new(&mut buf[..]);
+/// link.send(FrameKind::FileHeader, 1, &trace[..32]).unwrap();
+/// link.send(FrameKind::FdrBuffer, 1, &trace[32..]).unwrap();
+/// link.send(FrameKind::Trace2Line, 1, b"version 2.47.3\n").unwrap();
+/// let unused = link.into_inner().len();
+/// let wire = &buf[..buf.len() - unused];
+/// let dir = tempfile::tempdir().unwrap();
+/// let capture = dir.path().join("capture.bin");
+/// std::fs::write(&capture, wire).unwrap();
+///
+/// let opts = RecvOptions {
+///     input: Input::File(capture),
+///     idle_timeout: Some(Duration::from_secs(10)),
+///     max_payload: 4096,
+/// };
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let report: RecvReport = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap();
+/// assert_eq!(report.bytes_read, wire.len() as u64);
+/// assert_eq!((report.link.frames, report.link.crc_failures), (3, 0));
+/// assert!(!report.interrupted);
+/// assert_eq!(std::fs::read(dir.path().join("source-1.xray")).unwrap(), trace);
+///
+/// // With `stop` already set (Ctrl-C), the run ends at once.
+/// stop.store(true, std::sync::atomic::Ordering::Relaxed);
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let report = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap();
+/// assert!(report.interrupted);
+/// ```
 pub fn run(
     opts: &RecvOptions,
     collector: &mut Collector,
