@@ -30,11 +30,7 @@ ENFORCED=(
   core/src/clock.rs
   core/src/fdr/
   core/src/link/
-  core/src/trace2/mod.rs
-  core/src/trace2/process.rs
-  core/src/trace2/redact.rs
-  core/src/trace2/stats.rs
-  core/src/trace2/thread.rs
+  core/src/trace2/
   std-shell/src/lib.rs
   std-shell/src/tool/
   std-shell/src/trace2/ancestry.rs

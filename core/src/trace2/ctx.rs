@@ -20,6 +20,11 @@ use super::time::WallTime;
 /// };
 /// assert_eq!(ctx.nesting, 1);
 /// assert_eq!(ctx.sid_depth, 0);
+///
+/// // A child process's worker thread: one `/` in the sid, depth 1.
+/// let child = LineCtx::new(b"parent-sid/child-sid", b"th01:preload");
+/// assert_eq!((child.sid_depth, child.nesting, child.repo, child.t_abs), (1, 1, None, 0));
+/// assert_eq!((child.time, child.utc_offset_secs, child.file), (WallTime::new(0, 0), 0, &b""[..]));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -49,7 +54,7 @@ pub struct LineCtx<'a> {
 
 impl<'a> LineCtx<'a> {
     /// A context for `sid` and `thread` at the epoch, top level, no file, no repo,
-    /// UTC, `sid_depth` computed from `sid`.
+    /// UTC, `sid_depth` computed from `sid`. Example on [`LineCtx`].
     pub fn new(sid: &'a [u8], thread: &'a [u8]) -> Self {
         LineCtx {
             time: WallTime::new(0, 0),

@@ -4,16 +4,33 @@
 use core::fmt;
 
 /// Bytes of a string git passes through unvalidated (may be non-UTF-8).
+///
+/// ```
+/// use flightrec_core::trace2::{normal, Bytes, Event, LineCtx};
+/// let exe: Bytes = b"2.47.3";
+/// let mut buf = [0u8; 64];
+/// let n = normal::write_line(true, &LineCtx::new(b"sid", b"main"), &Event::Version { exe }, &mut buf).unwrap();
+/// assert_eq!(&buf[..n], b"version 2.47.3\n"); // what git 2.47.3 writes (GIT_TRACE2_BRIEF)
+/// ```
 pub type Bytes<'a> = &'a [u8];
 
 /// A borrowed argument list (`argv`, an ancestry list): byte strings or `str`s.
 ///
 /// ```
-/// use flightrec_core::trace2::Args;
+/// use flightrec_core::trace2::{normal, Args, Event, LineCtx};
 /// let argv = ["git", "status"];
 /// let a = Args::Str(&argv);
-/// assert_eq!(a.len(), 2);
+/// assert_eq!((a.len(), a.is_empty()), (2, false));
 /// assert_eq!(a.get(1), Some(&b"status"[..]));
+/// assert_eq!(a.get(2), None);
+/// assert_eq!(a.iter().collect::<Vec<_>>(), [&b"git"[..], b"status"]);
+/// assert!(Args::EMPTY.is_empty());
+///
+/// // `git status` as git's normal target (GIT_TRACE2_BRIEF) writes it.
+/// let ctx = LineCtx::new(b"sid", b"main");
+/// let mut buf = [0u8; 64];
+/// let n = normal::write_line(true, &ctx, &Event::Start { argv: a }, &mut buf).unwrap();
+/// assert_eq!(&buf[..n], b"start git status\n");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -25,10 +42,10 @@ pub enum Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    /// An empty list.
+    /// An empty list. Example on [`Args`].
     pub const EMPTY: Args<'static> = Args::Bytes(&[]);
 
-    /// Number of arguments.
+    /// Number of arguments. Example on [`Args`].
     #[inline]
     pub fn len(&self) -> usize {
         match self {
@@ -37,13 +54,13 @@ impl<'a> Args<'a> {
         }
     }
 
-    /// True when there are no arguments.
+    /// True when there are no arguments. Example on [`Args`].
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Argument `i` as bytes.
+    /// Argument `i` as bytes. Example on [`Args`].
     #[inline]
     pub fn get(&self, i: usize) -> Option<&'a [u8]> {
         match *self {
@@ -52,7 +69,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    /// Iterates over the arguments as bytes.
+    /// Iterates over the arguments as bytes. Example on [`Args`].
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
         let this = *self;
         (0..this.len()).filter_map(move |i| this.get(i))
@@ -81,11 +98,30 @@ impl<'a> From<&'a [&'a [u8]]> for Args<'a> {
 /// and counts as no message ([`Msg::has_format`]).
 ///
 /// ```
-/// use flightrec_core::trace2::Msg;
+/// use flightrec_core::trace2::{json, Event, LineCtx, Msg};
 /// assert!(Msg::Bytes(b"").is_empty());
 /// assert!(Msg::Bytes(b"").has_format());
 /// assert!(!Msg::Fmt(format_args!("")).has_format());
 /// assert!(!Msg::Fmt(format_args!("{}", 1)).is_empty());
+///
+/// // An error event as git 2.47.3 writes it (GIT_TRACE2_EVENT_BRIEF): the message
+/// // is formatted straight into the line.
+/// let ctx = LineCtx::new(b"20261122T022644.164627Z-H0a7c9cdf-P000007e7", b"main");
+/// let ev = Event::Error {
+///     msg: Msg::Fmt(format_args!("pathspec '{}' did not match any file(s) known to git", "nonexistent")),
+///     fmt: b"pathspec '%s' did not match any file(s) known to git",
+/// };
+/// let mut buf = [0u8; 512];
+/// let n = json::write_line(true, 2, &ctx, &ev, &mut buf).unwrap();
+/// assert_eq!(
+///     std::str::from_utf8(&buf[..n]).unwrap(),
+///     concat!(
+///         r#"{"event":"error","sid":"20261122T022644.164627Z-H0a7c9cdf-P000007e7","thread":"main","#,
+///         r#""msg":"pathspec 'nonexistent' did not match any file(s) known to git","#,
+///         r#""fmt":"pathspec '%s' did not match any file(s) known to git"}"#,
+///         "\n"
+///     )
+/// );
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Msg<'a> {
@@ -97,6 +133,7 @@ pub enum Msg<'a> {
 
 impl Msg<'_> {
     /// False only for a `format_args!("")`: git omits messages with an empty format.
+    /// Example on [`Msg`].
     #[inline]
     pub fn has_format(&self) -> bool {
         match self {
@@ -105,7 +142,8 @@ impl Msg<'_> {
         }
     }
 
-    /// True when the message text is known to be empty.
+    /// True when the message text is known to be empty (a `format_args!` with
+    /// arguments is not known to be). Example on [`Msg`].
     #[inline]
     pub fn is_empty(&self) -> bool {
         match self {
@@ -134,19 +172,53 @@ impl<'a> From<fmt::Arguments<'a>> for Msg<'a> {
 }
 
 /// Elapsed time in microseconds (git's `getnanotime() / 1000` differences).
+///
+/// ```
+/// use flightrec_core::trace2::{perf, Event, LineCtx, Micros, Msg};
+/// let t_rel: Micros = 17;
+/// let ctx = LineCtx { t_abs: 1_082, repo: Some(1), ..LineCtx::new(b"sid", b"main") };
+/// let ev = Event::RegionLeave {
+///     t_rel,
+///     category: Some(b"index"),
+///     label: Some(b"do_read_index"),
+///     msg: Some(Msg::Bytes(b".git/index")),
+/// };
+/// let mut buf = [0u8; 256];
+/// let n = perf::write_line(true, &ctx, &ev, &mut buf).unwrap();
+/// // A line of `git status` with GIT_TRACE2_PERF_BRIEF (git 2.47.3).
+/// assert_eq!(
+///     std::str::from_utf8(&buf[..n]).unwrap(),
+///     "d0 | main                     | region_leave | r1  |  0.001082 |  0.000017 | index        | label:do_read_index .git/index\n"
+/// );
+/// ```
 pub type Micros = u64;
 
 /// One Trace2 event. Per-line inputs shared by all events (time, file:line,
 /// thread, sid, nesting, repo, `t_abs`) live in [`LineCtx`](super::LineCtx).
 ///
 /// ```
-/// use flightrec_core::trace2::{Event, Msg};
+/// use flightrec_core::trace2::{json, Event, LineCtx, Msg};
 /// let ev = Event::RegionEnter {
 ///     category: Some(b"index"),
-///     label: Some(b"refresh"),
+///     label: Some(b"do_read_index"),
 ///     msg: Some(Msg::Bytes(b".git/index")),
 /// };
 /// assert_eq!(ev.name(), "region_enter");
+///
+/// // The line git 2.47.3 writes for it during `git status` (GIT_TRACE2_EVENT_BRIEF).
+/// let sid = b"20261122T022631.208219Z-H0a7c9cdf-P0000069d";
+/// let ctx = LineCtx { repo: Some(1), nesting: 1, ..LineCtx::new(sid, b"main") };
+/// let mut buf = [0u8; 256];
+/// let n = json::write_line(true, 2, &ctx, &ev, &mut buf).unwrap();
+/// assert_eq!(
+///     std::str::from_utf8(&buf[..n]).unwrap(),
+///     concat!(
+///         r#"{"event":"region_enter","sid":"20261122T022631.208219Z-H0a7c9cdf-P0000069d","#,
+///         r#""thread":"main","repo":1,"nesting":1,"category":"index","label":"do_read_index","#,
+///         r#""msg":".git/index"}"#,
+///         "\n"
+///     )
+/// );
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
@@ -371,7 +443,8 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// Git's name of the event (`region_enter`, `th_timer`, ...).
+    /// Git's name of the event (`region_enter`, `th_timer`, ...). Example on
+    /// [`Event`].
     pub fn name(&self) -> &'static str {
         match self {
             Event::Version { .. } => "version",
@@ -413,6 +486,19 @@ impl Event<'_> {
 
     /// True for the events the event target filters by nesting
     /// (`region_enter`, `region_leave`, `data`, `data_json`).
+    ///
+    /// ```
+    /// use flightrec_core::trace2::{json, Event, LineCtx};
+    /// let data = Event::Data { t_rel: 7, category: b"index", key: b"refresh/sum_lstat", value: b"0" };
+    /// let exit = Event::Exit { code: 0 };
+    /// assert!(data.is_nesting_filtered());
+    /// assert!(!exit.is_nesting_filtered());
+    /// // Three regions deep, past the event target's default nesting of 2.
+    /// let ctx = LineCtx { nesting: 3, ..LineCtx::new(b"sid", b"main") };
+    /// let mut buf = [0u8; 256];
+    /// assert_eq!(json::write_line(true, 2, &ctx, &data, &mut buf), Ok(0));
+    /// assert!(json::write_line(true, 2, &ctx, &exit, &mut buf).unwrap() > 0);
+    /// ```
     pub fn is_nesting_filtered(&self) -> bool {
         matches!(
             self,

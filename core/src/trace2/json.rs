@@ -21,6 +21,17 @@ macro_rules! ks {
 }
 
 /// Git's default `eventNesting`: top-level regions and their direct children.
+///
+/// ```
+/// use flightrec_core::trace2::json::{parse_event_nesting, write_line, DEFAULT_EVENT_NESTING};
+/// use flightrec_core::trace2::{Event, LineCtx};
+/// assert_eq!(parse_event_nesting(b""), DEFAULT_EVENT_NESTING);
+/// let ev = Event::RegionEnter { category: Some(b"diff"), label: Some(b"setup"), msg: None };
+/// let mut buf = [0u8; 256];
+/// let at = |nesting| LineCtx { nesting, ..LineCtx::new(b"sid", b"main") };
+/// assert!(write_line(true, DEFAULT_EVENT_NESTING, &at(2), &ev, &mut buf).unwrap() > 0);
+/// assert_eq!(write_line(true, DEFAULT_EVENT_NESTING, &at(3), &ev, &mut buf), Ok(0));
+/// ```
 pub const DEFAULT_EVENT_NESTING: u32 = 2;
 
 /// Parses an `eventNesting` setting like git: `atoi()`, used only when `> 0`,

@@ -29,17 +29,47 @@ impl core::fmt::Display for BufferTooSmall {
 impl core::error::Error for BufferTooSmall {}
 
 /// Result of a write into a [`LineBuf`].
+///
+/// ```
+/// use flightrec_core::trace2::line::Result;
+/// use flightrec_core::trace2::{BufferTooSmall, LineBuf};
+/// fn key_value(l: &mut LineBuf<'_>, key: &[u8], v: u64) -> Result {
+///     l.put(key)?;
+///     l.byte(b':')?;
+///     l.u64(v)
+/// }
+/// let mut storage = [0u8; 10];
+/// let mut l = LineBuf::new(&mut storage);
+/// assert_eq!(key_value(&mut l, b"code", 0), Ok(()));
+/// assert_eq!(key_value(&mut l, b"pid", 1234), Err(BufferTooSmall));
+/// ```
 pub type Result<T = ()> = core::result::Result<T, BufferTooSmall>;
 
 /// A write cursor over a caller-owned buffer.
 ///
+/// The text writes; the number formats are shown on [`LineBuf::u64`].
+///
 /// ```
-/// use flightrec_core::trace2::LineBuf;
-/// let mut storage = [0u8; 32];
-/// let mut line = LineBuf::new(&mut storage);
-/// line.put(b"t=").unwrap();
-/// line.micros_fixed6(1_500_000).unwrap();
-/// assert_eq!(line.as_bytes(), b"t=1.500000");
+/// use flightrec_core::trace2::{BufferTooSmall, LineBuf};
+/// let mut storage = [0u8; 40];
+/// let mut l = LineBuf::new(&mut storage);
+/// assert!(l.is_empty());
+/// l.put(b"d0 |").unwrap();
+/// l.byte(b' ').unwrap();
+/// let start = l.len();
+/// l.put(b"main").unwrap();
+/// l.pad_to(start, 8).unwrap(); // the column from `start` is 8 wide
+/// l.put(b" | ").unwrap();
+/// l.field(b"region_leave", 6).unwrap(); // %-6.6s: cut to 6
+/// l.put(b" | ").unwrap();
+/// l.fill(b'.', 2).unwrap();
+/// l.put(b"label:x").unwrap();
+/// assert_eq!(l.as_bytes(), b"d0 | main     | region | ..label:x");
+/// assert_eq!((l.len(), l.last()), (34, Some(b'x')));
+///
+/// // What does not fit is refused whole; the line stays as it was.
+/// assert_eq!(l.put(b" too long"), Err(BufferTooSmall));
+/// assert_eq!(l.len(), 34);
 /// ```
 #[derive(Debug)]
 pub struct LineBuf<'a> {
@@ -48,31 +78,31 @@ pub struct LineBuf<'a> {
 }
 
 impl<'a> LineBuf<'a> {
-    /// Starts an empty line at the beginning of `buf`.
+    /// Starts an empty line at the beginning of `buf`. Example on [`LineBuf`].
     #[inline]
     pub fn new(buf: &'a mut [u8]) -> Self {
         LineBuf { buf, pos: 0 }
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far. Example on [`LineBuf`].
     #[inline]
     pub fn len(&self) -> usize {
         self.pos
     }
 
-    /// True when nothing has been written.
+    /// True when nothing has been written. Example on [`LineBuf`].
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.pos == 0
     }
 
-    /// The bytes written so far.
+    /// The bytes written so far. Example on [`LineBuf`].
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.pos]
     }
 
-    /// The last byte written, if any.
+    /// The last byte written, if any. Example on [`LineBuf`].
     #[inline]
     pub fn last(&self) -> Option<u8> {
         self.pos.checked_sub(1).map(|i| self.buf[i])
@@ -96,7 +126,8 @@ impl<'a> LineBuf<'a> {
         Ok(())
     }
 
-    /// Appends bytes.
+    /// Appends bytes; when they do not all fit, appends nothing. Example on
+    /// [`LineBuf`].
     // Always inlined: most calls copy a literal, whose length then folds the
     // size dispatch of the copy away.
     #[inline(always)]
@@ -112,7 +143,7 @@ impl<'a> LineBuf<'a> {
         }
     }
 
-    /// Appends one byte.
+    /// Appends one byte. Example on [`LineBuf`].
     #[inline(always)]
     pub fn byte(&mut self, b: u8) -> Result {
         match self.buf.get_mut(self.pos) {
@@ -125,7 +156,7 @@ impl<'a> LineBuf<'a> {
         }
     }
 
-    /// Appends `n` copies of `b`.
+    /// Appends `n` copies of `b`. Example on [`LineBuf`].
     #[inline(always)]
     pub fn fill(&mut self, b: u8, n: usize) -> Result {
         let end = self.pos.saturating_add(n);
@@ -145,7 +176,9 @@ impl<'a> LineBuf<'a> {
         }
     }
 
-    /// Appends spaces until the line is `width` bytes long (nothing if it is longer).
+    /// Appends spaces until the line from byte `start` on is `width` bytes long;
+    /// nothing if it already is. A `start` past the end counts as an empty field.
+    /// Example on [`LineBuf`].
     #[inline]
     pub fn pad_to(&mut self, start: usize, width: usize) -> Result {
         // A `start` past the end (a caller's mistake) counts as nothing written yet.
@@ -157,7 +190,8 @@ impl<'a> LineBuf<'a> {
         }
     }
 
-    /// `%-W.Ps`-style field: at most `width` bytes of `s`, space-padded to `width`.
+    /// `%-W.Ws`-style field: at most `width` bytes of `s`, space-padded to `width`.
+    /// Example on [`LineBuf`].
     #[inline]
     pub fn field(&mut self, s: &[u8], width: usize) -> Result {
         let s = &s[..s.len().min(width)];
@@ -166,6 +200,28 @@ impl<'a> LineBuf<'a> {
     }
 
     /// `%PRIu64`.
+    ///
+    /// The number formats, with the printf conversion each one matches:
+    ///
+    /// ```
+    /// use flightrec_core::trace2::LineBuf;
+    /// let mut storage = [0u8; 64];
+    /// let mut l = LineBuf::new(&mut storage);
+    /// l.u64(18_446_744_073_709_551_615).unwrap(); // %PRIu64
+    /// l.byte(b'|').unwrap();
+    /// l.i64(-42).unwrap(); // %d
+    /// l.byte(b'|').unwrap();
+    /// l.digits::<6>(1_234_567).unwrap(); // %06d of v % 10^6
+    /// l.byte(b'|').unwrap();
+    /// l.u64_zero_padded(7, 2).unwrap(); // %02d
+    /// l.byte(b'|').unwrap();
+    /// l.i64_right(-1, 4).unwrap(); // %4d
+    /// l.byte(b'|').unwrap();
+    /// l.micros_fixed6(1_500_000).unwrap(); // %.6f of the seconds
+    /// l.byte(b'|').unwrap();
+    /// l.micros_fixed6_w9(45).unwrap(); // %9.6f of the seconds
+    /// assert_eq!(l.as_bytes(), b"18446744073709551615|-42|234567|07|  -1|1.500000| 0.000045");
+    /// ```
     #[inline(always)]
     pub fn u64(&mut self, v: u64) -> Result {
         if v < 10 {
@@ -203,7 +259,7 @@ impl<'a> LineBuf<'a> {
         self.put(digits)
     }
 
-    /// `%d` / `%PRIdMAX`.
+    /// `%d` / `%PRIdMAX`. Example on [`LineBuf::u64`].
     #[inline(always)]
     pub fn i64(&mut self, v: i64) -> Result {
         if v < 0 {
@@ -213,7 +269,8 @@ impl<'a> LineBuf<'a> {
     }
 
     /// Exactly `N` decimal digits of `v % 10^N`, zero-padded (`%06d` of the
-    /// microseconds, `%02d` of clock fields): no loop, no padding pass.
+    /// microseconds, `%02d` of clock fields): no loop, no padding pass. Example on
+    /// [`LineBuf::u64`].
     #[inline]
     pub fn digits<const N: usize>(&mut self, v: u64) -> Result {
         let mut d = [b'0'; N];
@@ -221,7 +278,8 @@ impl<'a> LineBuf<'a> {
         self.put(&d)
     }
 
-    /// `%0Nd` for a non-negative value (more digits if it needs them).
+    /// `%0Nd` for a non-negative value (more digits if it needs them). Example on
+    /// [`LineBuf::u64`].
     #[inline]
     pub fn u64_zero_padded(&mut self, v: u64, width: usize) -> Result {
         let mut tmp = [0u8; 20];
@@ -232,7 +290,8 @@ impl<'a> LineBuf<'a> {
         self.put(digits)
     }
 
-    /// `%Nd` (space-padded on the left) for a signed value.
+    /// `%Nd` (space-padded on the left) for a signed value. Example on
+    /// [`LineBuf::u64`].
     pub fn i64_right(&mut self, v: i64, width: usize) -> Result {
         let mut tmp = [0u8; 20];
         let digits = dec_u64(v.unsigned_abs(), &mut tmp);
@@ -247,6 +306,7 @@ impl<'a> LineBuf<'a> {
     }
 
     /// `%.6f` of `us` microseconds shown as seconds (exact: no rounding happens).
+    /// Example on [`LineBuf::u64`].
     #[inline(always)]
     pub fn micros_fixed6(&mut self, us: u64) -> Result {
         if us < 10_000_000 {
@@ -264,7 +324,8 @@ impl<'a> LineBuf<'a> {
     }
 
     /// `%9.6f` of `us` microseconds shown as seconds: right-aligned in 9 columns,
-    /// wider values overflow the column like printf does.
+    /// wider values overflow the column like printf does. Example on
+    /// [`LineBuf::u64`].
     #[inline]
     pub fn micros_fixed6_w9(&mut self, us: u64) -> Result {
         let secs = us / 1_000_000;
@@ -571,6 +632,23 @@ mod tests {
             assert!(l.as_bytes()[..n].iter().all(|&c| c == b' '));
             assert!(l.as_bytes()[n..].iter().all(|&c| c == b'.'));
         }
+    }
+
+    #[test]
+    fn pad_to_a_column_starting_past_the_end() {
+        // A start beyond the written bytes used to underflow (a panic in debug).
+        let mut b = [0u8; 8];
+        let mut l = LineBuf::new(&mut b);
+        l.put(b"ab").unwrap();
+        // An empty field past the end is padded to its width.
+        assert_eq!(l.pad_to(3, 2), Ok(()));
+        assert_eq!(l.as_bytes(), b"ab  ");
+        assert_eq!(l.pad_to(usize::MAX, 1), Ok(()));
+        assert_eq!(l.as_bytes(), b"ab   ");
+        l.pad_to(1, 6).unwrap();
+        assert_eq!(l.as_bytes(), b"ab     ");
+        l.pad_to(1, 2).unwrap(); // already longer: nothing
+        assert_eq!(l.len(), 7);
     }
 
     #[test]

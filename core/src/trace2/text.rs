@@ -19,6 +19,23 @@ fn is_pretty_safe(b: u8) -> bool {
 /// Writes one argument quoted like git's `sq_quote_buf_pretty`: `''` when
 /// empty, verbatim when every byte is safe, otherwise single-quoted with `'`
 /// written as `'\''` and `!` as `'\!'`.
+///
+/// ```
+/// use flightrec_core::trace2::text::write_sq_pretty;
+/// use flightrec_core::trace2::LineBuf;
+/// let quoted = |arg: &[u8]| {
+///     let mut storage = [0u8; 64];
+///     let mut l = LineBuf::new(&mut storage);
+///     write_sq_pretty(&mut l, arg).unwrap();
+///     l.as_bytes().to_vec()
+/// };
+/// // As git 2.47.3 quotes them in the `start` line of
+/// // `git log -1 --format='%h %s' "--grep=it's!" --grep= ''`.
+/// assert_eq!(quoted(b"--grep="), b"--grep=");
+/// assert_eq!(quoted(b"--format=%h %s"), b"'--format=%h %s'");
+/// assert_eq!(quoted(b"--grep=it's!"), br"'--grep=it'\''s'\!''");
+/// assert_eq!(quoted(b""), b"''");
+/// ```
 pub fn write_sq_pretty(out: &mut LineBuf<'_>, arg: &[u8]) -> Result {
     if arg.is_empty() {
         return out.put(b"''");
@@ -43,6 +60,17 @@ pub fn write_sq_pretty(out: &mut LineBuf<'_>, arg: &[u8]) -> Result {
 }
 
 /// Writes an argv quoted element by element, joined by single spaces.
+///
+/// ```
+/// use flightrec_core::trace2::text::write_sq_argv;
+/// use flightrec_core::trace2::{Args, LineBuf};
+/// let argv = ["git", "log", "-1", "--format=%h %s", ""];
+/// let mut storage = [0u8; 64];
+/// let mut l = LineBuf::new(&mut storage);
+/// write_sq_argv(&mut l, Args::Str(&argv)).unwrap();
+/// // The `start` line of `git log -1 --format='%h %s' ''` (git 2.47.3, GIT_TRACE2_BRIEF).
+/// assert_eq!(l.as_bytes(), br"git log -1 '--format=%h %s' ''");
+/// ```
 pub fn write_sq_argv(out: &mut LineBuf<'_>, argv: Args<'_>) -> Result {
     for (i, a) in argv.iter().enumerate() {
         if i > 0 {
@@ -201,6 +229,19 @@ fn copy_if_clean(dst: &mut [u8], s: &[u8]) -> bool {
 /// Writes the body of a JSON string (no quotes) the way git does: `"`, `\`, and
 /// control bytes below 0x20 are escaped (lowercase `\u00xx`); everything else,
 /// including `/`, DEL and every byte >= 0x80 (valid UTF-8 or not), is copied raw.
+///
+/// ```
+/// use flightrec_core::trace2::text::write_json_escaped;
+/// use flightrec_core::trace2::LineBuf;
+/// let mut storage = [0u8; 64];
+/// let mut l = LineBuf::new(&mut storage);
+/// // Arguments of a `git log` whose `start` event git 2.47.3 writes as shown.
+/// write_json_escaped(&mut l, b"--grep=a\"b\tc\x01/\\").unwrap();
+/// assert_eq!(l.as_bytes(), br#"--grep=a\"b\tc\u0001/\\"#);
+/// let mut l = LineBuf::new(&mut storage);
+/// write_json_escaped(&mut l, b"--grep=\xe9\xff\x7f").unwrap();
+/// assert_eq!(l.as_bytes(), b"--grep=\xe9\xff\x7f");
+/// ```
 // Always inlined: the call would cost about as much as the check and copy of
 // a typical 10-byte field.
 #[inline(always)]
@@ -239,7 +280,17 @@ fn write_json_escaped_slow(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     out.put(&s[start..])
 }
 
-/// Writes a quoted JSON string.
+/// Writes a quoted JSON string (escaped like [`write_json_escaped`]).
+///
+/// ```
+/// use flightrec_core::trace2::text::write_json_string;
+/// use flightrec_core::trace2::{BufferTooSmall, LineBuf};
+/// let mut storage = [0u8; 8];
+/// let mut l = LineBuf::new(&mut storage);
+/// write_json_string(&mut l, b"a\"b").unwrap();
+/// assert_eq!(l.as_bytes(), br#""a\"b""#);
+/// assert_eq!(write_json_string(&mut l, b"long"), Err(BufferTooSmall));
+/// ```
 #[inline(always)]
 pub fn write_json_string(out: &mut LineBuf<'_>, s: &[u8]) -> Result {
     out.byte(b'"')?;

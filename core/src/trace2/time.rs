@@ -11,8 +11,15 @@ use super::line::{fixed_digits, pair, BufferTooSmall, LineBuf, Result};
 ///
 /// ```
 /// use flightrec_core::trace2::WallTime;
-/// let t = WallTime::new(1_700_000_000, 123_456);
-/// assert_eq!(t.civil_utc().hour, 22);
+/// let t = WallTime::new(1_700_000_000, 123_456); // 2023-11-14T22:13:20.123456Z
+/// let utc = t.civil_utc();
+/// assert_eq!((utc.year, utc.month, utc.day, utc.hour), (2023, 11, 14, 22));
+/// // Two hours east of UTC it is already the next day.
+/// let east = t.civil_with_offset(2 * 3600);
+/// assert_eq!((east.month, east.day, east.hour, east.minute), (11, 15, 0, 13));
+/// // The time of day alone, as the normal and perf targets print it.
+/// let west = t.time_of_day(-5 * 3600);
+/// assert_eq!((west.hour, west.minute, west.second, west.micros), (17, 13, 20, 123_456));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -25,6 +32,12 @@ pub struct WallTime {
 }
 
 /// A broken-down civil date and time (proleptic Gregorian calendar).
+///
+/// ```
+/// use flightrec_core::trace2::{Civil, WallTime};
+/// let expected = Civil { year: 1969, month: 12, day: 31, hour: 23, minute: 59, second: 59, micros: 500_000 };
+/// assert_eq!(WallTime::new(-1, 500_000).civil_utc(), expected);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Civil {
@@ -45,13 +58,15 @@ pub struct Civil {
 }
 
 impl WallTime {
-    /// Builds an instant from seconds and microseconds since the epoch.
+    /// Builds an instant from seconds and microseconds since the epoch. Example on
+    /// [`WallTime`].
     pub const fn new(secs: i64, micros: u32) -> Self {
         WallTime { secs, micros }
     }
 
     /// Local time of day at `utc_offset_secs` east of UTC, without the calendar
-    /// (the normal and perf targets print only the time of day).
+    /// (the normal and perf targets print only the time of day). The date fields
+    /// are left at 0000-01-01. Example on [`WallTime`].
     pub fn time_of_day(self, utc_offset_secs: i32) -> Civil {
         let secs = self
             .secs
@@ -69,13 +84,14 @@ impl WallTime {
         }
     }
 
-    /// The UTC civil date and time of this instant.
+    /// The UTC civil date and time of this instant. Example on [`WallTime`].
     #[inline]
     pub fn civil_utc(self) -> Civil {
         self.civil_with_offset(0)
     }
 
-    /// The civil date and time at `utc_offset_secs` east of UTC.
+    /// The civil date and time at `utc_offset_secs` east of UTC. Example on
+    /// [`WallTime`].
     #[inline]
     pub fn civil_with_offset(self, utc_offset_secs: i32) -> Civil {
         let secs = self
