@@ -52,7 +52,7 @@ pub fn write_line(brief: bool, ctx: &LineCtx<'_>, ev: &Event<'_>, out: &mut [u8]
     l.u64(u64::from(ctx.sid_depth))?;
     l.put(SEP)?;
     l.put(ctx.thread)?;
-    l.pad_to(l.len() - ctx.thread.len(), THREAD_WIDTH)?;
+    l.fill(b' ', THREAD_WIDTH.saturating_sub(ctx.thread.len()))?;
     l.put(SEP)?;
     l.field(ev.name().as_bytes(), EVENT_WIDTH)?;
     l.put(SEP)?;
