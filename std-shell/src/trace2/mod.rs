@@ -72,7 +72,7 @@ mod tls;
 pub use ancestry::ancestry;
 pub use api::{
     alias, cmd_mode, cmd_name, cmd_path, cmd_start, config_params_from_files, data, data_fmt,
-    data_in, data_json, def_param, def_param_scoped, def_repo, error, error_fmt, printf,
+    data_in, data_json, def_param, def_param_scoped, def_repo, error, error_fmt, flush, printf,
     ConfigParam, Repo,
 };
 pub use child::{child, exec, exec_event, exec_result, ChildRecord, ChildSpec, TracedChild};

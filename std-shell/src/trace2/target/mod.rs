@@ -42,7 +42,9 @@
 //! assert_eq!(Destination::open(Target::Event, &cfg, sid).unwrap_err(), OpenOutcome::Off);
 //! ```
 
+mod background;
 mod dir;
+mod mode;
 mod sink;
 mod value;
 
@@ -55,7 +57,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use flightrec_core::trace2::Target as Kind;
 
 use super::config::Trace2Config;
+pub(crate) use background::{BackgroundWriter, Pushed};
 pub use dir::{DISCARD_SENTINEL, MAX_ATTEMPTS};
+pub use mode::{WriteMode, DEFAULT_QUEUE_BYTES, WRITE_MODE_VAR};
 use sink::Sink;
 pub use value::{SocketType, TargetValue, UnixSocketError, UnixSocketSpec, SUN_PATH_LEN};
 
@@ -264,12 +268,45 @@ impl Destination {
         }
         match self.sink.write_once(line) {
             Ok(_) => None,
-            Err(e) => {
-                let first = self.enabled.swap(false, Ordering::Relaxed);
-                (first && self.dst_debug)
-                    .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(&e)))
-            }
+            Err(e) => self.fail(&e),
         }
+    }
+
+    /// Writes a batch of complete lines (`bytes`, where each line ends at
+    /// the offsets in `ends`) with as few `write()`s as keep every line
+    /// whole: one for an `O_APPEND` file or a stream, chunks of at most
+    /// `PIPE_BUF` bytes for a pipe, one datagram per line for a `SOCK_DGRAM`
+    /// socket. Fails as [`Self::write_line`] does.
+    pub(crate) fn write_lines(&self, bytes: &[u8], ends: &[usize]) -> Option<String> {
+        if !self.is_enabled() {
+            return None;
+        }
+        let limit = self.sink.batch_limit();
+        let mut start = 0;
+        let mut i = 0;
+        while i < ends.len() {
+            // The first line always goes, alone if it is over the limit.
+            let mut end = ends[i];
+            i += 1;
+            while i < ends.len() && ends[i] - start <= limit {
+                end = ends[i];
+                i += 1;
+            }
+            let chunk = bytes.get(start..end)?;
+            if let Err(e) = self.sink.write_all(chunk) {
+                return self.fail(&e);
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// Disables the destination after a failed write; the warning goes to
+    /// the first failing caller only, and only with `DST_DEBUG`.
+    fn fail(&self, e: &std::io::Error) -> Option<String> {
+        let first = self.enabled.swap(false, Ordering::Relaxed);
+        (first && self.dst_debug)
+            .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(e)))
     }
 }
 
