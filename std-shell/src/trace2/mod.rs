@@ -53,7 +53,8 @@
 //!
 //! Every line is formatted by the core's formatters into the thread's own
 //! buffer and written with one `write()` per destination, in the order
-//! normal, perf, event.
+//! normal, perf, event; or, in the opt-in background mode
+//! ([`target::WriteMode`], [`flush`]), queued for a writer thread.
 
 mod ancestry;
 mod api;

@@ -217,8 +217,9 @@ impl Runtime {
     }
 
     /// Formats `ev` for every open destination (normal, perf, event) into
-    /// `buf` and writes each line with one `write()`. A destination that fails
-    /// disables itself and its warning (if any) is printed once.
+    /// `buf` and writes each line with one `write()`, or queues it for the
+    /// background writer. A destination that fails disables itself and its
+    /// warning (if any) is printed once.
     pub(crate) fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
         self.write_event_where(buf, ctx, ev, |_| true);
     }

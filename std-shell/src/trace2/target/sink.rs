@@ -14,8 +14,10 @@
 //! * everything else (files, terminals): a plain `write()`, which cannot
 //!   raise `SIGPIPE`.
 //!
-//! `EINTR` is retried (no byte was written); a short write is not (see
-//! [`Sink::write_once`]).
+//! `EINTR` is retried (no byte was written); a short write of a line is not
+//! (see [`Sink::write_once`]), a short write of a batch is
+//! ([`Sink::write_all`]). [`Sink::batch_limit`] says how many bytes of lines
+//! one write of a batch may carry.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
