@@ -646,3 +646,94 @@ fn sigpipe_writes_the_signal_event_directly() {
     assert_eq!(names[names.len() - 2..], ["printf", "signal"]);
     assert_eq!(evs.last().unwrap()["signo"], libc::SIGPIPE);
 }
+
+// ---- panics that abort, and fork ----
+
+const ABORT_TEST: &str = "a_panic_writes_the_queue_even_when_the_process_aborts";
+
+#[test]
+fn a_panic_writes_the_queue_even_when_the_process_aborts() {
+    if in_child(ABORT_TEST, || {
+        // A silent hook under Trace2's: the panic message must not go to the
+        // unread stderr pipe and wait there.
+        std::panic::set_hook(Box::new(|_| {}));
+        let _t2 = background().init();
+        // More than the pipe holds (64 kB), less than the queue (1 MiB).
+        let pad = "p".repeat(100);
+        for _ in 0..2000 {
+            flightrec::printf!("{pad}");
+        }
+        queue_lines();
+        // As with `panic = "abort"`: nothing runs after the panic hook but
+        // the abort.
+        let worker = std::thread::spawn(|| panic!("worker failed"));
+        let _ = worker.join();
+        std::process::abort();
+    }) {
+        return;
+    }
+    // The trace goes to stderr, a pipe left unread for a while: without the
+    // hook's flush the writer would still be stuck when the process aborts.
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scenario::new();
+    let mut scenario = s
+        .command(
+            ABORT_TEST,
+            ABORT_TEST,
+            &[("GIT_TRACE2", "2"), ("GIT_TRACE2_BRIEF", "1")],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut stderr = String::new();
+    scenario
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = scenario.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
+    let queued = stderr.lines().filter(|l| l.starts_with("queued ")).count();
+    assert_eq!(queued, LINES, "{stderr}");
+    assert!(stderr.contains("\nerror worker failed\n"), "{stderr}");
+}
+
+const FORK_TEST: &str = "a_forked_child_writes_its_lines_directly";
+
+#[test]
+fn a_forked_child_writes_its_lines_directly() {
+    if in_child(FORK_TEST, || {
+        let _t2 = background().init();
+        flightrec::printf!("parent before fork");
+        flightrec::trace2::flush();
+        // SAFETY: test-only: the child only traces (the line is formatted
+        // into a buffer the forking thread owns, and written directly) and
+        // leaves with _exit, running no exit handler.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                flightrec::printf!("forked child");
+                libc::_exit(0);
+            }
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        }
+        flightrec::printf!("parent after fork");
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let out = s.run(
+        FORK_TEST,
+        &[("GIT_TRACE2", &s.path("normal")), ("GIT_TRACE2_BRIEF", "1")],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let normal = s.read("normal");
+    assert!(
+        normal.contains("\nparent before fork\nforked child\nparent after fork\n"),
+        "{normal}"
+    );
+}
