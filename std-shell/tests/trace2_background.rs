@@ -337,6 +337,7 @@ fn child_lines_come_after_child_start() {
     let s = Scenario::new();
     let mut scenario = s
         .command(CHILD_TEST, CHILD_TEST, &[("GIT_TRACE2_EVENT", "2")])
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -682,6 +683,7 @@ fn a_panic_writes_the_queue_even_when_the_process_aborts() {
             ABORT_TEST,
             &[("GIT_TRACE2", "2"), ("GIT_TRACE2_BRIEF", "1")],
         )
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
