@@ -739,3 +739,53 @@ fn a_forked_child_writes_its_lines_directly() {
         "{normal}"
     );
 }
+
+// ---- exec ----
+
+const EXEC_TEST: &str = "exec_writes_the_queue_before_the_program_is_replaced";
+const EXEC_SIDE: &str = "exec_writes_the_queue_before_the_program_is_replaced/new";
+
+#[test]
+fn exec_writes_the_queue_before_the_program_is_replaced() {
+    if in_child(EXEC_SIDE, || {
+        let _t2 = flightrec::trace2::init();
+        flightrec::printf!("the new program");
+    }) {
+        return;
+    }
+    if in_child(EXEC_TEST, || {
+        let _t2 = background().init();
+        queue_lines();
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            EXEC_TEST,
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .env(SCENARIO, EXEC_SIDE)
+        .env(WRITE, "background");
+        let err = flightrec::trace2::exec(&mut cmd);
+        panic!("exec failed: {err}");
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let out = s.run(
+        EXEC_TEST,
+        &[("GIT_TRACE2", &s.path("normal")), ("GIT_TRACE2_BRIEF", "1")],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let normal = s.read("normal");
+    let lines: Vec<&str> = normal.lines().collect();
+    let queued = lines.iter().filter(|l| l.starts_with("queued ")).count();
+    assert_eq!(queued, LINES, "{normal}");
+    let exec = lines
+        .iter()
+        .position(|l| l.starts_with("exec[0] "))
+        .unwrap();
+    assert_eq!(lines[exec - 1], format!("queued {}", LINES - 1));
+    assert!(lines[exec + 1].starts_with("version "), "{normal}");
+    assert_eq!(lines[lines.len() - 3], "the new program");
+}
