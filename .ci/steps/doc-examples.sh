@@ -45,6 +45,7 @@ ENFORCED=(
   std-shell/src/trace2/sid.rs
   std-shell/src/trace2/signal.rs
   std-shell/src/trace2/stats.rs
+  std-shell/src/trace2/target/
   std-shell/src/trace2/tls.rs
   std-shell/src/trace2_render.rs
   std-shell/src/xray/

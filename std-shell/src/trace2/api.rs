@@ -177,6 +177,39 @@ pub(crate) fn emit(rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
     with_ctx(rt, |c| c.emit(rt, loc, ev));
 }
 
+/// Waits until every line traced so far is written to its destinations.
+///
+/// In the default [`WriteMode::Direct`](super::target::WriteMode::Direct)
+/// every line is written before its call returns and this does nothing. In
+/// [`WriteMode::Background`](super::target::WriteMode::Background) it waits
+/// for the writer thread: call it before handing the trace file to someone
+/// else, or before starting a child process without [`child`](super::child)
+/// (which flushes after `child_start` itself). Exit paths flush on their own.
+///
+/// ```
+/// use flightrec::trace2::target::WriteMode;
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace` (brief).
+/// let t2 = flightrec::trace2::Builder::new()
+///     .prefix("MYAPP_TRACE2")
+///     .write_mode(WriteMode::background())
+///     .init();
+/// flightrec::trace2::cmd_name("report");
+/// flightrec::trace2::flush();
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.ends_with("\ncmd_name report (report)\n"));
+/// drop(t2);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn flush() {
+    if let Some(rt) = runtime() {
+        rt.flush();
+    }
+}
+
 /// `start`: the command line, redacted (git emits it once at startup; a second
 /// call is what git's test tool uses to check redaction).
 ///

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::Location;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Instant;
 
 use flightrec_core::trace2::{Args, Event, Format, IdCounter, Msg, ProcessStats, Target};
@@ -18,7 +18,7 @@ use super::config::Trace2Config;
 use super::runtime::{runtime_any, warn, ConfigParamsFn, Loc, Output, Runtime, Shared};
 use super::sid::SessionId;
 use super::stats::{with_counter_defs, with_timer_defs};
-use super::target::{Destination, OpenOutcome};
+use super::target::{BackgroundWriter, Destination, OpenOutcome, WriteMode};
 use super::tls::{install_main, with_ctx};
 
 /// How to start Trace2: the environment prefix, the version reported in the
@@ -52,6 +52,7 @@ pub struct Builder {
     config: Option<Trace2Config>,
     argv: Option<Vec<OsString>>,
     config_params: Option<ConfigParamsFn>,
+    write_mode: Option<WriteMode>,
 }
 
 impl Default for Builder {
@@ -86,6 +87,7 @@ impl Builder {
             config: None,
             argv: None,
             config_params: None,
+            write_mode: None,
         }
     }
 
@@ -183,6 +185,35 @@ impl Builder {
         self
     }
 
+    /// How lines are written: [`WriteMode::Direct`] (git's one `write()` per
+    /// line, the default) or [`WriteMode::Background`] (a bounded queue and
+    /// a writer thread; see [`WriteMode`] for what it trades). Without this
+    /// call the mode comes from `FLIGHTREC_TRACE2_WRITE`
+    /// ([`WRITE_MODE_VAR`](super::target::WRITE_MODE_VAR)); with it, that
+    /// variable is not read.
+    ///
+    /// ```
+    /// use flightrec::trace2::target::WriteMode;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let trace = dir.path().join("event");
+    /// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+    /// // MYAPP_TRACE2_EVENT names the file `event`; a 64 kB queue.
+    /// let t2 = flightrec::trace2::Builder::new()
+    ///     .prefix("MYAPP_TRACE2")
+    ///     .write_mode(WriteMode::Background { queue_bytes: 64 << 10 })
+    ///     .init();
+    /// flightrec::printf!("queued");
+    /// flightrec::trace2::flush(); // written now, not only at exit
+    /// let event = std::fs::read_to_string(&trace)?;
+    /// assert!(event.lines().last().unwrap().contains(r#""msg":"queued""#));
+    /// drop(t2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_mode(mut self, mode: WriteMode) -> Self {
+        self.write_mode = Some(mode);
+        self
+    }
+
     /// Starts Trace2 if a target is configured: opens the destinations (in
     /// order normal, perf, event, printing git's warnings), computes the
     /// session id, exports `<PREFIX>_PARENT_SID`, and emits `version`,
@@ -237,7 +268,7 @@ impl Builder {
         ] {
             match Destination::open(kind, &cfg, &sid.own) {
                 Ok(dest) => outputs.push(Output {
-                    dest,
+                    dest: Arc::new(dest),
                     format: Format {
                         target: kind,
                         brief: setting.brief,
@@ -252,6 +283,7 @@ impl Builder {
             return inert;
         }
         std::env::set_var(format!("{}_PARENT_SID", cfg.prefix), &sid.full);
+        let background = start_background(self.write_mode, &outputs);
         let rt = Runtime {
             depth: sid.depth(),
             sid,
@@ -272,6 +304,7 @@ impl Builder {
             atexit_done: AtomicBool::new(false),
             child_ids: AtomicI64::new(0),
             exec_ids: AtomicI64::new(0),
+            background,
         };
         let Ok(rt) = Runtime::install(rt) else {
             return inert;
@@ -314,6 +347,33 @@ impl Builder {
             );
         }
         Session { active: true, loc }
+    }
+}
+
+/// The background writer for `outputs` when the mode (the builder's, else
+/// `FLIGHTREC_TRACE2_WRITE`'s) asks for one; when its thread cannot start,
+/// one warning and the direct mode.
+fn start_background(mode: Option<WriteMode>, outputs: &[Output]) -> Option<BackgroundWriter> {
+    let mode = mode.unwrap_or_else(|| {
+        let (mode, warning) = WriteMode::from_env_with(|name| std::env::var_os(name));
+        if let Some(w) = warning {
+            warn(&w);
+        }
+        mode
+    });
+    let WriteMode::Background { queue_bytes } = mode else {
+        return None;
+    };
+    let dests = outputs.iter().map(|o| Arc::clone(&o.dest)).collect();
+    match BackgroundWriter::start(dests, queue_bytes) {
+        Ok(bg) => Some(bg),
+        Err(e) => {
+            warn(&format!(
+                "trace2: could not start the background writer: {}; writing directly",
+                super::target::strerror(&e)
+            ));
+            None
+        }
     }
 }
 
@@ -495,6 +555,7 @@ fn run_atexit(rt: &Runtime) {
         c.emit(rt, loc, &Event::Atexit { code });
     });
     Runtime::disable();
+    rt.finish_background();
 }
 
 /// Registers the C library exit handler once, so that `std::process::exit`
@@ -570,6 +631,9 @@ fn install_panic_hook() {
                     line: l.line(),
                 });
                 error_event(rt, loc, msg.as_bytes(), Msg::Bytes(msg.as_bytes()));
+                // With panic=abort nothing runs after the hook: the queue is
+                // written now.
+                rt.flush();
             }
             previous(info);
         }));

@@ -53,7 +53,8 @@
 //!
 //! Every line is formatted by the core's formatters into the thread's own
 //! buffer and written with one `write()` per destination, in the order
-//! normal, perf, event.
+//! normal, perf, event; or, in the opt-in background mode
+//! ([`target::WriteMode`], [`flush`]), queued for a writer thread.
 
 mod ancestry;
 mod api;
@@ -72,7 +73,7 @@ mod tls;
 pub use ancestry::ancestry;
 pub use api::{
     alias, cmd_mode, cmd_name, cmd_path, cmd_start, config_params_from_files, data, data_fmt,
-    data_in, data_json, def_param, def_param_scoped, def_repo, error, error_fmt, printf,
+    data_in, data_json, def_param, def_param_scoped, def_repo, error, error_fmt, flush, printf,
     ConfigParam, Repo,
 };
 pub use child::{child, exec, exec_event, exec_result, ChildRecord, ChildSpec, TracedChild};

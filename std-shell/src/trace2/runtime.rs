@@ -8,7 +8,7 @@
 use std::io::Write as _;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use flightrec_core::trace2::{Event, Format, IdCounter, LineCtx, Micros, ProcessStats, WallTime};
@@ -17,7 +17,7 @@ use super::clock;
 use super::config::Trace2Config;
 use super::sid::SessionId;
 use super::stats::{MAX_COUNTERS, MAX_TIMERS};
-use super::target::Destination;
+use super::target::{BackgroundWriter, Destination, Pushed};
 
 /// Set once a runtime with at least one open destination exists, cleared after
 /// `atexit`.
@@ -105,7 +105,8 @@ pub fn source_path(file: &str) -> &str {
 /// One open destination with its line format.
 #[derive(Debug)]
 pub(crate) struct Output {
-    pub dest: Destination,
+    /// Shared with the background writer, when there is one.
+    pub dest: Arc<Destination>,
     pub format: Format,
 }
 
@@ -150,6 +151,9 @@ pub(crate) struct Runtime {
     pub atexit_done: AtomicBool,
     pub child_ids: AtomicI64,
     pub exec_ids: AtomicI64,
+    /// The writer thread of `WriteMode::Background` (slot = index in
+    /// `outputs`); `None` in the default, direct mode.
+    pub background: Option<BackgroundWriter>,
 }
 
 impl Runtime {
@@ -213,8 +217,9 @@ impl Runtime {
     }
 
     /// Formats `ev` for every open destination (normal, perf, event) into
-    /// `buf` and writes each line with one `write()`. A destination that fails
-    /// disables itself and its warning (if any) is printed once.
+    /// `buf` and writes each line with one `write()`, or queues it for the
+    /// background writer. A destination that fails disables itself and its
+    /// warning (if any) is printed once.
     pub(crate) fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
         self.write_event_where(buf, ctx, ev, |_| true);
     }
@@ -227,7 +232,16 @@ impl Runtime {
         ev: &Event<'_>,
         pick: impl Fn(&Output) -> bool,
     ) {
-        for out in &self.outputs {
+        // A signal handler must not take the queue's lock: `signal` is
+        // written directly, as in the default mode.
+        let queue = match &self.background {
+            Some(bg) if !matches!(ev, Event::Signal { .. }) => Some(bg),
+            _ => None,
+        };
+        if let (Some(q), Event::Exit { .. }) = (queue, ev) {
+            q.keep_all();
+        }
+        for (slot, out) in self.outputs.iter().enumerate() {
             if !out.dest.is_enabled() || !pick(out) {
                 continue;
             }
@@ -235,10 +249,40 @@ impl Runtime {
             if n == 0 {
                 continue;
             }
-            let warning = super::signal::while_writing(|| out.dest.write_line(&buf[..n]));
+            let line = &buf[..n];
+            if queue.is_some_and(|q| q.push(slot, line) != Pushed::Closed) {
+                continue;
+            }
+            let warning = super::signal::while_writing(|| out.dest.write_line(line));
             if let Some(w) = warning {
                 warn(&w);
             }
+        }
+        // What a child or the exec'd program writes must come after these.
+        if let Some(q) = queue {
+            if matches!(ev, Event::ChildStart { .. } | Event::Exec { .. }) {
+                q.flush();
+            }
+        }
+    }
+
+    /// Waits until the background writer (if any) has written every line
+    /// queued so far.
+    pub(crate) fn flush(&self) {
+        if let Some(bg) = &self.background {
+            bg.flush();
+        }
+    }
+
+    /// Writes what the background writer still holds, ends it, and reports
+    /// the lines it dropped, once per destination (after `atexit`).
+    pub(crate) fn finish_background(&self) {
+        let Some(bg) = &self.background else { return };
+        for (dest, n) in bg.shutdown() {
+            warn(&format!(
+                "trace2: dropped {n} lines for '{}': the background queue was full",
+                dest.var()
+            ));
         }
     }
 }

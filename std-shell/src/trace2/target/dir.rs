@@ -10,9 +10,51 @@ use std::path::{Path, PathBuf};
 
 /// The file that marks a directory as full; while it exists no process writes
 /// a new trace file there.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::target::{Destination, OpenOutcome, OpenParams, DISCARD_SENTINEL};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join(DISCARD_SENTINEL), "").unwrap();
+/// let params = OpenParams {
+///     kind: Target::Event,
+///     var: "GIT_TRACE2_EVENT",
+///     dst_debug: true,
+///     max_files: 100,
+///     sid: "sid",
+/// };
+/// let warning = format!(
+///     "trace2: not opening GIT_TRACE2_EVENT trace file due to too many files in target directory {}",
+///     dir.path().display()
+/// );
+/// assert_eq!(
+///     Destination::open_value(dir.path().as_os_str(), params).unwrap_err(),
+///     OpenOutcome::Failed { warning: Some(warning) }
+/// );
+/// ```
 pub const DISCARD_SENTINEL: &str = "git-trace2-discard";
 
 /// Attempts per process: `<sid>`, `<sid>.1` ... `<sid>.9`.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::target::{Destination, OpenParams, MAX_ATTEMPTS};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let params = OpenParams {
+///     kind: Target::Normal,
+///     var: "GIT_TRACE2",
+///     dst_debug: false,
+///     max_files: 0,
+///     sid: "sid",
+/// };
+/// let open = || Destination::open_value(dir.path().as_os_str(), params);
+/// let names: Vec<_> = (0..MAX_ATTEMPTS).map(|_| open().unwrap().path().unwrap().to_owned()).collect();
+/// assert_eq!(names[0], dir.path().join("sid"));
+/// assert_eq!(names[9], dir.path().join("sid.9"));
+/// assert!(open().is_err()); // the eleventh process of this id gives up
+/// ```
 pub const MAX_ATTEMPTS: u32 = 10;
 
 /// A file opened in a directory target.

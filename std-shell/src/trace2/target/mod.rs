@@ -1,12 +1,16 @@
 //! Trace2 destinations: git's target grammar (`1`, fds `2`..`9`, files,
 //! directories, `af_unix:` sockets), opened once and written one line per
-//! `write()`.
+//! `write()`, or in batches by a writer thread.
 //!
 //! * [`TargetValue`] and [`UnixSocketSpec`]: the grammar, without I/O.
 //! * [`Destination::open`]: opens a target from a [`Trace2Config`], with git's
 //!   warning texts in [`OpenOutcome::Failed`].
 //! * [`Destination::write_line`]: one `write()` per line; a failing
 //!   destination disables itself and hands back at most one warning.
+//! * [`WriteMode`]: how the runtime writes, directly (git's way, the default)
+//!   or through bounded queues and a background writer thread that writes
+//!   complete lines in as few `write()`s as keep them whole
+//!   (`FLIGHTREC_TRACE2_WRITE=background`).
 //!
 //! Warnings are returned, not printed: the runtime prints each as
 //! `warning: <text>` on stderr, in target order normal, perf, event.
@@ -42,7 +46,9 @@
 //! assert_eq!(Destination::open(Target::Event, &cfg, sid).unwrap_err(), OpenOutcome::Off);
 //! ```
 
+mod background;
 mod dir;
+mod mode;
 mod sink;
 mod value;
 
@@ -55,12 +61,43 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use flightrec_core::trace2::Target as Kind;
 
 use super::config::Trace2Config;
+pub(crate) use background::{BackgroundWriter, Pushed};
 pub use dir::{DISCARD_SENTINEL, MAX_ATTEMPTS};
+pub use mode::{WriteMode, DEFAULT_QUEUE_BYTES, WRITE_MODE_VAR};
 use sink::Sink;
 pub use value::{SocketType, TargetValue, UnixSocketError, UnixSocketSpec, SUN_PATH_LEN};
 
 /// An open Trace2 destination. Writing never fails the caller: a failing
 /// destination disables itself.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::target::{Destination, OpenParams};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let file = dir.path().join("event.json");
+/// let params = OpenParams {
+///     kind: Target::Event,
+///     var: "GIT_TRACE2_EVENT",
+///     dst_debug: true,
+///     max_files: 0,
+///     sid: "20231114T221320.123456Z-H65cb7838-P00001234",
+/// };
+/// let dest = Destination::open_value(file.as_os_str(), params).unwrap();
+/// assert_eq!(dest.kind(), Target::Event);
+/// assert_eq!(dest.var(), "GIT_TRACE2_EVENT");
+/// assert_eq!(dest.path(), Some(file.as_path()));
+/// assert_eq!(dest.socket_type(), None);
+/// assert!(!dest.too_many_files());
+/// assert!(dest.raw_fd() > 2);
+/// assert!(dest.is_enabled());
+/// assert_eq!(dest.write_line(b"{}\n"), None);
+/// assert_eq!(std::fs::read(&file).unwrap(), b"{}\n");
+///
+/// // Standard error: a borrowed descriptor, no path.
+/// let stderr = Destination::open_value("1".as_ref(), params).unwrap();
+/// assert_eq!((stderr.raw_fd(), stderr.path()), (2, None));
+/// ```
 #[derive(Debug)]
 pub struct Destination {
     kind: Kind,
@@ -74,6 +111,34 @@ pub struct Destination {
 }
 
 /// Why a destination did not open, with git's warning text when git prints one.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::target::{Destination, OpenOutcome, OpenParams};
+///
+/// let params = |dst_debug| OpenParams {
+///     kind: Target::Normal,
+///     var: "GIT_TRACE2",
+///     dst_debug,
+///     max_files: 0,
+///     sid: "sid",
+/// };
+/// let open = |value: &str, debug| Destination::open_value(value.as_ref(), params(debug));
+/// assert_eq!(open("false", false).unwrap_err(), OpenOutcome::Off);
+/// // A file that cannot be created warns only with DST_DEBUG.
+/// let missing = "/nonexistent/dir/trace";
+/// assert_eq!(open(missing, false).unwrap_err(), OpenOutcome::Failed { warning: None });
+/// assert_eq!(
+///     open(missing, true).unwrap_err(),
+///     OpenOutcome::Failed {
+///         warning: Some(
+///             "trace2: could not open '/nonexistent/dir/trace' for 'GIT_TRACE2' tracing: \
+///              No such file or directory"
+///                 .into()
+///         )
+///     }
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OpenOutcome {
     /// The value turns the target off (unset, empty, `0`, `false`).
@@ -89,6 +154,26 @@ pub enum OpenOutcome {
 
 /// How [`Destination::open_value`] opens a value: the names and settings
 /// that come from the configuration.
+///
+/// ```
+/// use flightrec::core::trace2::Target;
+/// use flightrec::trace2::target::{Destination, OpenParams};
+///
+/// // A directory target names the file after the session id's last component.
+/// let dir = tempfile::tempdir().unwrap();
+/// let params = OpenParams {
+///     kind: Target::Perf,
+///     var: "GIT_TRACE2_PERF",
+///     dst_debug: false,
+///     max_files: 0,
+///     sid: "parent-sid/20231114T221320.123456Z-H65cb7838-P00001234",
+/// };
+/// let dest = Destination::open_value(dir.path().as_os_str(), params).unwrap();
+/// assert_eq!(
+///     dest.path().unwrap(),
+///     dir.path().join("20231114T221320.123456Z-H65cb7838-P00001234")
+/// );
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct OpenParams<'a> {
     /// Which target this is.
@@ -108,6 +193,30 @@ impl Destination {
     /// Opens the destination of target `kind` from `cfg`. `own_sid` is this
     /// process's session id (its last `/` component names the file of a
     /// directory target; the whole id may be passed).
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2::config::Trace2Config;
+    /// use flightrec::trace2::target::{Destination, OpenOutcome, SocketType};
+    /// use std::ffi::OsString;
+    /// use std::os::unix::net::UnixDatagram;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let sock = dir.path().join("t2.sock");
+    /// let server = UnixDatagram::bind(&sock).unwrap();
+    /// let value = OsString::from(format!("af_unix:{}", sock.display()));
+    /// let cfg = Trace2Config::load_from("MYAPP_TRACE2", |name| {
+    ///     (name == "MYAPP_TRACE2_EVENT").then(|| value.clone())
+    /// });
+    /// // `af_unix:` tries a stream first, then a datagram socket.
+    /// let dest = Destination::open(Target::Event, &cfg, "sid").unwrap();
+    /// assert_eq!(dest.socket_type(), Some(SocketType::Dgram));
+    /// assert_eq!(dest.var(), "MYAPP_TRACE2_EVENT");
+    /// assert_eq!(dest.write_line(b"{}\n"), None);
+    /// let mut got = [0u8; 8];
+    /// assert_eq!(server.recv(&mut got).unwrap(), 3);
+    /// assert_eq!(Destination::open(Target::Perf, &cfg, "sid").unwrap_err(), OpenOutcome::Off);
+    /// ```
     pub fn open(kind: Kind, cfg: &Trace2Config, own_sid: &str) -> Result<Self, OpenOutcome> {
         let Some(value) = cfg.setting(kind).value.as_deref() else {
             return Err(OpenOutcome::Off);
@@ -126,7 +235,7 @@ impl Destination {
     }
 
     /// Opens one target value with explicit parameters (what [`Self::open`]
-    /// does after looking the value up).
+    /// does after looking the value up). Example on [`Destination`].
     pub fn open_value(value: &OsStr, p: OpenParams<'_>) -> Result<Self, OpenOutcome> {
         let debug_warning = |text: String| OpenOutcome::Failed {
             warning: p.dst_debug.then_some(text),
@@ -217,17 +326,41 @@ impl Destination {
         })
     }
 
-    /// Which target this is.
+    /// Which target this is. Example on [`Destination`].
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
     /// The environment variable this target is named by in warnings.
+    /// Example on [`Destination`].
     pub fn var(&self) -> &str {
         &self.var
     }
 
-    /// Whether the destination still accepts lines.
+    /// Whether the destination still accepts lines (false after a failed
+    /// write).
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2::target::{Destination, OpenParams};
+    ///
+    /// // Descriptor 9 is not open here: the first write fails with EBADF.
+    /// let params = OpenParams {
+    ///     kind: Target::Normal,
+    ///     var: "GIT_TRACE2",
+    ///     dst_debug: true,
+    ///     max_files: 0,
+    ///     sid: "sid",
+    /// };
+    /// let dest = Destination::open_value("9".as_ref(), params).unwrap();
+    /// assert!(dest.is_enabled());
+    /// assert_eq!(
+    ///     dest.write_line(b"version 2.47.3\n").as_deref(),
+    ///     Some("unable to write trace to 'GIT_TRACE2': Bad file descriptor")
+    /// );
+    /// assert!(!dest.is_enabled());
+    /// assert_eq!(dest.write_line(b"start\n"), None); // one warning only
+    /// ```
     pub fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
     }
@@ -235,21 +368,42 @@ impl Destination {
     /// True when this destination is a directory's discard sentinel
     /// (`git-trace2-discard`, see `maxFiles`): the event target must then
     /// write a `too_many_files` event right after `version`.
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2::target::{Destination, OpenParams, DISCARD_SENTINEL};
+    ///
+    /// // A limit of 3 entries counts `.` and `..`: one file fills the directory.
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("other"), "").unwrap();
+    /// let params = OpenParams {
+    ///     kind: Target::Event,
+    ///     var: "GIT_TRACE2_EVENT",
+    ///     dst_debug: false,
+    ///     max_files: 3,
+    ///     sid: "sid",
+    /// };
+    /// let dest = Destination::open_value(dir.path().as_os_str(), params).unwrap();
+    /// assert!(dest.too_many_files());
+    /// assert_eq!(dest.path().unwrap(), dir.path().join(DISCARD_SENTINEL));
+    /// ```
     pub fn too_many_files(&self) -> bool {
         self.too_many_files
     }
 
     /// The file or socket path written to; `None` for stderr and fds.
+    /// Example on [`Destination`].
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    /// The socket type connected, for `af_unix:` targets.
+    /// The socket type connected, for `af_unix:` targets. Example on
+    /// [`Destination::open`].
     pub fn socket_type(&self) -> Option<SocketType> {
         self.socket
     }
 
-    /// The descriptor written to (2 for stderr).
+    /// The descriptor written to (2 for stderr). Example on [`Destination`].
     pub fn raw_fd(&self) -> RawFd {
         self.sink.raw_fd()
     }
@@ -257,19 +411,53 @@ impl Destination {
     /// Writes one complete line (its trailing LF included) with one
     /// `write()`. On failure the destination disables itself and returns the
     /// warning git would print (only with `DST_DEBUG`); when several threads
-    /// fail at once only one of them gets the warning.
+    /// fail at once only one of them gets the warning. Example on
+    /// [`Destination`] and [`Destination::is_enabled`].
     pub fn write_line(&self, line: &[u8]) -> Option<String> {
         if line.is_empty() || !self.is_enabled() {
             return None;
         }
         match self.sink.write_once(line) {
             Ok(_) => None,
-            Err(e) => {
-                let first = self.enabled.swap(false, Ordering::Relaxed);
-                (first && self.dst_debug)
-                    .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(&e)))
-            }
+            Err(e) => self.fail(&e),
         }
+    }
+
+    /// Writes a batch of complete lines (`bytes`, where each line ends at
+    /// the offsets in `ends`) with as few `write()`s as keep every line
+    /// whole: one for an `O_APPEND` file or a stream, chunks of at most
+    /// `PIPE_BUF` bytes for a pipe, one datagram per line for a `SOCK_DGRAM`
+    /// socket. Fails as [`Self::write_line`] does.
+    pub(crate) fn write_lines(&self, bytes: &[u8], ends: &[usize]) -> Option<String> {
+        if !self.is_enabled() {
+            return None;
+        }
+        let limit = self.sink.batch_limit();
+        let mut start = 0;
+        let mut i = 0;
+        while i < ends.len() {
+            // The first line always goes, alone if it is over the limit.
+            let mut end = ends[i];
+            i += 1;
+            while i < ends.len() && ends[i] - start <= limit {
+                end = ends[i];
+                i += 1;
+            }
+            let chunk = bytes.get(start..end)?;
+            if let Err(e) = self.sink.write_all(chunk) {
+                return self.fail(&e);
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// Disables the destination after a failed write; the warning goes to
+    /// the first failing caller only, and only with `DST_DEBUG`.
+    fn fail(&self, e: &std::io::Error) -> Option<String> {
+        let first = self.enabled.swap(false, Ordering::Relaxed);
+        (first && self.dst_debug)
+            .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(e)))
     }
 }
 

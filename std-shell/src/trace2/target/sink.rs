@@ -14,15 +14,17 @@
 //! * everything else (files, terminals): a plain `write()`, which cannot
 //!   raise `SIGPIPE`.
 //!
-//! `EINTR` is retried (no byte was written); a short write is not (see
-//! [`Sink::write_once`]).
+//! `EINTR` is retried (no byte was written); a short write of a line is not
+//! (see [`Sink::write_once`]), a short write of a batch is
+//! ([`Sink::write_all`]). [`Sink::batch_limit`] says how many bytes of lines
+//! one write of a batch may carry.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// How lines go to the descriptor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WriteMode {
+pub(crate) enum Syscall {
     /// `write()`: files, terminals, descriptors that are not open.
     Plain,
     /// `send(MSG_NOSIGNAL)`.
@@ -37,25 +39,32 @@ pub(crate) enum WriteMode {
 pub(crate) struct Sink {
     fd: RawFd,
     _owned: Option<OwnedFd>,
-    mode: WriteMode,
+    mode: Syscall,
+    /// A datagram socket: every `send()` is one message, so lines go one
+    /// per call even when batched.
+    datagram: bool,
 }
 
 impl Sink {
     /// A descriptor the host owns. It need not be open: writing then fails
     /// with `EBADF`, as in git.
     pub(crate) fn borrowed(fd: RawFd) -> Self {
+        let mode = mode_of(fd);
         Sink {
             fd,
             _owned: None,
-            mode: mode_of(fd),
+            mode,
+            datagram: mode == Syscall::Socket && is_datagram(fd),
         }
     }
 
     /// A descriptor Trace2 opened and closes when the sink drops.
     pub(crate) fn owned(fd: OwnedFd) -> Self {
+        let mode = mode_of(fd.as_raw_fd());
         Sink {
             fd: fd.as_raw_fd(),
-            mode: mode_of(fd.as_raw_fd()),
+            mode,
+            datagram: mode == Syscall::Socket && is_datagram(fd.as_raw_fd()),
             _owned: Some(fd),
         }
     }
@@ -67,8 +76,38 @@ impl Sink {
 
     /// How this sink writes.
     #[cfg(test)]
-    pub(crate) fn mode(&self) -> WriteMode {
+    pub(crate) fn mode(&self) -> Syscall {
         self.mode
+    }
+
+    /// The most bytes of complete lines one `write()` of a batch may carry
+    /// so that it lands whole, never cut by another writer's bytes: 0 for
+    /// datagram sockets (one line per message), `PIPE_BUF` for pipes (larger
+    /// pipe writes may interleave with other writers), unlimited otherwise
+    /// (`O_APPEND` files, and stream sockets, which this process alone
+    /// writes).
+    pub(crate) fn batch_limit(&self) -> usize {
+        if self.datagram {
+            0
+        } else if self.mode == Syscall::Pipe {
+            libc::PIPE_BUF
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// Writes all of `bytes` (complete lines), continuing after a short
+    /// write. Used for batches: a short write of a batch happens at most when
+    /// the destination is about to fail (a full disk), and dropping the rest
+    /// of the batch would lose many lines where the direct path loses one.
+    pub(crate) fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.write_once(bytes)? {
+                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                n => bytes = bytes.get(n..).unwrap_or_default(),
+            }
+        }
+        Ok(())
     }
 
     /// Exactly one successful `write()`/`send()` of `line`. A short write
@@ -77,9 +116,9 @@ impl Sink {
     pub(crate) fn write_once(&self, line: &[u8]) -> io::Result<usize> {
         loop {
             let r = match self.mode {
-                WriteMode::Plain => plain_write(self.fd, line),
-                WriteMode::Socket => send_nosignal(self.fd, line),
-                WriteMode::Pipe => write_blocking_sigpipe(self.fd, line),
+                Syscall::Plain => plain_write(self.fd, line),
+                Syscall::Socket => send_nosignal(self.fd, line),
+                Syscall::Pipe => write_blocking_sigpipe(self.fd, line),
             };
             match r {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -89,19 +128,37 @@ impl Sink {
     }
 }
 
-fn mode_of(fd: RawFd) -> WriteMode {
+fn mode_of(fd: RawFd) -> Syscall {
     // SAFETY: `stat` is plain old data; an all-zero value is valid and fstat
     // only writes into it. A descriptor that is not open yields -1 (EBADF).
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid, writable `stat` for the duration of the call.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return WriteMode::Plain;
+        return Syscall::Plain;
     }
     match st.st_mode & libc::S_IFMT {
-        libc::S_IFSOCK => WriteMode::Socket,
-        libc::S_IFIFO => WriteMode::Pipe,
-        _ => WriteMode::Plain,
+        libc::S_IFSOCK => Syscall::Socket,
+        libc::S_IFIFO => Syscall::Pipe,
+        _ => Syscall::Plain,
     }
+}
+
+/// Whether the socket `fd` is a `SOCK_DGRAM` socket.
+fn is_datagram(fd: RawFd) -> bool {
+    let mut ty: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `ty` and `len` are valid for writes and `len` holds the size of
+    // `ty`, as getsockopt(SO_TYPE) requires.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut ty as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && ty == libc::SOCK_DGRAM
 }
 
 fn result(r: isize) -> io::Result<usize> {
@@ -215,12 +272,41 @@ mod tests {
     #[test]
     fn descriptor_types_pick_the_write() {
         let (r, w) = pipe();
-        assert_eq!(Sink::owned(w).mode(), WriteMode::Pipe);
+        assert_eq!(Sink::owned(w).mode(), Syscall::Pipe);
         drop(r);
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert_eq!(Sink::owned(a.into()).mode(), WriteMode::Socket);
+        assert_eq!(Sink::owned(a.into()).mode(), Syscall::Socket);
         let f = tempfile_in_target();
-        assert_eq!(Sink::owned(f.into()).mode(), WriteMode::Plain);
+        assert_eq!(Sink::owned(f.into()).mode(), Syscall::Plain);
+    }
+
+    #[test]
+    fn batch_limits_follow_the_descriptor() {
+        let (r, w) = pipe();
+        assert_eq!(Sink::owned(w).batch_limit(), libc::PIPE_BUF);
+        drop(r);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(Sink::owned(a.into()).batch_limit(), usize::MAX);
+        let (d, _e) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        assert_eq!(Sink::owned(d.into()).batch_limit(), 0);
+        assert_eq!(
+            Sink::owned(tempfile::tempfile().unwrap().into()).batch_limit(),
+            usize::MAX
+        );
+    }
+
+    #[test]
+    fn write_all_writes_everything_or_fails() {
+        let (r, w) = pipe();
+        let sink = Sink::owned(w);
+        sink.write_all(b"a\nbb\n").unwrap();
+        let mut got = [0u8; 8];
+        // SAFETY: reads into a local buffer from the pipe's read end.
+        let n = unsafe { libc::read(r.as_raw_fd(), got.as_mut_ptr().cast(), got.len()) };
+        assert_eq!(&got[..n as usize], b"a\nbb\n");
+        drop(r);
+        let e = sink.write_all(b"x\n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
     }
 
     fn tempfile_in_target() -> std::fs::File {
@@ -302,7 +388,7 @@ mod tests {
     fn closed_descriptor_gives_ebadf() {
         // -1 is never an open descriptor.
         let sink = Sink::borrowed(-1);
-        assert_eq!(sink.mode(), WriteMode::Plain);
+        assert_eq!(sink.mode(), Syscall::Plain);
         let e = sink.write_once(b"x\n").unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EBADF));
     }

@@ -35,7 +35,8 @@ pub enum TargetValue<'a> {
 }
 
 impl<'a> TargetValue<'a> {
-    /// Classifies a target value (an unset setting is [`TargetValue::Off`] too).
+    /// Classifies a target value (an unset setting is [`TargetValue::Off`]
+    /// too). Example on [`TargetValue`].
     pub fn parse(value: &'a OsStr) -> Self {
         let v = value.as_bytes();
         if v.is_empty() || v == b"0" || v.eq_ignore_ascii_case(b"false") {
@@ -58,6 +59,14 @@ impl<'a> TargetValue<'a> {
 const AF_UNIX: &[u8] = b"af_unix:";
 
 /// The socket types an `af_unix:` value may ask for.
+///
+/// ```
+/// use flightrec::trace2::target::{SocketType, UnixSocketSpec};
+/// let ty = |v: &str| UnixSocketSpec::parse(v.as_ref()).unwrap().socket_type;
+/// assert_eq!(ty("af_unix:stream:/s"), SocketType::Stream);
+/// assert_eq!(ty("af_unix:dgram:/s"), SocketType::Dgram);
+/// assert_eq!(ty("af_unix:/s"), SocketType::Auto);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SocketType {
     /// `af_unix:stream:<path>`: only `SOCK_STREAM`.
@@ -71,6 +80,15 @@ pub enum SocketType {
 
 /// A checked `af_unix:` value: the socket type and an absolute path that fits
 /// `sun_path`.
+///
+/// ```
+/// use flightrec::trace2::target::{SocketType, UnixSocketSpec};
+/// use std::path::Path;
+/// assert_eq!(
+///     UnixSocketSpec::parse("af_unix:stream:/run/t2.sock".as_ref()),
+///     Ok(UnixSocketSpec { socket_type: SocketType::Stream, path: Path::new("/run/t2.sock") })
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnixSocketSpec<'a> {
     /// Which socket types to try.
@@ -80,6 +98,16 @@ pub struct UnixSocketSpec<'a> {
 }
 
 /// Why an `af_unix:` value is unusable.
+///
+/// ```
+/// use flightrec::trace2::target::{UnixSocketError, UnixSocketSpec};
+/// use std::ffi::OsStr;
+/// assert_eq!(UnixSocketSpec::parse(OsStr::new("af_unix:dgram:")), Err(UnixSocketError::EmptyPath));
+/// assert_eq!(
+///     UnixSocketSpec::parse(OsStr::new("af_unix:run/t2.sock")),
+///     Err(UnixSocketError::InvalidPath(OsStr::new("run/t2.sock")))
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnixSocketError<'a> {
     /// Nothing after the prefix (`af_unix:`, `af_unix:stream:`).
@@ -89,7 +117,16 @@ pub enum UnixSocketError<'a> {
     InvalidPath(&'a OsStr),
 }
 
-/// `sizeof(((struct sockaddr_un *)0)->sun_path)`.
+/// `sizeof(((struct sockaddr_un *)0)->sun_path)`: the longest socket path
+/// is one byte shorter (the NUL).
+///
+/// ```
+/// use flightrec::trace2::target::{UnixSocketSpec, SUN_PATH_LEN};
+/// let fits = format!("af_unix:/{}", "s".repeat(SUN_PATH_LEN - 2));
+/// let too_long = format!("af_unix:/{}", "s".repeat(SUN_PATH_LEN - 1));
+/// assert!(UnixSocketSpec::parse(fits.as_ref()).is_ok());
+/// assert!(UnixSocketSpec::parse(too_long.as_ref()).is_err());
+/// ```
 pub const SUN_PATH_LEN: usize = 108;
 
 impl<'a> UnixSocketSpec<'a> {
