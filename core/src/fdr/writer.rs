@@ -471,6 +471,32 @@ impl<'b> BufferWriter<'b> {
         Ok(w)
     }
 
+    /// A writer without a buffer: the [`Recorder`](super::ring::Recorder)'s "no
+    /// current buffer". It refuses every function record with [`Full`] (its room is
+    /// zero and its CPU matches no event), so the recorder's hot path needs no
+    /// separate test for a missing buffer. Other records get
+    /// [`RecordError::TooLarge`]; the recorder does not offer it those.
+    pub(crate) fn detached() -> Self {
+        Self {
+            buf: Default::default(),
+            pos: 0,
+            limit: 0,
+            version: Version::V5,
+            body_start: 0,
+            latest_cpu: NO_CPU,
+            latest_tsc: 0,
+            threshold: 0,
+            undo_start: 0,
+        }
+    }
+
+    /// Whether this is the [`detached`](Self::detached) writer: a real buffer is
+    /// never empty, since it holds at least [`WriterConfig::min_buffer_len`] bytes.
+    #[inline]
+    pub(crate) fn is_detached(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// The buffer so far: a complete FDR buffer once [`has_events`](Self::has_events).
     /// (In version 1 it lacks the optional EndOfBuffer that [`finish`](Self::finish)
     /// adds.) Its BufferExtents record always counts exactly the bytes after it.
@@ -815,30 +841,67 @@ impl<'b> BufferWriter<'b> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Full> {
-        let p = self.preamble_for(ts, u64::from(u32::MAX));
-        if p == Preamble::None {
-            if self.threshold != 0
-                && matches!(action, FunctionAction::Exit | FunctionAction::TailExit)
-                && self.try_elide(id, ts.tsc)
-            {
-                self.sync_extents();
-                return Ok(());
-            }
-            if self.pos + FUNC > self.limit {
-                return Err(Full);
-            }
-        } else {
-            if self.pos + META + FUNC > self.limit {
-                return Err(Full);
-            }
-            self.write_preamble(p, ts);
+        let delta = ts.tsc.wrapping_sub(self.latest_tsc);
+        // One test for the common case, same CPU and a delta that fits 32 bits: a
+        // clock that went backwards makes the wrapping delta huge, so it fails too.
+        let other_cpu = u32::from(ts.cpu) ^ self.latest_cpu;
+        if (delta >> 32) | u64::from(other_cpu) != 0 {
+            return self.function_after_metadata(action, id, ts);
         }
-        self.put_function(action, id, ts.tsc);
+        let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
+        if self.threshold != 0 && is_exit && self.try_elide(id, ts.tsc) {
+            self.sync_extents();
+            return Ok(());
+        }
+        self.put_word(RawFunctionRecord::to_u64(action, id, delta as u32), ts.tsc)?;
         // A kept exit ends every undoable run before it; an EnterArg is never erased.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
             self.undo_start = self.pos;
         }
         self.sync_extents();
+        Ok(())
+    }
+
+    /// [`function`](Self::function) when a NewCPUId or TSCWrap must come first: the
+    /// first record of a buffer, a CPU change, a long gap. Out of line so that the
+    /// common path stays short.
+    #[cold]
+    #[inline(never)]
+    fn function_after_metadata(
+        &mut self,
+        action: FunctionAction,
+        id: FunctionId,
+        ts: Timestamp,
+    ) -> Result<(), Full> {
+        if self.pos + META + FUNC > self.limit {
+            return Err(Full);
+        }
+        let p = self.preamble_for(ts, u64::from(u32::MAX));
+        self.write_preamble(p, ts);
+        self.put_function(action, id, ts.tsc);
+        // Metadata was just written, so nothing before this record is erasable; a
+        // kept exit or an EnterArg must not become erasable either.
+        if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
+            self.undo_start = self.pos;
+        }
+        self.sync_extents();
+        Ok(())
+    }
+
+    /// Stores a function record's word at the write position and moves the base TSC
+    /// to `tsc`; [`Full`] (nothing written) when it does not fit.
+    #[inline(always)]
+    fn put_word(&mut self, word: u64, tsc: u64) -> Result<(), Full> {
+        let pos = self.pos;
+        if pos + FUNC > self.limit {
+            return Err(Full);
+        }
+        let Some(dst) = self.buf.get_mut(pos..pos + FUNC) else {
+            return Err(Full);
+        };
+        dst.copy_from_slice(&word.to_le_bytes());
+        self.pos = pos + FUNC;
+        self.latest_tsc = tsc;
         Ok(())
     }
 
