@@ -411,7 +411,7 @@ impl<'a> Ring<'a> {
             Recorder {
                 ring,
                 config,
-                writer: None,
+                writer: BufferWriter::detached(),
                 seq: 0,
                 seq_wrapped: false,
                 first_second: None,
@@ -666,8 +666,9 @@ impl core::fmt::Display for Dropped {
 pub struct Recorder<'r, 'a> {
     ring: &'r Ring<'a>,
     config: RecorderConfig,
-    /// The buffer being written, if any.
-    writer: Option<BufferWriter<'a>>,
+    /// The buffer being written, or the detached writer when there is none (it
+    /// refuses every record, which sends the record to the slow path).
+    writer: BufferWriter<'a>,
     /// Sequence number of the current (or next) buffer: its slot is `seq % N`.
     seq: u32,
     /// `seq` has wrapped past `u32::MAX` at least once.
@@ -878,12 +879,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Dropped> {
-        if let Some(w) = &mut self.writer {
-            if w.function(action, id, ts).is_ok() {
-                return Ok(());
-            }
+        if self.writer.function(action, id, ts).is_ok() {
+            return Ok(());
         }
-        self.slow_path(ts, |w| {
+        // `move`: the closure holds copies, built only on the slow path (capturing by
+        // reference made every record spill its arguments to the stack).
+        self.slow_path(ts, move |w| {
             w.function(action, id, ts).map_err(RecordError::from)
         })
     }
@@ -982,8 +983,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
         ts: Timestamp,
         mut op: impl FnMut(&mut BufferWriter<'a>) -> Result<(), RecordError>,
     ) -> Result<(), Dropped> {
-        if let Some(w) = &mut self.writer {
-            match op(w) {
+        if !self.writer.is_detached() {
+            match op(&mut self.writer) {
                 Ok(()) => return Ok(()),
                 Err(RecordError::Full) => {}
                 Err(e) => return Err(self.reject(e)),
@@ -1013,18 +1014,18 @@ impl<'r, 'a> Recorder<'r, 'a> {
             self.count_drop();
             return Err(Dropped::TooLarge);
         }
-        if self.writer.is_some() {
+        if !self.writer.is_detached() {
             self.finish_current();
         }
         if !self.acquire(ts) {
             self.count_drop();
             return Err(Dropped::ConsumerBehind);
         }
-        let Some(w) = &mut self.writer else {
+        if self.writer.is_detached() {
             self.count_drop();
             return Err(Dropped::ConsumerBehind);
-        };
-        match op(w) {
+        }
+        match op(&mut self.writer) {
             Ok(()) => Ok(()),
             // An empty buffer could not take it: it never fits.
             Err(e) => Err(self.reject(e)),
@@ -1105,13 +1106,16 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 self.unmarked_loss = 0;
             }
         }
-        self.writer = Some(w);
+        self.writer = w;
         true
     }
 
     /// Finishes the current buffer and publishes it.
     fn finish_current(&mut self) {
-        let Some(w) = self.writer.take() else { return };
+        if self.writer.is_detached() {
+            return;
+        }
+        let w = core::mem::replace(&mut self.writer, BufferWriter::detached());
         if !w.has_events() {
             // Keep the buffer for the next acquire; an empty buffer is invalid.
             return;
@@ -1207,7 +1211,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         let first = match self.ring.policy {
             Policy::FlightRecorder => {
                 // Without a current buffer, the current slot still holds the oldest one.
-                let kept = if self.writer.is_some() { n - 1 } else { n };
+                let kept = if self.writer.is_detached() { n } else { n - 1 };
                 self.seq.wrapping_sub(kept.min(self.seq_wrapped_min()))
             }
             Policy::Streaming => self.ring.tail.load(Ordering::Acquire),
@@ -1225,10 +1229,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
             }
             seq = seq.wrapping_add(1);
         }
-        if let Some(w) = &self.writer {
-            if w.has_events() {
-                f(w.as_bytes());
-            }
+        if self.writer.has_events() {
+            f(self.writer.as_bytes());
         }
     }
 }

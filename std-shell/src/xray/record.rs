@@ -147,9 +147,13 @@ const INACTIVE: u32 = u32::MAX;
 /// assert!(guard.is_active());
 /// drop(guard); // records the exit
 /// drop(idle); // records nothing
+/// let late = flightrec::xray::enter(f);
+/// flightrec::xray::stop();
+/// drop(late); // recording stopped since its entry: no exit, and no loss counted
 /// let report = flightrec::xray::shutdown()?;
+/// assert_eq!(report.stats.records_dropped, 0);
 /// let trace = std::fs::read(report.path.unwrap())?;
-/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 2);
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "the function exit is recorded when the guard is dropped"]
@@ -173,10 +177,47 @@ impl Drop for FunctionGuard {
     fn drop(&mut self) {
         if self.id != INACTIVE {
             if let Ok(id) = FunctionId::new(self.id) {
-                record_exit(id);
+                record_guard_exit(id);
             }
         }
     }
+}
+
+/// The exit of an active guard. Its entry was recorded (or attempted) while
+/// recording, so this thread almost always has a ring already: look it up first
+/// and read the state only once, after setting `busy`, which the pause protocol
+/// needs anyway; only without a ring does it take [`with_recorder`]'s path.
+#[inline(always)]
+fn record_guard_exit(id: FunctionId) {
+    let p = CURRENT.with(|c| c.get());
+    if p as usize <= NO_RING as usize {
+        record_exit(id);
+        return;
+    }
+    // SAFETY: `CURRENT` holds null, `NO_RING`, or a ring of the leaked runtime.
+    let ring = unsafe { &*p };
+    if ring.busy.load(Ordering::Relaxed) {
+        // A signal handler interrupted a record of this thread and records itself.
+        note_paused_drop();
+        return;
+    }
+    ring.busy.store(true, Ordering::Relaxed);
+    // As in `record_on_ring`: the store of `busy` stays before the state load.
+    compiler_fence(Ordering::SeqCst);
+    match STATE.load(Ordering::Relaxed) {
+        RECORDING => {
+            // SAFETY: this thread owns the ring and recording is not paused, so no
+            // one else touches the recorder until `busy` is cleared.
+            if let Some(rec) = unsafe { ring.recorder() } {
+                let _ = rec.function(FunctionAction::Exit, id, clock::now());
+            }
+        }
+        // Counted like `with_recorder` counts it: a pause drops the record, a
+        // runtime that stopped recording does not count it.
+        PAUSED => note_paused_drop(),
+        _ => {}
+    }
+    ring.busy.store(false, Ordering::Release);
 }
 
 /// Records a function entry; the returned guard records the exit.
@@ -214,6 +255,13 @@ pub fn enter(id: FunctionId) -> FunctionGuard {
     if STATE.load(Ordering::Relaxed) != RECORDING {
         return FunctionGuard::INACTIVE;
     }
+    enter_while_recording(id)
+}
+
+/// [`enter`] after its state test (callers that made it already skip a second
+/// load of the state).
+#[inline(always)]
+fn enter_while_recording(id: FunctionId) -> FunctionGuard {
     record_on_ring(|r, ts| {
         let _ = r.function(FunctionAction::Enter, id, ts);
     });
@@ -402,7 +450,7 @@ impl CallSite {
         if STATE.load(Ordering::Relaxed) != RECORDING {
             return FunctionGuard::INACTIVE;
         }
-        enter(self.id(name))
+        enter_while_recording(self.id(name))
     }
 }
 
