@@ -71,7 +71,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             for p in &cfg.config_params {
-                assert!(!p.is_empty() && p.trim() == p, "untrimmed or empty pattern {p:?}");
+                // Trimmed of what git's `strbuf_trim` removes (its isspace: space,
+                // TAB, LF, CR); `str::trim` would also want VT and Unicode spaces,
+                // which git keeps.
+                let trimmed = p.trim_matches([' ', '\t', '\n', '\r']);
+                assert!(!p.is_empty() && trimmed == p, "untrimmed or empty pattern {p:?}");
             }
         }
         Err(e) => {
