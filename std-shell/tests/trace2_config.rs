@@ -782,3 +782,38 @@ fn bad_redact_value_matches_git() {
         }
     }
 }
+
+/// `GIT_TRACE2_CONFIG_PARAMS` is split at commas and each pattern trimmed as
+/// git's `strbuf_trim` does (space, TAB, LF, CR; not VT or FF): the def_param
+/// lines match git's for patterns with every kind of blank around them.
+#[test]
+fn config_params_are_trimmed_like_git() {
+    if git().is_none() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    sb.write(
+        "home/.gitconfig",
+        "[core]\n\tabbrev = 12\n[a]\n\tb = 1\n\tc = 2\n",
+    );
+    let outside = sb.path("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for patterns in [
+        " core.abbrev ,\ta.b\n",
+        "core.abbrev\x0c,a.c",
+        "\x0ba.b,a.c\r",
+        "core.*\x0b, ,a.*",
+    ] {
+        let want = git_def_params(&sb, &outside, &["version"], patterns);
+        sb.set("GIT_TRACE2_CONFIG_PARAMS", patterns);
+        let cfg = sb.load();
+        let all = sb.files().entries(None).unwrap();
+        let got: Vec<String> = def_param_entries(&all, &cfg.config_params)
+            .map(def_param_line)
+            .collect();
+        assert_eq!(got, want, "patterns {patterns:?}");
+    }
+    // Not a vacuous comparison: the first patterns list two entries.
+    sb.set("GIT_TRACE2_CONFIG_PARAMS", " core.abbrev ,\ta.b\n");
+    assert_eq!(sb.load().config_params, ["core.abbrev", "a.b"]);
+}

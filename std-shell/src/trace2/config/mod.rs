@@ -341,7 +341,9 @@ impl Trace2Config {
             text(i)
                 .map(|v| {
                     v.split(',')
-                        .map(|s| s.trim_matches(|c: char| c.is_ascii_whitespace()))
+                        // git's strbuf_trim: its isspace is space, TAB, LF and CR
+                        // only (a pattern keeps a trailing VT or FF).
+                        .map(|s| s.trim_matches([' ', '\t', '\n', '\r']))
                         .filter(|s| !s.is_empty())
                         .map(str::to_string)
                         .collect()
@@ -517,7 +519,8 @@ fn target_wanted(value: Option<&std::ffi::OsStr>) -> bool {
 /// optional unit `k`, `m` or `g` (any case) and nothing else; `None` on junk
 /// or overflow.
 fn parse_git_int(v: &str) -> Option<i64> {
-    let t = v.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    // strtoimax skips C's isspace, which includes VT (is_ascii_whitespace does not).
+    let t = v.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
