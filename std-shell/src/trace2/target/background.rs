@@ -457,12 +457,25 @@ mod tests {
     fn the_writer_thread_blocks_signals() {
         let dir = tempfile::tempdir().unwrap();
         let bg = BackgroundWriter::start(vec![file_dest(&dir.path().join("t"))], 64).unwrap();
-        // The writer's mask, read from /proc: SigBlk of its task.
-        let status = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("status")).ok())
-            .find(|s| s.lines().any(|l| l == "Name:\ttrace2-writer"))
-            .expect("the writer thread is named trace2-writer");
+        // The writer's mask, read from /proc: SigBlk of its task. The mask is
+        // inherited at creation, but the thread names itself once it runs, so
+        // wait (boundedly) for the name to appear.
+        let writer_status = || {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("status")).ok())
+                .find(|s| s.lines().any(|l| l == "Name:\ttrace2-writer"))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            match writer_status() {
+                Some(status) => break status,
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                None => panic!("no thread named trace2-writer within 10 s"),
+            }
+        };
         let blocked = status
             .lines()
             .find_map(|l| l.strip_prefix("SigBlk:\t"))
