@@ -3,85 +3,13 @@
 //! parent test checks what reached the destinations.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flightrec::trace2::target::WriteMode;
 use serde_json::Value;
 
-const SCENARIO: &str = "FLIGHTREC_T2_SCENARIO";
-const WRITE: &str = "FLIGHTREC_TRACE2_WRITE";
-
-/// Runs `f` when this process is the scenario `name`; otherwise returns
-/// `false` so the test body goes on as the parent.
-fn in_child(name: &str, f: impl FnOnce()) -> bool {
-    if std::env::var(SCENARIO).as_deref() == Ok(name) {
-        f();
-        true
-    } else {
-        false
-    }
-}
-
-struct Scenario {
-    dir: PathBuf,
-}
-
-impl Scenario {
-    fn new() -> Self {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "flightrec-t2bg-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scenario { dir }
-    }
-
-    /// Test `test` of this binary in a child running scenario `scenario`,
-    /// with `envs` and no inherited `GIT_*` or write-mode variables.
-    fn command(&self, test: &str, scenario: &str, envs: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args([test, "--exact", "--nocapture", "--test-threads=1", "-q"]);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        c.env_remove(WRITE)
-            .env(SCENARIO, scenario)
-            .envs(envs.iter().copied())
-            .current_dir(&self.dir);
-        c
-    }
-
-    fn run(&self, name: &str, envs: &[(&str, &str)]) -> Output {
-        self.command(name, name, envs).output().unwrap()
-    }
-
-    fn read(&self, name: &str) -> String {
-        String::from_utf8(std::fs::read(self.dir.join(name)).unwrap_or_default()).unwrap()
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Scenario {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn events(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
-        .collect()
-}
+mod trace2_scenario;
+use trace2_scenario::{events, in_child, Scenario, SCENARIO, WRITE};
 
 fn warnings(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)

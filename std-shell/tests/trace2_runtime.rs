@@ -2,82 +2,14 @@
 //! this test binary (the runtime is process-wide), with its own settings, and
 //! the parent test checks the trace it wrote.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-const SCENARIO: &str = "FLIGHTREC_T2_SCENARIO";
-
-/// Runs `f` when this process is the scenario's child; otherwise returns
-/// `false` so the test body goes on as the parent.
-fn in_child(name: &str, f: impl FnOnce()) -> bool {
-    if std::env::var(SCENARIO).as_deref() == Ok(name) {
-        f();
-        true
-    } else {
-        false
-    }
-}
-
-struct Scenario {
-    dir: PathBuf,
-}
-
-impl Scenario {
-    fn new() -> Self {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "flightrec-t2rt-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scenario { dir }
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// Runs test `name` of this binary in a child with `envs` (and no
-    /// inherited `GIT_*` variables).
-    fn run(&self, name: &str, envs: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args([name, "--exact", "--nocapture", "--test-threads=1", "-q"]);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        c.env(SCENARIO, name)
-            .envs(envs.iter().copied())
-            .current_dir(&self.dir);
-        c.output().unwrap()
-    }
-
-    fn read(&self, name: &str) -> String {
-        String::from_utf8(std::fs::read(self.file(name)).unwrap_or_default()).unwrap()
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.file(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Scenario {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn events(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+mod trace2_scenario;
+use trace2_scenario::{events, in_child, Scenario};
 
 /// Perf columns of a brief line, trimmed: depth, thread, event, repo, t_abs,
 /// t_rel, category, payload (payload untrimmed on the left, to keep dots).
