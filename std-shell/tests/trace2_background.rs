@@ -9,7 +9,7 @@ use flightrec::trace2::target::WriteMode;
 use serde_json::Value;
 
 mod trace2_scenario;
-use trace2_scenario::{events, in_child, Scenario, SCENARIO, WRITE};
+use trace2_scenario::{events, in_child, self_test, Scenario, WRITE};
 
 fn warnings(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)
@@ -240,16 +240,8 @@ fn child_lines_come_after_child_start() {
         for i in 0..BEFORE_CHILD {
             flightrec::printf!("before {i} {pad}");
         }
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args([
-            CHILD_TEST,
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
-        .env(SCENARIO, CHILD_SIDE)
-        .env(WRITE, "background");
+        let mut cmd = self_test(CHILD_TEST, CHILD_SIDE);
+        cmd.env(WRITE, "background");
         assert!(flightrec::trace2::child(&mut cmd)
             .status()
             .unwrap()
@@ -684,16 +676,8 @@ fn exec_writes_the_queue_before_the_program_is_replaced() {
     if in_child(EXEC_TEST, || {
         let _t2 = background().init();
         queue_lines();
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args([
-            EXEC_TEST,
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
-        .env(SCENARIO, EXEC_SIDE)
-        .env(WRITE, "background");
+        let mut cmd = self_test(EXEC_TEST, EXEC_SIDE);
+        cmd.env(WRITE, "background");
         let err = flightrec::trace2::exec(&mut cmd);
         panic!("exec failed: {err}");
     }) {

@@ -25,6 +25,15 @@ pub fn in_child(name: &str, f: impl FnOnce()) -> bool {
     }
 }
 
+/// Test `test` of this binary as scenario `scenario`, inheriting this
+/// process's environment (a scenario that starts a traced child of its own).
+pub fn self_test(test: &str, scenario: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([test, "--exact", "--nocapture", "--test-threads=1", "-q"])
+        .env(SCENARIO, scenario);
+    c
+}
+
 /// A scratch directory for one scenario, removed on drop.
 pub struct Scenario {
     pub dir: PathBuf,
@@ -50,15 +59,13 @@ impl Scenario {
     /// Test `test` of this binary in a child running scenario `scenario`,
     /// with `envs` and no inherited `GIT_*` or write-mode variables.
     pub fn command(&self, test: &str, scenario: &str, envs: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args([test, "--exact", "--nocapture", "--test-threads=1", "-q"]);
+        let mut c = self_test(test, scenario);
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("GIT_") {
                 c.env_remove(k);
             }
         }
         c.env_remove(WRITE)
-            .env(SCENARIO, scenario)
             .envs(envs.iter().copied())
             .current_dir(&self.dir);
         c
