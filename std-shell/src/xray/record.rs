@@ -427,8 +427,17 @@ impl CallSite {
     #[cold]
     #[inline(never)]
     fn register(&'static self, name: fn() -> &'static str) -> FunctionId {
-        // Two threads may race to register the same site; both get ids, the last
-        // store wins and the other id keeps its name, harmlessly.
+        // Threads that reach a new site at once must agree on one id: a second id
+        // would split the site's calls into two functions in every tool, and add a
+        // duplicate name. Registration is rare (once per site), so a lock is cheap.
+        static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _lock = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            if let Ok(f) = FunctionId::new(id) {
+                return f;
+            }
+        }
         let f = super::names::function_id(name());
         self.id.store(f.get(), Ordering::Relaxed);
         f
@@ -557,6 +566,31 @@ macro_rules! xray_scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_reaching_a_new_site_at_once_share_one_id() {
+        const THREADS: usize = 8;
+        static SITE: CallSite = CallSite::new();
+        let start = std::sync::Barrier::new(THREADS);
+        let ids: Vec<u32> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        SITE.id(|| "record::tests::raced_site").get()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert!(ids.iter().all(|&id| id == ids[0]), "{ids:?}");
+        let named = (1..=super::super::names::max_named_id())
+            .filter(|&id| {
+                super::super::names::function_name(id) == Some("record::tests::raced_site")
+            })
+            .count();
+        assert_eq!(named, 1);
+    }
 
     #[test]
     fn enclosing_name() {
