@@ -177,6 +177,8 @@ pub enum RingError {
     BufferTooSmall(BufferTooSmall),
     /// Each buffer would be larger than 4 GiB.
     BufferTooLarge,
+    /// More than `u32::MAX` slots were given (buffer sequence numbers are 32-bit).
+    TooManySlots,
 }
 
 impl core::fmt::Display for RingError {
@@ -185,6 +187,7 @@ impl core::fmt::Display for RingError {
             RingError::NoSlots => f.write_str("a ring needs at least one buffer"),
             RingError::BufferTooSmall(e) => write!(f, "ring buffers too small: {e}"),
             RingError::BufferTooLarge => f.write_str("ring buffers must be under 4 GiB"),
+            RingError::TooManySlots => f.write_str("a ring has at most u32::MAX buffers"),
         }
     }
 }
@@ -297,6 +300,9 @@ impl<'a> Ring<'a> {
     ) -> Result<Self, RingError> {
         if slots.is_empty() {
             return Err(RingError::NoSlots);
+        }
+        if u32::try_from(slots.len()).is_err() {
+            return Err(RingError::TooManySlots);
         }
         let buffer_size = (storage.len() / slots.len()) & !7;
         if u32::try_from(buffer_size).is_err() {
@@ -413,6 +419,7 @@ impl<'a> Ring<'a> {
                 config,
                 writer: BufferWriter::detached(),
                 seq: 0,
+                slot: 0,
                 seq_wrapped: false,
                 first_second: None,
                 buffers_started: 0,
@@ -420,20 +427,50 @@ impl<'a> Ring<'a> {
                 records_dropped: 0,
                 broken: too_small,
             },
-            Consumer { ring, tail: 0 },
+            Consumer {
+                ring,
+                tail: 0,
+                slot: 0,
+            },
         )
     }
 
-    /// The bytes of buffer `seq % N`.
+    /// The slot after `index`, wrapping at N.
+    ///
+    /// Both sides keep their slot index beside their 32-bit sequence number and
+    /// advance the two together. `seq % N` would not do: unless N divides 2^32, it
+    /// jumps when the sequence number wraps, and two buffers in flight would share
+    /// a slot.
+    fn next_slot(&self, index: usize) -> usize {
+        let next = index + 1;
+        if next == self.slots.len() {
+            0
+        } else {
+            next
+        }
+    }
+
+    /// The slot `back` buffers before `index` (`back <= N`).
+    fn slot_before(&self, index: usize, back: usize) -> usize {
+        if back <= index {
+            index - back
+        } else {
+            index + (self.slots.len() - back)
+        }
+    }
+
+    /// The bytes of the buffer in slot `index` (`index < N`).
     ///
     /// # Safety
     /// The caller must hold the buffer under the ring protocol (the recorder for its
     /// current buffer, the consumer between acquiring and releasing it) so that no
     /// other live reference covers the same bytes.
-    unsafe fn buffer_mut(&self, seq: u32) -> &'a mut [u8] {
-        let index = seq as usize % self.slots.len();
-        // SAFETY: `index * buffer_size + buffer_size <= storage.len()` by construction
-        // of `buffer_size`; the storage outlives `'a`; exclusivity is the caller's.
+    unsafe fn buffer_mut(&self, index: usize) -> &'a mut [u8] {
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `index < N` (slot indexes only come from `next_slot` and
+        // `slot_before`), so `index * buffer_size + buffer_size <= storage.len()` by
+        // construction of `buffer_size`; the storage outlives `'a`; exclusivity is
+        // the caller's.
         unsafe {
             core::slice::from_raw_parts_mut(
                 self.storage.as_ptr().add(index * self.buffer_size),
@@ -444,8 +481,8 @@ impl<'a> Ring<'a> {
 
     /// # Safety
     /// As [`Ring::buffer_mut`], for shared access to a finished buffer.
-    unsafe fn buffer(&self, seq: u32, len: usize) -> &[u8] {
-        let index = seq as usize % self.slots.len();
+    unsafe fn buffer(&self, index: usize, len: usize) -> &[u8] {
+        debug_assert!(index < self.slots.len());
         let len = len.min(self.buffer_size);
         // SAFETY: in bounds as above; the recorder does not write this buffer until the
         // consumer releases it (streaming) or while `&mut Recorder` is borrowed for the
@@ -669,8 +706,10 @@ pub struct Recorder<'r, 'a> {
     /// The buffer being written, or the detached writer when there is none (it
     /// refuses every record, which sends the record to the slow path).
     writer: BufferWriter<'a>,
-    /// Sequence number of the current (or next) buffer: its slot is `seq % N`.
+    /// Sequence number of the current (or next) buffer.
     seq: u32,
+    /// The slot of buffer `seq` (see `Ring::next_slot`).
+    slot: usize,
     /// `seq` has wrapped past `u32::MAX` at least once.
     seq_wrapped: bool,
     /// Wall-clock second of the first buffer (see `next_walltime`).
@@ -1073,7 +1112,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 }
             }
             Policy::FlightRecorder => {
-                let slot = &self.ring.slots[self.seq as usize % n as usize];
+                let slot = &self.ring.slots[self.slot];
                 if slot.len.load(Ordering::Relaxed) > 0 {
                     // The slot still holds the buffer from `n` buffers ago: it is lost.
                     let lost = self.ring.buffers_overwritten.load(Ordering::Relaxed);
@@ -1088,7 +1127,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // (checked above with acquire ordering against its release store of `tail`); in
         // flight-recorder mode no consumer reads buffers, and `for_each_buffer` needs
         // `&mut self`, so no shared borrow of this buffer is alive.
-        let buf = unsafe { self.ring.buffer_mut(self.seq) };
+        let buf = unsafe { self.ring.buffer_mut(self.slot) };
         let walltime = self.next_walltime(ts.tsc);
         let Ok(mut w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
             self.broken = true;
@@ -1121,9 +1160,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
             return;
         }
         let len = w.finish().len();
-        let slot = &self.ring.slots[self.seq as usize % self.ring.slots.len()];
-        slot.len.store(len as u32, Ordering::Relaxed);
+        self.ring.slots[self.slot]
+            .len
+            .store(len as u32, Ordering::Relaxed);
         self.seq = self.seq.wrapping_add(1);
+        self.slot = self.ring.next_slot(self.slot);
         self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
         self.ring.head.store(self.seq, Ordering::Release);
@@ -1216,18 +1257,19 @@ impl<'r, 'a> Recorder<'r, 'a> {
             }
             Policy::Streaming => self.ring.tail.load(Ordering::Acquire),
         };
-        let mut seq = first;
-        while seq != self.seq {
-            let len = self.ring.slots[seq as usize % n as usize]
-                .len
-                .load(Ordering::Relaxed);
+        // At most N: `first` is at most N - 1 (or N) back, and in streaming mode the
+        // recorder never runs more than N ahead of the consumer.
+        let count = self.seq.wrapping_sub(first).min(n) as usize;
+        let mut slot = self.ring.slot_before(self.slot, count);
+        for _ in 0..count {
+            let len = self.ring.slots[slot].len.load(Ordering::Relaxed);
             if len > 0 {
                 // SAFETY: finished buffer under `&mut self`: the recorder does not
                 // write it while `f` runs. In streaming mode the consumer may read
                 // it concurrently, which is a shared read as well.
-                f(unsafe { self.ring.buffer(seq, len as usize) });
+                f(unsafe { self.ring.buffer(slot, len as usize) });
             }
-            seq = seq.wrapping_add(1);
+            slot = self.ring.next_slot(slot);
         }
         if self.writer.has_events() {
             f(self.writer.as_bytes());
@@ -1319,6 +1361,8 @@ pub struct Consumer<'r, 'a> {
     ring: &'r Ring<'a>,
     /// Next buffer to read; mirrors the ring's tail, which only the consumer writes.
     tail: u32,
+    /// The slot of buffer `tail` (see `Ring::next_slot`).
+    slot: usize,
 }
 
 impl<'r, 'a> Consumer<'r, 'a> {
@@ -1353,13 +1397,11 @@ impl<'r, 'a> Consumer<'r, 'a> {
         if head == self.tail {
             return None;
         }
-        let len = self.ring.slots[self.tail as usize % self.ring.slots.len()]
-            .len
-            .load(Ordering::Relaxed);
+        let len = self.ring.slots[self.slot].len.load(Ordering::Relaxed);
         // SAFETY: buffer `tail` was published by the recorder's release store of
         // `head`, read above with acquire; the recorder does not reuse it until the
         // guard's drop stores the new tail.
-        let bytes = unsafe { self.ring.buffer(self.tail, len as usize) };
+        let bytes = unsafe { self.ring.buffer(self.slot, len as usize) };
         Some(FinishedBuffer {
             consumer: self,
             bytes,
@@ -1479,6 +1521,7 @@ impl core::ops::Deref for FinishedBuffer<'_, '_, '_> {
 impl Drop for FinishedBuffer<'_, '_, '_> {
     fn drop(&mut self) {
         self.consumer.tail = self.consumer.tail.wrapping_add(1);
+        self.consumer.slot = self.consumer.ring.next_slot(self.consumer.slot);
         self.consumer
             .ring
             .tail
@@ -1524,6 +1567,81 @@ mod tests {
         let (mut rec, _) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1));
         assert_eq!(rec.enter(fid(1), ts(1)), Err(Dropped::TooLarge));
         assert_eq!(rec.records_dropped(), 1);
+    }
+
+    /// The id of the first function record in an FDR buffer.
+    fn first_function_id(buffer: &[u8]) -> Option<u32> {
+        let mut pos = 0;
+        while pos < buffer.len() {
+            let (record, len) =
+                crate::fdr::decoder::decode_record(crate::fdr::Version::V5, &buffer[pos..]).ok()?;
+            if let crate::fdr::records::Record::Function { id, .. } = record {
+                return Some(id.get());
+            }
+            pos += len;
+        }
+        None
+    }
+
+    /// Moves a freshly split ring's sequence numbers to `start`, as if `start`
+    /// buffers had gone through it (the slots stay at 0, like a ring that has seen a
+    /// multiple of N buffers).
+    fn start_sequence_at(rec: &mut Recorder<'_, '_>, cons: &mut Consumer<'_, '_>, start: u32) {
+        rec.seq = start;
+        cons.tail = start;
+        rec.ring.head.store(start, Ordering::Relaxed);
+        rec.ring.tail.store(start, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn streaming_keeps_buffers_apart_when_the_sequence_number_wraps() {
+        // N = 3 does not divide 2^32: with `seq % N` the buffers numbered u32::MAX and
+        // 0 both landed in slot 0, so the recorder overwrote a buffer the consumer had
+        // not read yet.
+        let mut storage = [0u8; 3 * 128];
+        let slots = [Slot::NEW; 3];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+        let (mut rec, mut cons) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1000));
+        start_sequence_at(&mut rec, &mut cons, u32::MAX - 4);
+        let mut next_read = 1;
+        for buffer in 1..=12u32 {
+            // One buffer per function id; the consumer stays two buffers behind.
+            rec.enter(fid(buffer), ts(u64::from(buffer))).unwrap();
+            rec.flush();
+            while cons.pending() > 2 {
+                let b = cons.pop().unwrap();
+                assert_eq!(first_function_id(&b), Some(next_read));
+                next_read += 1;
+            }
+        }
+        while let Some(b) = cons.pop() {
+            assert_eq!(first_function_id(&b), Some(next_read));
+            next_read += 1;
+        }
+        assert_eq!(next_read, 13);
+        assert_eq!(rec.records_dropped(), 0);
+    }
+
+    #[test]
+    fn flight_recorder_keeps_the_newest_buffers_across_the_wrap() {
+        let mut storage = [0u8; 3 * 128];
+        let slots = [Slot::NEW; 3];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+        let (mut rec, mut cons) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1000));
+        start_sequence_at(&mut rec, &mut cons, u32::MAX - 4);
+        rec.seq_wrapped = true; // as it would be after 2^32 buffers
+        for buffer in 1..=7u32 {
+            rec.enter(fid(buffer), ts(u64::from(buffer))).unwrap();
+            rec.flush();
+        }
+        let mut seen = [0u32; 4];
+        let mut count = 0;
+        rec.for_each_buffer(|b| {
+            seen[count] = first_function_id(b).unwrap();
+            count += 1;
+        });
+        assert_eq!(&seen[..count], [5, 6, 7]);
+        assert_eq!(rec.stats().buffers_overwritten, 4);
     }
 
     #[test]
