@@ -116,30 +116,86 @@ fn dump_and_yaml_match_llvm_xray() {
     assert!(compared >= 25, "only {compared} files compared");
 }
 
-/// Equal text, except that records with the same TSC on different threads may come
-/// in another order (llvm-xray orders threads by a hash map).
+/// The same text, byte for byte: threads in llvm-xray's order too.
 fn assert_yaml_equal(ours: &[u8], theirs: &[u8], f: &Path) {
-    let ours = String::from_utf8_lossy(ours);
-    let theirs = String::from_utf8_lossy(theirs);
-    if ours == theirs {
-        return;
+    assert_eq!(
+        String::from_utf8_lossy(ours),
+        String::from_utf8_lossy(theirs),
+        "yaml of {}",
+        f.display()
+    );
+}
+
+/// A version 5 file with one buffer for each (pid, tid) in `threads`, in that
+/// order. llvm-xray sorts records by TSC, keeping the order of its thread index for
+/// equal TSCs, so most threads record the same TSCs. Every buffer ends with a typed
+/// event, whose type llvm-xray carries into the records after it in the same thread
+/// only.
+fn many_threads_file(threads: &[(i32, i32)]) -> Vec<u8> {
+    use flightrec::core::clock::Timestamp;
+    use flightrec::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    use flightrec::core::fdr::{FileHeader, FunctionAction, FunctionId};
+
+    const BUFFER: usize = 256;
+    let header = FileHeader::new(
+        std::num::NonZeroU64::new(1_000_000_000).unwrap(),
+        BUFFER as u64,
+    );
+    let mut file = header.to_bytes().to_vec();
+    for (n, &(pid, tid)) in threads.iter().enumerate() {
+        let mut buf = [0u8; BUFFER];
+        let config = WriterConfig::new(tid).with_pid(pid);
+        let when = Walltime {
+            seconds: 1_700_000_000 + n as i64,
+            micros: n as u32,
+        };
+        let mut w = BufferWriter::new(&mut buf, &config, when).unwrap();
+        let tsc = 1_000 * (n as u64 % 3);
+        let id = FunctionId::new(1 + n as u32 % 5).unwrap();
+        let at = |t: u64| Timestamp {
+            tsc: tsc + t,
+            cpu: (n % 3) as u16,
+        };
+        w.function(FunctionAction::Enter, id, at(0)).unwrap();
+        w.function(FunctionAction::Exit, id, at(7)).unwrap();
+        w.typed_event(at(9), 100 + n as u16, b"end").unwrap();
+        file.extend_from_slice(w.finish());
     }
-    let key = |t: &str| {
-        let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
-        lines.sort();
-        lines
-    };
-    assert_eq!(key(&ours), key(&theirs), "yaml of {}", f.display());
-    // Same lines: the per-thread order must still agree.
-    let thread_seq = |t: &str, th: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| l.contains(&format!("thread: {th},")))
-            .map(str::to_string)
-            .collect()
-    };
-    for th in ["1", "2", "7", "11", "101", "102"] {
-        assert_eq!(thread_seq(&ours, th), thread_seq(&theirs, th));
-    }
+    file
+}
+
+#[test]
+fn yaml_lists_threads_in_llvm_xrays_order() {
+    let Some(tool) = llvm_xray() else { return };
+    let dir = std::env::temp_dir().join(format!("flightrec-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Enough threads to make LLVM's hash table grow twice (64 -> 128 -> 256
+    // buckets), from two processes, with thread ids as the kernel hands them out
+    // and some that collide in the table; then a second buffer for some threads.
+    let mut threads: Vec<(i32, i32)> = (0..150)
+        .map(|i| (if i % 4 == 0 { 77 } else { 4242 }, 1000 + i * 37 % 211))
+        .collect();
+    threads.sort();
+    threads.dedup();
+    threads.reverse();
+    let again: Vec<(i32, i32)> = threads.iter().step_by(7).copied().collect();
+    threads.extend(again);
+    let f = dir.join("threads.xray");
+    std::fs::write(&f, many_threads_file(&threads)).unwrap();
+    let yaml = llvm(&tool, &["convert", "--output-format=yaml"], &f);
+    assert!(
+        yaml.status.success(),
+        "{}",
+        String::from_utf8_lossy(&yaml.stderr)
+    );
+    let ours = flightrec(&["convert", "--format", "yaml", s(&f)]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_yaml_equal(&ours.stdout, &yaml.stdout, &f);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use flightrec::core::fdr::FunctionId;
-use xray_common::{llvm_xray, xray_ok, Record};
+use xray_common::{llvm_xray, xray_ok};
 
 /// The function names the example registers.
 const EXAMPLE_NAMES: [&str; 4] = [
@@ -97,34 +97,18 @@ fn trace_example(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
     (trace, names)
 }
 
-/// `flightrec convert --format yaml` equals llvm-xray's symbolized YAML: the same
-/// text, or (records with equal TSCs on different threads may be ordered
-/// differently, llvm-xray orders threads by a hash map) the same header and the
-/// same records thread by thread.
+/// `flightrec convert --format yaml` equals llvm-xray's symbolized YAML byte for
+/// byte; on a difference, the first differing line is shown.
 fn assert_same_yaml(ours: &str, theirs: &str, what: &str) {
-    if ours == theirs {
-        return;
+    if let Some((i, (a, b))) = ours
+        .lines()
+        .zip(theirs.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        panic!("{what}: line {}: ours\n{a}\nllvm-xray's\n{b}", i + 1);
     }
-    let header = |t: &str| -> String { t.split("records:").next().unwrap().to_owned() };
-    assert_eq!(header(ours), header(theirs), "{what}: header");
-    let parse = |t: &str| -> BTreeMap<u32, Vec<Record>> {
-        let doc: serde_yaml::Value = serde_yaml::from_str(t).expect("YAML");
-        let records: Vec<Record> = serde_yaml::from_value(doc["records"].clone()).unwrap();
-        let mut by_thread: BTreeMap<u32, Vec<Record>> = BTreeMap::new();
-        for r in records {
-            by_thread.entry(r.thread).or_default().push(r);
-        }
-        by_thread
-    };
-    let (a, b) = (parse(ours), parse(theirs));
-    assert_eq!(
-        a.keys().collect::<Vec<_>>(),
-        b.keys().collect::<Vec<_>>(),
-        "{what}: threads"
-    );
-    for (thread, recs) in &a {
-        xray_common::assert_same_seq(recs, &b[thread], &format!("{what}: thread {thread}"));
-    }
+    assert_eq!(ours, theirs, "{what}");
 }
 
 fn check_desktop_trace(mode: &str) {

@@ -1,15 +1,17 @@
 //! From FDR records to timed events, the way `llvm-xray` 14's loader does it.
 //!
 //! Blocks (a NewBuffer and what follows it) are grouped per thread, keyed by
-//! (process, thread), in the order threads first appear; each block is expanded with
-//! a fresh state: NewCPUId sets the CPU and the base TSC, TSCWrap the base TSC,
-//! every function record and version-5 event adds its delta. CallArgument records
-//! attach to the record before them and make it an `function-enter-arg`.
+//! (process, thread). Threads come in the order llvm-xray lists them, the iteration
+//! order of its block index (an LLVM `DenseMap`, see [`llvm_thread_order`]); a
+//! thread's blocks come in file order. Each thread is expanded with a fresh state:
+//! NewCPUId sets the CPU and the base TSC, TSCWrap the base TSC, every function
+//! record and version-5 event adds its delta. CallArgument records attach to the
+//! record before them and make it an `function-enter-arg`.
 //!
 //! Two cosmetic quirks of LLVM's expander are kept so that `convert --format yaml`
-//! matches `llvm-xray convert` field for field: an event shows the function id of the
-//! record before it in its block, and a typed event's type stays in the `type` field
-//! of the records after it.
+//! matches `llvm-xray convert` byte for byte: an event shows the function id of the
+//! record before it in its thread, and a typed event's type stays in the `type`
+//! field of the thread's records after it.
 
 use flightrec_core::fdr::decoder::{verify, DecodeError, Decoder};
 use flightrec_core::fdr::records::{CustomEventTime, Record};
@@ -140,8 +142,8 @@ pub struct XEvent {
 pub struct Trace {
     /// The file header.
     pub header: FileHeader,
-    /// Events in thread order (threads in order of first appearance, each thread's
-    /// events in its block order).
+    /// Events in thread order (threads in llvm-xray's order, see
+    /// [`llvm_thread_order`]; each thread's events in its block order).
     pub events: Vec<XEvent>,
 }
 
@@ -312,30 +314,106 @@ pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
         }
     }
 
-    // Threads in order of first appearance; blocks of a thread in file order.
-    let mut order: Vec<(u32, u32)> = Vec::new();
+    // Threads in the order their first block ends, which is when LLVM's block
+    // indexer inserts them into its index; then in the index's iteration order.
+    let mut inserted: Vec<(u32, u32)> = Vec::new();
     for (key, _) in &blocks {
-        if !order.contains(key) {
-            order.push(*key);
+        if !inserted.contains(key) {
+            inserted.push(*key);
         }
     }
-    // One expander for the whole file, as in LLVM: what a record does not set
-    // (a custom or typed event's function id, a version 1 or 2 block's pid)
-    // carries over from the record expanded before it, even across blocks.
-    let mut ex = Expander::new(version);
-    for key in order {
+    let llvm_keys: Vec<(u64, i32)> = inserted
+        .iter()
+        .map(|&(pid, tid)| {
+            // The index key is (PIDRecord's pid as uint64_t, tid); a version 2 file
+            // has no PID record, so its key's process is 0.
+            let pid = if version == Version::V2 { 0 } else { pid };
+            (pid as i32 as i64 as u64, tid as i32)
+        })
+        .collect();
+    // One expander per thread, as in LLVM: what a record does not set (a custom or
+    // typed event's function id and type) carries over from the record expanded
+    // before it in the same thread, even across blocks.
+    let mut events = Vec::new();
+    for i in llvm_thread_order(&llvm_keys) {
+        let mut ex = Expander::new(version);
         for (k, records) in &blocks {
-            if *k != key {
+            if *k != inserted[i] {
                 continue;
             }
             for r in records {
                 ex.visit(r);
             }
         }
+        ex.reset_current();
+        events.append(&mut ex.out);
     }
-    ex.reset_current();
     Ok(Trace {
         header: summary.header,
-        events: ex.out,
+        events,
     })
+}
+
+/// The order in which llvm-xray 14 walks its block index: `keys` are (process,
+/// thread) pairs in insertion order, the result indexes `keys` in the iteration
+/// order of an LLVM `DenseMap<std::pair<uint64_t, int32_t>, _>` built by inserting
+/// them in that order.
+///
+/// The map is an open-addressing table: 64 buckets at first, doubled when an
+/// insertion would make it three quarters full, quadratic probing from the key's
+/// hash, and iteration in bucket order. The hash combines `DenseMapInfo`'s hashes of
+/// the two halves (`value * 37`) with `combineHashValue`.
+///
+/// ```
+/// use flightrec::tool::expand::llvm_thread_order;
+///
+/// // Threads 1, 2, 3 of process 100, inserted in that order:
+/// assert_eq!(llvm_thread_order(&[(100, 1), (100, 2), (100, 3)]).len(), 3);
+/// // The order does not follow the thread ids: it is the table's bucket order.
+/// let keys: Vec<(u64, i32)> = (1..=8).map(|t| (4242, t)).collect();
+/// let order = llvm_thread_order(&keys);
+/// let mut sorted = order.clone();
+/// sorted.sort();
+/// assert_eq!(sorted, (0..8).collect::<Vec<_>>());
+/// ```
+pub fn llvm_thread_order(keys: &[(u64, i32)]) -> Vec<usize> {
+    fn hash(&(pid, tid): &(u64, i32)) -> u32 {
+        let a = pid.wrapping_mul(37) as u32;
+        let b = (tid as u32).wrapping_mul(37);
+        // llvm::detail::combineHashValue
+        let mut key = (u64::from(a) << 32) | u64::from(b);
+        key = key.wrapping_add(!(key << 32));
+        key ^= key >> 22;
+        key = key.wrapping_add(!(key << 13));
+        key ^= key >> 8;
+        key = key.wrapping_add(key << 3);
+        key ^= key >> 15;
+        key = key.wrapping_add(!(key << 27));
+        key ^= key >> 31;
+        key as u32
+    }
+    fn place(buckets: &mut [Option<usize>], keys: &[(u64, i32)], i: usize) {
+        let mask = buckets.len() - 1;
+        let mut bucket = hash(&keys[i]) as usize & mask;
+        let mut probe = 1;
+        while buckets[bucket].is_some() {
+            bucket = (bucket + probe) & mask;
+            probe += 1;
+        }
+        buckets[bucket] = Some(i);
+    }
+    let mut buckets: Vec<Option<usize>> = Vec::new();
+    for i in 0..keys.len() {
+        if (i + 1) * 4 >= buckets.len() * 3 {
+            // grow(NumBuckets * 2): at least 64 buckets, old entries re-placed in
+            // bucket order.
+            let size = (buckets.len() * 2).max(64);
+            let old = std::mem::replace(&mut buckets, vec![None; size]);
+            for j in old.into_iter().flatten() {
+                place(&mut buckets, keys, j);
+            }
+        }
+        place(&mut buckets, keys, i);
+    }
+    buckets.into_iter().flatten().collect()
 }
