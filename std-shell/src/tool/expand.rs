@@ -13,6 +13,8 @@
 //! record before it in its thread, and a typed event's type stays in the `type`
 //! field of the thread's records after it.
 
+use std::collections::HashMap;
+
 use flightrec_core::fdr::decoder::{verify, DecodeError, Decoder};
 use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::{FileHeader, FunctionAction, Version};
@@ -291,57 +293,46 @@ pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
     let decoder = Decoder::new(bytes)?;
     let version = summary.header.version;
 
-    // Split into blocks, each with its (pid, tid) key.
-    let mut blocks: Vec<((u32, u32), Vec<Record<'_>>)> = Vec::new();
+    // Split into blocks, each with the key of LLVM's block index: the block's PID
+    // record as uint64_t (0 without one, as in versions 1 and 2) and its thread.
+    let mut blocks: Vec<((u64, i32), Vec<Record<'_>>)> = Vec::new();
     for item in decoder {
         let record = item?.record;
         match record {
             Record::BufferExtents { .. } => continue,
-            Record::NewBuffer { tid } => blocks.push(((0, tid as u32), vec![record])),
+            Record::NewBuffer { tid } => blocks.push(((0, tid), vec![record])),
             _ => {
                 if let Some((key, recs)) = blocks.last_mut() {
                     if let Record::Pid { pid } = record {
-                        key.0 = pid as u32;
+                        key.0 = i64::from(pid) as u64;
                     }
                     recs.push(record);
                 }
             }
         }
     }
-    if version == Version::V2 {
-        for (key, _) in &mut blocks {
-            key.0 = key.1;
-        }
-    }
 
     // Threads in the order their first block ends, which is when LLVM's block
-    // indexer inserts them into its index; then in the index's iteration order.
-    let mut inserted: Vec<(u32, u32)> = Vec::new();
-    for (key, _) in &blocks {
-        if !inserted.contains(key) {
-            inserted.push(*key);
-        }
+    // indexer inserts them into its index, each with its blocks in file order.
+    let mut threads: Vec<((u64, i32), Vec<usize>)> = Vec::new();
+    let mut thread_of: HashMap<(u64, i32), usize> = HashMap::new();
+    for (b, (key, _)) in blocks.iter().enumerate() {
+        let t = *thread_of.entry(*key).or_insert_with(|| {
+            threads.push((*key, Vec::new()));
+            threads.len() - 1
+        });
+        threads[t].1.push(b);
     }
-    let llvm_keys: Vec<(u64, i32)> = inserted
-        .iter()
-        .map(|&(pid, tid)| {
-            // The index key is (PIDRecord's pid as uint64_t, tid); a version 2 file
-            // has no PID record, so its key's process is 0.
-            let pid = if version == Version::V2 { 0 } else { pid };
-            (pid as i32 as i64 as u64, tid as i32)
-        })
-        .collect();
-    // One expander per thread, as in LLVM: what a record does not set (a custom or
-    // typed event's function id and type) carries over from the record expanded
-    // before it in the same thread, even across blocks.
+    let keys: Vec<(u64, i32)> = threads.iter().map(|(key, _)| *key).collect();
+    // One expander per thread, in the index's iteration order, as in LLVM: what a
+    // record does not set (a custom or typed event's function id and type) carries
+    // over from the record expanded before it in the same thread, even across
+    // blocks.
     let mut events = Vec::new();
-    for i in llvm_thread_order(&llvm_keys) {
+    for t in llvm_thread_order(&keys) {
         let mut ex = Expander::new(version);
-        for (k, records) in &blocks {
-            if *k != inserted[i] {
-                continue;
-            }
-            for r in records {
+        for &b in &threads[t].1 {
+            for r in &blocks[b].1 {
                 ex.visit(r);
             }
         }
