@@ -6,7 +6,8 @@
 //! from a thread-local (taking a ring on the thread's first record), marks the ring
 //! busy, reads the clock and calls the core's [`Recorder`] directly.
 
-use std::sync::atomic::{compiler_fence, AtomicU32, Ordering};
+use std::sync::atomic::{compiler_fence, Ordering};
+use std::sync::OnceLock;
 
 use flightrec_core::clock::Timestamp;
 use flightrec_core::fdr::ring::Recorder;
@@ -390,7 +391,10 @@ pub fn typed_event(event_type: u16, payload: &[u8]) {
 /// ```
 #[derive(Debug)]
 pub struct CallSite {
-    id: AtomicU32,
+    /// Set once: threads that reach a new site at once must agree on one id, since
+    /// a second id would split the site's calls into two functions in every tool
+    /// and add a duplicate name.
+    id: OnceLock<FunctionId>,
 }
 
 impl CallSite {
@@ -398,7 +402,7 @@ impl CallSite {
     /// [`CallSite`].
     pub const fn new() -> Self {
         Self {
-            id: AtomicU32::new(0),
+            id: OnceLock::new(),
         }
     }
 
@@ -415,32 +419,16 @@ impl CallSite {
     /// ```
     #[inline]
     pub fn id(&'static self, name: fn() -> &'static str) -> FunctionId {
-        let id = self.id.load(Ordering::Relaxed);
-        if id != 0 {
-            if let Ok(f) = FunctionId::new(id) {
-                return f;
-            }
+        match self.id.get() {
+            Some(&id) => id,
+            None => self.register(name),
         }
-        self.register(name)
     }
 
     #[cold]
     #[inline(never)]
     fn register(&'static self, name: fn() -> &'static str) -> FunctionId {
-        // Threads that reach a new site at once must agree on one id: a second id
-        // would split the site's calls into two functions in every tool, and add a
-        // duplicate name. Registration is rare (once per site), so a lock is cheap.
-        static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _lock = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
-        let id = self.id.load(Ordering::Relaxed);
-        if id != 0 {
-            if let Ok(f) = FunctionId::new(id) {
-                return f;
-            }
-        }
-        let f = super::names::function_id(name());
-        self.id.store(f.get(), Ordering::Relaxed);
-        f
+        *self.id.get_or_init(|| super::names::function_id(name()))
     }
 
     /// Records the entry of this call site; the guard records the exit. Does nothing
@@ -566,6 +554,7 @@ macro_rules! xray_scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::xray::names;
 
     #[test]
     fn threads_reaching_a_new_site_at_once_share_one_id() {
@@ -584,10 +573,8 @@ mod tests {
             workers.into_iter().map(|w| w.join().unwrap()).collect()
         });
         assert!(ids.iter().all(|&id| id == ids[0]), "{ids:?}");
-        let named = (1..=super::super::names::max_named_id())
-            .filter(|&id| {
-                super::super::names::function_name(id) == Some("record::tests::raced_site")
-            })
+        let named = (1..=names::max_named_id())
+            .filter(|&id| names::function_name(id) == Some("record::tests::raced_site"))
             .count();
         assert_eq!(named, 1);
     }
@@ -607,6 +594,6 @@ mod tests {
         static SITE: CallSite = CallSite::new();
         let g = SITE.enter(|| "never registered");
         assert!(!g.is_active());
-        assert_eq!(SITE.id.load(Ordering::Relaxed), 0);
+        assert_eq!(SITE.id.get(), None);
     }
 }
