@@ -9,7 +9,7 @@ use flightrec::trace2::target::WriteMode;
 use serde_json::Value;
 
 mod trace2_scenario;
-use trace2_scenario::{events, in_child, self_test, Scenario, WRITE};
+use trace2_scenario::{events, in_child, self_test, write_to_a_closed_pipe, Scenario, WRITE};
 
 fn warnings(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)
@@ -547,13 +547,7 @@ fn sigpipe_writes_the_signal_event_directly() {
         let _t2 = background().init();
         flightrec::printf!("before");
         flightrec::trace2::flush();
-        let mut fds = [0; 2];
-        // SAFETY: the host writes to a pipe whose read end is closed: SIGPIPE.
-        unsafe {
-            libc::pipe(fds.as_mut_ptr());
-            libc::close(fds[0]);
-            libc::write(fds[1], b"x".as_ptr().cast(), 1);
-        }
+        write_to_a_closed_pipe();
         println!("not reached");
     }) {
         return;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 mod trace2_scenario;
-use trace2_scenario::{events, in_child, Scenario};
+use trace2_scenario::{events, in_child, write_to_a_closed_pipe, Scenario};
 
 /// Perf columns of a brief line, trimmed: depth, thread, event, repo, t_abs,
 /// t_rel, category, payload (payload untrimmed on the left, to keep dots).
@@ -340,13 +340,7 @@ fn sigpipe_with_default_disposition_emits_signal_and_no_atexit() {
             // SAFETY: test-only: restore the default SIGPIPE disposition before init.
             unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             let _t2 = flightrec::trace2::init();
-            let mut fds = [0; 2];
-            // SAFETY: a fresh pipe; closing the read end makes the write raise SIGPIPE.
-            unsafe {
-                libc::pipe(fds.as_mut_ptr());
-                libc::close(fds[0]);
-                libc::write(fds[1], b"x".as_ptr().cast(), 1);
-            }
+            write_to_a_closed_pipe();
             unreachable!("SIGPIPE ends the process");
         },
     ) {

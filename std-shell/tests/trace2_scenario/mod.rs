@@ -98,3 +98,15 @@ pub fn events(text: &str) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
         .collect()
 }
+
+/// Writes to a pipe whose read end is closed, the way a host program meets
+/// SIGPIPE. Call it after restoring the default disposition: it does not return.
+pub fn write_to_a_closed_pipe() {
+    let mut fds = [0; 2];
+    // SAFETY: a fresh pipe; closing the read end makes the write raise SIGPIPE.
+    unsafe {
+        libc::pipe(fds.as_mut_ptr());
+        libc::close(fds[0]);
+        libc::write(fds[1], b"x".as_ptr().cast(), 1);
+    }
+}
