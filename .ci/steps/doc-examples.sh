@@ -27,6 +27,8 @@ cd "$(dirname "$0")/../.."
 ENFORCED=(
   core/src/
   std-shell/src/
+  host/src/
+  cli/src/
 )
 
 command -v python3 >/dev/null 2>&1 || {
@@ -42,7 +44,7 @@ import sys
 
 ENFORCED = sys.argv[1:]
 VERBOSE = os.environ.get("DOC_EXAMPLES_VERBOSE") == "1"
-ROOTS = ["core/src", "std-shell/src"]
+ROOTS = ["core/src", "std-shell/src", "host/src", "cli/src"]
 
 
 def mask(text):
@@ -324,4 +326,4 @@ PY
 [ "${DOC_EXAMPLES_LIST_ONLY:-}" = 1 ] && exit 0
 
 # The examples themselves run with the workspace tests (`cargo test --workspace`).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli

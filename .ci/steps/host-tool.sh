@@ -3,7 +3,7 @@
 # through XRAY_OPTIONS, then `flightrec verify`, `dump` and `convert` finding the
 # names file beside the trace, judged by llvm-xray with the same names file; and
 # `| head` ending each command quietly with status 0. (The tests
-# std-shell/tests/tool_*.rs run with the workspace tests.)
+# cli/tests/tool_*.rs run with the workspace tests.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -12,7 +12,7 @@ command -v llvm-xray >/dev/null 2>&1 || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm >/dev/null
 }
 
-cargo build -q -p flightrec --bin flightrec --example xray-host
+cargo build -q -p flightrec-cli --bin flightrec --example xray-host
 bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"
 flightrec="$bin/flightrec"
 out=$(mktemp -d)
@@ -39,7 +39,7 @@ grep -q "function: 'xray_host::parse'" "$out/ours.yaml"
 echo "host tool: $trace verified, dumped and converted with its names file"
 
 # Outputs of megabytes, so the commands are still writing when `head` leaves.
-for _ in $(seq 300); do cat std-shell/tests/data/trace2/det/status/event.txt; done >"$out/events.txt"
+for _ in $(seq 300); do cat testdata/trace2/det/status/event.txt; done >"$out/events.txt"
 set +o pipefail
 for cmd in "dump $trace" "convert --format yaml $trace" "convert --format chrome $trace" \
   "trace2 render --format event $out/events.txt"; do

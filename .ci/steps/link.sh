@@ -32,7 +32,7 @@ echo "--- build the firmware (with and without flightrec)"
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fdr-only.elf"
   cargo build -q --release
 )
-cargo build -q -p flightrec --bin flightrec
+cargo build -q -p flightrec-cli --bin flightrec
 flightrec=target/debug/flightrec
 
 echo "--- run it under QEMU, the UART piped into flightrec recv"

@@ -13,7 +13,7 @@ event="$out/trace2-event.jsonl"
 grep -q '| region_enter |' "$perf"
 grep -q '| thread_exit  |' "$perf"
 grep -q '"event":"atexit"' "$event"
-normal=$(cargo run -q -p flightrec --bin flightrec -- trace2 render --format normal "$event")
+normal=$(cargo run -q -p flightrec-cli --bin flightrec -- trace2 render --format normal "$event")
 grep -q ' exit elapsed:.* code:0$' <<<"$normal"
 
 trace=$(find "$out" -name 'xray-log.quickstart.*' ! -name '*.names' | head -n 1)
@@ -21,5 +21,5 @@ test -n "$trace"
 llvm-xray fdr-dump --verify "$trace" >/dev/null
 stacks=$(llvm-xray stack -m "$trace.names" "$trace")
 grep -q 'quickstart::mix' <<<"$stacks"
-cargo run -q -p flightrec --bin flightrec -- verify "$trace"
+cargo run -q -p flightrec-cli --bin flightrec -- verify "$trace"
 echo "quickstart traces verified"

@@ -19,7 +19,7 @@ use common::llvm_xray;
 use flightrec_core::fdr::decoder::verify;
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/xray")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/xray")
 }
 
 /// Whether `llvm-xray` loads the file: both the record dump with block verification

@@ -1,5 +1,5 @@
 //! Golden tests: the same events, clock readings, ids and source locations git
-//! 2.47.3 used in the deterministic captures (`tests/data/trace2/det/`, one
+//! 2.47.3 used in the deterministic captures (`testdata/trace2/det/`, one
 //! directory per scenario) must give git's lines byte for byte in all six
 //! formats (normal, perf, event, each full and brief).
 //!
@@ -296,7 +296,7 @@ fn perf_times(perf: &[u8], brief: bool) -> Vec<(String, String)> {
 
 fn check(scenario: &Scenario<'_>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/trace2/det")
+        .join("../testdata/trace2/det")
         .join(scenario.dir);
     let name = scenario.dir;
     // One table of clock readings serves both runs of git only if they agree.
@@ -337,7 +337,7 @@ fn single<'a>(dir: &'a str, rows: &'a [(usize, &'a [Row])]) -> Scenario<'a> {
     }
 }
 
-/// Every directory of `tests/data/trace2/det/`, each checked by a test below.
+/// Every directory of `testdata/trace2/det/`, each checked by a test below.
 const SCENARIOS: &[&str] = &[
     "cmd-mode-long-file",
     "config-params",
@@ -353,7 +353,7 @@ const SCENARIOS: &[&str] = &[
 
 #[test]
 fn every_capture_has_a_scenario() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace2/det");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/trace2/det");
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -1,4 +1,4 @@
-//! The sample files of `tests/data/xray/` (checked against `llvm-xray` 14): each is
+//! The sample files of `testdata/xray/` (checked against `llvm-xray` 14): each is
 //! accepted or rejected as its name says, rejected ones fail for the reason and at the
 //! offset `llvm-xray` reports, and the crafted scenario decodes record for record.
 
@@ -12,13 +12,13 @@ use flightrec_core::fdr::records::{CustomEventTime, MetadataKind, Record};
 use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/xray")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/xray")
 }
 
 /// Every `.xray` file of the data directory, sorted by name.
 fn vectors() -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<_> = std::fs::read_dir(data_dir())
-        .expect("tests/data/xray exists")
+        .expect("testdata/xray exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "xray"))
         .map(|p| {

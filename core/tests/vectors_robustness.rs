@@ -16,7 +16,7 @@ use proptest::prelude::*;
 fn read(name: &str) -> Vec<u8> {
     std::fs::read(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/xray")
+            .join("../testdata/xray")
             .join(name),
     )
     .unwrap()

@@ -141,7 +141,7 @@ fn report(dir: &Path, d: Defaults, xray: Option<flightrec::xray::Report>) {
             event.display()
         );
         println!(
-            "  as git's normal format: cargo run -q -p flightrec --bin flightrec -- trace2 render --format normal {}",
+            "  as git's normal format: cargo run -q -p flightrec-cli --bin flightrec -- trace2 render --format normal {}",
             event.display()
         );
     }
@@ -168,11 +168,11 @@ fn report(dir: &Path, d: Defaults, xray: Option<flightrec::xray::Report>) {
                 );
             }
             println!(
-                "  check it:           cargo run -q -p flightrec --bin flightrec -- verify {}",
+                "  check it:           cargo run -q -p flightrec-cli --bin flightrec -- verify {}",
                 trace.display()
             );
             println!(
-                "  or without llvm:    cargo run -q -p flightrec --bin flightrec -- convert {} --format chrome -o {}/trace.json",
+                "  or without llvm:    cargo run -q -p flightrec-cli --bin flightrec -- convert {} --format chrome -o {}/trace.json",
                 trace.display(),
                 dir.display()
             );

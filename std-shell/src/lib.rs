@@ -5,7 +5,6 @@
 //!
 //! * [`trace2`]: git Trace2 for Rust programs: settings, destinations, the
 //!   process runtime (sessions, regions, data, threads, children, exit).
-//! * [`trace2_render`]: renders git's event stream in the three formats.
 #![warn(missing_docs)]
 // The Trace2 examples show `fn main` on purpose: the session guard lives until it returns.
 #![allow(clippy::needless_doctest_main)]
@@ -13,7 +12,6 @@
 pub use flightrec_core as core;
 
 pub mod trace2;
-pub mod trace2_render;
 
 /// Enters a Trace2 region; the returned guard leaves it when dropped.
 ///
@@ -138,7 +136,6 @@ macro_rules! error {
         }
     };
 }
-pub mod tool;
 #[cfg(unix)]
 pub mod xray;
 

@@ -1,5 +1,5 @@
 //! Trace2 settings from the environment and git config files, against git
-//! 2.47.3's captured behaviour (`tests/data/trace2/config/`) and, where git is
+//! 2.47.3's captured behaviour (`testdata/trace2/config/`) and, where git is
 //! installed, against git itself run on the same files (under `CI=true` a
 //! missing git fails these tests).
 
@@ -16,14 +16,14 @@ const SID: &str = "20231114T221320.123456Z-H65cb7838-P00001234";
 
 fn data(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/trace2/config")
+        .join("../testdata/trace2/config")
         .join(name);
     std::fs::read_to_string(p).unwrap()
 }
 
 fn det(scenario: &str, name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/trace2/det")
+        .join("../testdata/trace2/det")
         .join(scenario)
         .join(name);
     std::fs::read_to_string(p).unwrap()

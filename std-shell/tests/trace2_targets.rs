@@ -1,5 +1,5 @@
 //! Trace2 destinations against git 2.47.3's captured behaviour
-//! (`tests/data/trace2/targets/`): the target grammar and its warnings, fds,
+//! (`testdata/trace2/targets/`): the target grammar and its warnings, fds,
 //! appended files, directory targets with collisions and `maxFiles`,
 //! `af_unix:` sockets, write failures, SIGPIPE, and concurrent writers.
 //!
@@ -27,7 +27,7 @@ const KINDS: [Target; 3] = [Target::Normal, Target::Perf, Target::Event];
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/trace2/targets")
+        .join("../testdata/trace2/targets")
         .join(name)
 }
 

@@ -1,0 +1,410 @@
+//! From FDR records to timed events, the way `llvm-xray` 14's loader does it.
+//!
+//! Blocks (a NewBuffer and what follows it) are grouped per thread, keyed by
+//! (process, thread). Threads come in the order llvm-xray lists them, the iteration
+//! order of its block index (an LLVM `DenseMap`, see [`llvm_thread_order`]); a
+//! thread's blocks come in file order. Each thread is expanded with a fresh state:
+//! NewCPUId sets the CPU and the base TSC, TSCWrap the base TSC, every function
+//! record and version-5 event adds its delta. CallArgument records attach to the
+//! record before them and make it an `function-enter-arg`.
+//!
+//! Two cosmetic quirks of LLVM's expander are kept so that `convert --format yaml`
+//! matches `llvm-xray convert` byte for byte: an event shows the function id of the
+//! record before it in its thread, and a typed event's type stays in the `type`
+//! field of the thread's records after it.
+
+use std::collections::HashMap;
+
+use flightrec_core::fdr::decoder::{verify, DecodeError, Decoder};
+use flightrec_core::fdr::records::{CustomEventTime, Record};
+use flightrec_core::fdr::{FileHeader, FunctionAction, Version};
+
+/// What an expanded event is (LLVM's `RecordTypes`).
+///
+/// ```
+/// use flightrec_host::expand::Kind;
+///
+/// assert_eq!(Kind::EnterArg.yaml_name(), "function-enter-arg");
+/// assert_eq!(Kind::TailExit.yaml_name(), "function-tail-exit");
+/// assert!(Kind::Enter.is_enter() && Kind::EnterArg.is_enter());
+/// assert!(Kind::Exit.is_exit() && Kind::TailExit.is_exit());
+/// assert!(!Kind::CustomEvent.is_enter() && !Kind::TypedEvent.is_exit());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Function entry.
+    Enter,
+    /// Function exit.
+    Exit,
+    /// Exit through a tail call.
+    TailExit,
+    /// Function entry with arguments.
+    EnterArg,
+    /// Custom event.
+    CustomEvent,
+    /// Typed event.
+    TypedEvent,
+}
+
+impl Kind {
+    /// LLVM's YAML name for the kind. Example on [`Kind`].
+    pub const fn yaml_name(self) -> &'static str {
+        match self {
+            Kind::Enter => "function-enter",
+            Kind::Exit => "function-exit",
+            Kind::TailExit => "function-tail-exit",
+            Kind::EnterArg => "function-enter-arg",
+            Kind::CustomEvent => "custom-event",
+            Kind::TypedEvent => "typed-event",
+        }
+    }
+
+    /// Whether it is an entry (with or without arguments). Example on [`Kind`].
+    pub const fn is_enter(self) -> bool {
+        matches!(self, Kind::Enter | Kind::EnterArg)
+    }
+
+    /// Whether it is an exit (plain or tail). Example on [`Kind`].
+    pub const fn is_exit(self) -> bool {
+        matches!(self, Kind::Exit | Kind::TailExit)
+    }
+}
+
+/// One event of a trace, with absolute time.
+///
+/// ```
+/// use flightrec_host::expand::{load, Kind, XEvent};
+///
+/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// // llvm-xray convert: { type: 0, func-id: 3, function: '3', args: [ 42, 3735928559 ],
+/// //   cpu: 0, thread: 101, process: 4242, kind: function-enter-arg, tsc: 1001500, data: '' }
+/// assert_eq!(
+///     trace.events[2],
+///     XEvent {
+///         event_type: 0,
+///         func_id: 3,
+///         args: vec![42, 0xdead_beef],
+///         cpu: 0,
+///         thread: 101,
+///         process: 4242,
+///         kind: Kind::EnterArg,
+///         tsc: 1_001_500,
+///         data: Vec::new(),
+///     }
+/// );
+/// // A custom event keeps the function id of the record before it, as in LLVM.
+/// let custom = &trace.events[4];
+/// assert_eq!((custom.kind, custom.func_id, custom.tsc), (Kind::CustomEvent, 3, 1_002_600));
+/// assert_eq!(custom.data, b"hello");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XEvent {
+    /// The typed-event type field (sticky, as in LLVM).
+    pub event_type: u16,
+    /// The function id.
+    pub func_id: u32,
+    /// Call arguments.
+    pub args: Vec<u64>,
+    /// CPU.
+    pub cpu: u16,
+    /// Thread id.
+    pub thread: u32,
+    /// Process id (0 when the trace has none).
+    pub process: u32,
+    /// What happened.
+    pub kind: Kind,
+    /// Absolute TSC.
+    pub tsc: u64,
+    /// Event payload.
+    pub data: Vec<u8>,
+}
+
+/// A verified trace, expanded.
+///
+/// ```
+/// use flightrec_host::expand::load;
+///
+/// // Two blocks of thread 101, then one of thread 202.
+/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// assert_eq!(trace.header.version.number(), 5);
+/// assert_eq!(trace.seconds_per_tick(), 1e-9); // 1 GHz
+///
+/// // In thread order...
+/// let by_thread: Vec<(u32, u32)> = trace.events.iter().map(|e| (e.thread, e.func_id)).collect();
+/// assert_eq!(by_thread, [(101, 1), (101, 2), (101, 2), (101, 1), (202, 5), (202, 5)]);
+/// // ...and in time order, as `llvm-xray convert` prints them.
+/// let tscs: Vec<u64> = trace.sorted_events().iter().map(|e| e.tsc).collect();
+/// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
+///
+/// // A file the verifier rejects is not expanded.
+/// let bad = load(include_bytes!("../../testdata/xray/bad-fn-action5.xray"));
+/// assert_eq!(bad.unwrap_err().offset, 112);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The file header.
+    pub header: FileHeader,
+    /// Events in thread order (threads in llvm-xray's order, see
+    /// [`llvm_thread_order`]; each thread's events in its block order).
+    pub events: Vec<XEvent>,
+}
+
+impl Trace {
+    /// Events sorted by TSC, stable (what `llvm-xray convert` prints). Example on
+    /// [`Trace`].
+    pub fn sorted_events(&self) -> Vec<&XEvent> {
+        let mut v: Vec<&XEvent> = self.events.iter().collect();
+        v.sort_by_key(|e| e.tsc);
+        v
+    }
+
+    /// Seconds per TSC tick. Example on [`Trace`].
+    pub fn seconds_per_tick(&self) -> f64 {
+        1.0 / self.header.cycle_frequency.get() as f64
+    }
+}
+
+/// The state of LLVM's `TraceExpander` for one block.
+struct Expander {
+    version: Version,
+    current: XEvent,
+    building: bool,
+    ignoring: bool,
+    base_tsc: u64,
+    cpu: u16,
+    tid: u32,
+    pid: u32,
+    out: Vec<XEvent>,
+}
+
+impl Expander {
+    fn new(version: Version) -> Self {
+        Self {
+            version,
+            current: XEvent {
+                event_type: 0,
+                func_id: 0,
+                args: Vec::new(),
+                cpu: 0,
+                thread: 0,
+                process: 0,
+                kind: Kind::Enter,
+                tsc: 0,
+                data: Vec::new(),
+            },
+            building: false,
+            ignoring: false,
+            base_tsc: 0,
+            cpu: 0,
+            tid: 0,
+            pid: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn reset_current(&mut self) {
+        if self.building {
+            self.out.push(self.current.clone());
+        }
+        self.building = false;
+        self.current.args.clear();
+        self.current.data.clear();
+    }
+
+    fn stamp(&mut self, tsc: u64, cpu: u16, kind: Kind) {
+        self.current.tsc = tsc;
+        self.current.cpu = cpu;
+        self.current.process = self.pid;
+        self.current.thread = self.tid;
+        self.current.kind = kind;
+        self.building = true;
+    }
+
+    fn visit(&mut self, record: &Record<'_>) {
+        match *record {
+            Record::NewBuffer { tid } => {
+                self.ignoring = false;
+                self.tid = tid as u32;
+                if self.version == Version::V2 {
+                    self.pid = tid as u32;
+                }
+            }
+            Record::Pid { pid } => self.pid = pid as u32,
+            Record::EndOfBuffer => self.ignoring = true,
+            Record::NewCpuId { cpu, tsc } => {
+                self.cpu = cpu;
+                self.base_tsc = tsc;
+            }
+            Record::TscWrap { tsc } => self.base_tsc = tsc,
+            Record::Walltime { .. } | Record::BufferExtents { .. } => {}
+            Record::CallArgument { value } => {
+                self.current.args.push(value);
+                self.current.kind = Kind::EnterArg;
+            }
+            Record::Function { action, id, delta } => {
+                self.reset_current();
+                if !self.ignoring {
+                    self.base_tsc = self.base_tsc.wrapping_add(u64::from(delta));
+                    self.current.func_id = id.get();
+                    let kind = match action {
+                        FunctionAction::Enter => Kind::Enter,
+                        FunctionAction::Exit => Kind::Exit,
+                        FunctionAction::TailExit => Kind::TailExit,
+                        FunctionAction::EnterArg => Kind::EnterArg,
+                    };
+                    self.stamp(self.base_tsc, self.cpu, kind);
+                }
+            }
+            Record::CustomEvent { time, payload } => {
+                self.reset_current();
+                if !self.ignoring {
+                    let (tsc, cpu) = match time {
+                        CustomEventTime::Absolute { tsc, cpu } => (tsc, cpu),
+                        CustomEventTime::Delta(d) => {
+                            self.base_tsc = self.base_tsc.wrapping_add(d as i64 as u64);
+                            (self.base_tsc, self.cpu)
+                        }
+                    };
+                    self.stamp(tsc, cpu, Kind::CustomEvent);
+                    self.current.data = payload.to_vec();
+                }
+            }
+            Record::TypedEvent {
+                delta,
+                event_type,
+                payload,
+            } => {
+                self.reset_current();
+                if !self.ignoring {
+                    self.base_tsc = self.base_tsc.wrapping_add(delta as i64 as u64);
+                    self.current.event_type = event_type;
+                    self.stamp(self.base_tsc, self.cpu, Kind::TypedEvent);
+                    self.current.data = payload.to_vec();
+                }
+            }
+        }
+    }
+}
+
+/// Verifies a whole file with the core's verifier and expands it. Example on
+/// [`Trace`].
+pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
+    let summary = verify(bytes)?;
+    let decoder = Decoder::new(bytes)?;
+    let version = summary.header.version;
+
+    // Split into blocks, each with the key of LLVM's block index: the block's PID
+    // record as uint64_t (0 without one, as in versions 1 and 2) and its thread.
+    let mut blocks: Vec<((u64, i32), Vec<Record<'_>>)> = Vec::new();
+    for item in decoder {
+        let record = item?.record;
+        match record {
+            Record::BufferExtents { .. } => continue,
+            Record::NewBuffer { tid } => blocks.push(((0, tid), vec![record])),
+            _ => {
+                if let Some((key, recs)) = blocks.last_mut() {
+                    if let Record::Pid { pid } = record {
+                        key.0 = i64::from(pid) as u64;
+                    }
+                    recs.push(record);
+                }
+            }
+        }
+    }
+
+    // Threads in the order their first block ends, which is when LLVM's block
+    // indexer inserts them into its index, each with its blocks in file order.
+    let mut threads: Vec<((u64, i32), Vec<usize>)> = Vec::new();
+    let mut thread_of: HashMap<(u64, i32), usize> = HashMap::new();
+    for (b, (key, _)) in blocks.iter().enumerate() {
+        let t = *thread_of.entry(*key).or_insert_with(|| {
+            threads.push((*key, Vec::new()));
+            threads.len() - 1
+        });
+        threads[t].1.push(b);
+    }
+    let keys: Vec<(u64, i32)> = threads.iter().map(|(key, _)| *key).collect();
+    // One expander per thread, in the index's iteration order, as in LLVM: what a
+    // record does not set (a custom or typed event's function id and type) carries
+    // over from the record expanded before it in the same thread, even across
+    // blocks.
+    let mut events = Vec::new();
+    for t in llvm_thread_order(&keys) {
+        let mut ex = Expander::new(version);
+        for &b in &threads[t].1 {
+            for r in &blocks[b].1 {
+                ex.visit(r);
+            }
+        }
+        ex.reset_current();
+        events.append(&mut ex.out);
+    }
+    Ok(Trace {
+        header: summary.header,
+        events,
+    })
+}
+
+/// The order in which llvm-xray 14 walks its block index: `keys` are (process,
+/// thread) pairs in insertion order, the result indexes `keys` in the iteration
+/// order of an LLVM `DenseMap<std::pair<uint64_t, int32_t>, _>` built by inserting
+/// them in that order.
+///
+/// The map is an open-addressing table: 64 buckets at first, doubled when an
+/// insertion would make it three quarters full, quadratic probing from the key's
+/// hash, and iteration in bucket order. The hash combines `DenseMapInfo`'s hashes of
+/// the two halves (`value * 37`) with `combineHashValue`.
+///
+/// ```
+/// use flightrec_host::expand::llvm_thread_order;
+///
+/// // Threads 1, 2, 3 of process 100, inserted in that order:
+/// assert_eq!(llvm_thread_order(&[(100, 1), (100, 2), (100, 3)]).len(), 3);
+/// // The order does not follow the thread ids: it is the table's bucket order.
+/// let keys: Vec<(u64, i32)> = (1..=8).map(|t| (4242, t)).collect();
+/// let order = llvm_thread_order(&keys);
+/// let mut sorted = order.clone();
+/// sorted.sort();
+/// assert_eq!(sorted, (0..8).collect::<Vec<_>>());
+/// ```
+pub fn llvm_thread_order(keys: &[(u64, i32)]) -> Vec<usize> {
+    fn hash(&(pid, tid): &(u64, i32)) -> u32 {
+        let a = pid.wrapping_mul(37) as u32;
+        let b = (tid as u32).wrapping_mul(37);
+        // llvm::detail::combineHashValue
+        let mut key = (u64::from(a) << 32) | u64::from(b);
+        key = key.wrapping_add(!(key << 32));
+        key ^= key >> 22;
+        key = key.wrapping_add(!(key << 13));
+        key ^= key >> 8;
+        key = key.wrapping_add(key << 3);
+        key ^= key >> 15;
+        key = key.wrapping_add(!(key << 27));
+        key ^= key >> 31;
+        key as u32
+    }
+    fn place(buckets: &mut [Option<usize>], keys: &[(u64, i32)], i: usize) {
+        let mask = buckets.len() - 1;
+        let mut bucket = hash(&keys[i]) as usize & mask;
+        let mut probe = 1;
+        while buckets[bucket].is_some() {
+            bucket = (bucket + probe) & mask;
+            probe += 1;
+        }
+        buckets[bucket] = Some(i);
+    }
+    let mut buckets: Vec<Option<usize>> = Vec::new();
+    for i in 0..keys.len() {
+        if (i + 1) * 4 >= buckets.len() * 3 {
+            // grow(NumBuckets * 2): at least 64 buckets, old entries re-placed in
+            // bucket order.
+            let size = (buckets.len() * 2).max(64);
+            let old = std::mem::replace(&mut buckets, vec![None; size]);
+            for j in old.into_iter().flatten() {
+                place(&mut buckets, keys, j);
+            }
+        }
+        place(&mut buckets, keys, i);
+    }
+    buckets.into_iter().flatten().collect()
+}

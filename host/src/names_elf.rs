@@ -1,0 +1,297 @@
+//! The names file the desktop runtime writes beside each trace (`<trace>.names`,
+//! see [`flightrec::xray::names`]): a small ELF shared object whose `flightrec_names`
+//! section is the id-to-name table as text, one `id<TAB>name<LF>` line per named id.
+//!
+//! Only that section is read. The file's `xray_instr_map` and symbols are what
+//! `llvm-xray` reads; they carry the same names (with placeholders `#id` for ids
+//! without a name), so reading the text table is enough and does not depend on the
+//! symbol layout.
+//!
+//! The ELF container is parsed with the `object` crate (read-only, ELF only), which
+//! checks every offset and size against the file; nothing here indexes the input
+//! without a bound check, so a damaged or foreign file is an [`ElfNamesError`],
+//! never a panic.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use object::{Object, ObjectSection};
+
+/// The section that holds the text table.
+///
+/// ```
+/// use flightrec_host::names_elf::SECTION;
+///
+/// let id = flightrec::xray::names::function_id("example::section");
+/// let mut elf = Vec::new();
+/// assert!(flightrec::xray::names::write_names_elf(&mut elf, id.get()));
+/// // The section's name is in the file's section name table.
+/// assert!(elf.windows(SECTION.len()).any(|w| w == SECTION.as_bytes()));
+/// // ...and the table itself: `id<TAB>name<LF>`.
+/// let line = format!("{}\texample::section\n", id.get());
+/// assert!(elf.windows(line.len()).any(|w| w == line.as_bytes()));
+/// ```
+pub const SECTION: &str = "flightrec_names";
+
+/// The section `llvm-xray` reads function addresses from; an ELF file with this
+/// section but no [`SECTION`] is most likely an instrumented program.
+const INSTR_MAP: &str = "xray_instr_map";
+
+/// Why an ELF file gave no names.
+///
+/// ```
+/// use flightrec_host::names_elf::{parse_table, read_elf_names, ElfNamesError};
+///
+/// // This example's own program is an ELF file, but not a names file.
+/// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// let err = read_elf_names(&program).unwrap_err();
+/// assert_eq!(err, ElfNamesError::NoSection { has_instr_map: false });
+/// assert_eq!(
+///     err.to_string(),
+///     "an ELF file without a flightrec_names section: not a flightrec names file"
+/// );
+///
+/// // A damaged container.
+/// assert!(matches!(read_elf_names(b"\x7fELF\x02\x01\x01"), Err(ElfNamesError::Malformed(_))));
+///
+/// // A table line without a tab, an id named twice.
+/// let err = parse_table(b"1 main\n").unwrap_err();
+/// assert_eq!(err, ElfNamesError::BadLine { line: 1, reason: "no tab between id and name" });
+/// let err = parse_table(b"1\tmain\n1\tidle\n").unwrap_err();
+/// assert_eq!(err, ElfNamesError::DuplicateId { line: 2, id: 1 });
+/// assert_eq!(err.to_string(), "flightrec_names section, line 2: id 1 named twice");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElfNamesError {
+    /// The ELF container is damaged (truncated, offsets out of range...).
+    Malformed(String),
+    /// A well-formed ELF file without the names section.
+    NoSection {
+        /// The file has an XRay instrumentation map (an instrumented program).
+        has_instr_map: bool,
+    },
+    /// A line of the table is not `id<TAB>name`.
+    BadLine {
+        /// 1-based line number inside the section.
+        line: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An id appears twice.
+    DuplicateId {
+        /// 1-based line number of the second occurrence.
+        line: usize,
+        /// The id.
+        id: u32,
+    },
+}
+
+impl fmt::Display for ElfNamesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ElfNamesError::Malformed(e) => write!(f, "damaged ELF file: {e}"),
+            ElfNamesError::NoSection {
+                has_instr_map: true,
+            } => write!(
+                f,
+                "an ELF file with an XRay instrumentation map but no {SECTION} section \
+                 (an instrumented program?); give `llvm-xray extract --symbolize` output instead"
+            ),
+            ElfNamesError::NoSection {
+                has_instr_map: false,
+            } => write!(
+                f,
+                "an ELF file without a {SECTION} section: not a flightrec names file"
+            ),
+            ElfNamesError::BadLine { line, reason } => {
+                write!(f, "{SECTION} section, line {line}: {reason}")
+            }
+            ElfNamesError::DuplicateId { line, id } => {
+                write!(f, "{SECTION} section, line {line}: id {id} named twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ElfNamesError {}
+
+/// Whether `bytes` start like an ELF file.
+///
+/// ```
+/// use flightrec_host::names_elf::is_elf;
+/// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// assert!(is_elf(&program));
+/// assert!(!is_elf(b"1 main\n"));
+/// assert!(!is_elf(b"\x7fEL"));
+/// ```
+pub fn is_elf(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x7fELF")
+}
+
+/// The names of an ELF names file.
+///
+/// ```
+/// use flightrec_host::names_elf::{read_elf_names, ElfNamesError};
+/// // A file written by the desktop runtime's names writer.
+/// let id = flightrec::xray::names::function_id("example::parse");
+/// let mut elf = Vec::new();
+/// assert!(flightrec::xray::names::write_names_elf(&mut elf, id.get()));
+/// let names = read_elf_names(&elf).unwrap();
+/// assert_eq!(names[&id.get()], "example::parse");
+///
+/// // Cut short: an error, not a panic.
+/// assert!(matches!(read_elf_names(&elf[..100]), Err(ElfNamesError::Malformed(_))));
+/// ```
+pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
+    let file = object::File::parse(bytes).map_err(|e| ElfNamesError::Malformed(e.to_string()))?;
+    let Some(section) = file.section_by_name(SECTION) else {
+        return Err(ElfNamesError::NoSection {
+            has_instr_map: file.section_by_name(INSTR_MAP).is_some(),
+        });
+    };
+    let table = section
+        .data()
+        .map_err(|e| ElfNamesError::Malformed(format!("{SECTION} section: {e}")))?;
+    parse_table(table)
+}
+
+/// Parses the text table: `id<TAB>name<LF>` lines, the name being every byte
+/// after the first tab (it may hold spaces and further tabs).
+///
+/// The runtime writes names as the program gave them, so a name holding a line
+/// feed spans lines: a line without a tab continues the name before it. Empty
+/// names are skipped (the id stays unnamed), as in a YAML map.
+///
+/// ```
+/// use flightrec_host::names_elf::parse_table;
+/// let names = parse_table(b"1\tworker\n3\tcrate::f  (x)\n4\ttwo\nlines\n").unwrap();
+/// assert_eq!(names[&3], "crate::f  (x)");
+/// assert_eq!(names[&4], "two\nlines");
+/// assert!(parse_table(b"1 worker\n").is_err());
+/// ```
+pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
+    let mut map: HashMap<u32, String> = HashMap::new();
+    let body = table.strip_suffix(b"\n").unwrap_or(table);
+    if body.is_empty() {
+        return Ok(map);
+    }
+    let mut last: Option<u32> = None;
+    for (n, line) in body.split(|&b| b == b'\n').enumerate() {
+        let line_no = n + 1;
+        let bad = |reason| ElfNamesError::BadLine {
+            line: line_no,
+            reason,
+        };
+        let utf8 = |b| std::str::from_utf8(b).map_err(|_| bad("the name is not UTF-8"));
+        let Some(tab) = line.iter().position(|&b| b == b'\t') else {
+            // The rest of the name before, after its line feed.
+            let id = last.ok_or_else(|| bad("no tab between id and name"))?;
+            let name = map.entry(id).or_default();
+            name.push('\n');
+            name.push_str(utf8(line)?);
+            continue;
+        };
+        let (id, name) = (&line[..tab], &line[tab + 1..]);
+        if id.is_empty() || !id.iter().all(u8::is_ascii_digit) {
+            return Err(bad("the id is not a decimal number"));
+        }
+        let id: u32 = std::str::from_utf8(id)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&id| id > 0)
+            .ok_or_else(|| bad("the id is 0 or too large"))?;
+        if map.insert(id, utf8(name)?.to_owned()).is_some() {
+            return Err(ElfNamesError::DuplicateId { line: line_no, id });
+        }
+        last = Some(id);
+    }
+    map.retain(|_, name| !name.is_empty());
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lines_are_checked() {
+        assert_eq!(parse_table(b"").unwrap().len(), 0);
+        assert_eq!(parse_table(b"7\tx").unwrap()[&7], "x");
+        let names = parse_table(b"1\ta\n2\t\n3\tb\n\nc\n").unwrap();
+        assert_eq!(names.get(&2), None, "empty names are skipped");
+        assert_eq!(names[&3], "b\n\nc");
+        let err = |t: &[u8]| parse_table(t).unwrap_err().to_string();
+        assert_eq!(
+            err(b"zz\n1\ta\n"),
+            "flightrec_names section, line 1: no tab between id and name"
+        );
+        assert!(err(b"-1\ta\n").contains("not a decimal number"));
+        assert!(err(b"0\ta\n").contains("0 or too large"));
+        assert!(err(b"99999999999\ta\n").contains("0 or too large"));
+        assert!(err(b"1\t\xff\n").contains("not UTF-8"));
+        assert!(err(b"1\ta\n\xff\n").contains("line 2: the name is not UTF-8"));
+        assert_eq!(
+            parse_table(b"1\ta\n1\tb\n").unwrap_err(),
+            ElfNamesError::DuplicateId { line: 2, id: 1 }
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn odd_names_from_the_runtime_read_back() {
+        use flightrec::xray::names::{set_function_name, write_names_elf};
+        use flightrec_core::fdr::FunctionId;
+        // Ids far from those `function_id` hands out in other tests.
+        let odd = [
+            (20_001, "two\nlines"),
+            (20_002, ""),
+            (20_003, "tab\there"),
+            (20_004, "quote \" and nul \0"),
+        ];
+        for (id, name) in odd {
+            assert!(set_function_name(FunctionId::new(id).unwrap(), name));
+        }
+        let mut elf = Vec::new();
+        assert!(write_names_elf(&mut elf, 20_004));
+        let names = read_elf_names(&elf).unwrap();
+        assert_eq!(names[&20_001], "two\nlines");
+        assert_eq!(names.get(&20_002), None);
+        assert_eq!(names[&20_003], "tab\there");
+        // The runtime writes `"` as `'` and NUL as `_`.
+        assert_eq!(names[&20_004], "quote ' and nul _");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_truncation_and_byte_flip_of_a_names_file_is_an_error_or_names() {
+        use flightrec::xray::names::{function_id, write_names_elf};
+        let a = function_id("tool::names_elf::a");
+        let b = function_id("tool::names_elf::b");
+        let mut elf = Vec::new();
+        assert!(write_names_elf(&mut elf, b.get()));
+        let names = read_elf_names(&elf).unwrap();
+        assert_eq!(names[&a.get()], "tool::names_elf::a");
+        assert_eq!(names[&b.get()], "tool::names_elf::b");
+        // The section headers come last, so every truncation loses them.
+        for len in 0..elf.len() {
+            assert!(read_elf_names(&elf[..len]).is_err(), "cut at {len}");
+        }
+        for at in 0..elf.len() {
+            for bit in [0x01, 0x80, 0xff] {
+                let mut bad = elf.clone();
+                bad[at] ^= bit;
+                let _ = read_elf_names(&bad);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes after an ELF64 identification: names or an error, no panic.
+        #[test]
+        fn arbitrary_elf_bodies_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1024)) {
+            let mut bytes = b"\x7fELF\x02\x01\x01\x00".to_vec();
+            bytes.extend_from_slice(&body);
+            let _ = read_elf_names(&bytes);
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! `recv`: reads a framed link from a serial device, a file or stdin, and writes what
+//! it carries with a [`Collector`].
+//!
+//! A reader thread moves bytes from the input to the decoding loop, which checks
+//! for Ctrl-C and the idle timeout between chunks. A serial device that fails or
+//! disappears is reopened (by path) until it is back: the partial frame it was in is
+//! counted as skipped, and decoding goes on with the next frame.
+
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flightrec_core::link::{DecoderStats, Event, FrameDecoder, FrameEncoder};
+
+use super::collect::Collector;
+use super::progress::Progress;
+
+/// Serial line settings.
+///
+/// Reading a real device needs one attached; a device that cannot be opened
+/// (and `reconnect` off) ends [`run`] with an error naming it:
+///
+/// ```
+/// use std::sync::{atomic::AtomicBool, Arc};
+/// use flightrec_host::collect::Collector;
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::recv::{run, Input, RecvOptions, SerialSettings};
+///
+/// let serial = SerialSettings {
+///     path: "/dev/flightrec-no-such-tty".into(),
+///     baud: 115_200,
+///     data_bits: serialport::DataBits::Eight,
+///     parity: serialport::Parity::None,
+///     stop_bits: serialport::StopBits::One,
+///     flow_control: serialport::FlowControl::None,
+///     reconnect: false,
+/// };
+/// let opts = RecvOptions { input: Input::Serial(serial), idle_timeout: None, max_payload: 4096 };
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let err = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap_err();
+/// assert!(err.to_string().starts_with("/dev/flightrec-no-such-tty: "), "{err}");
+/// ```
+#[derive(Clone, Debug)]
+pub struct SerialSettings {
+    /// Device path (`/dev/ttyUSB0`, `/dev/ttyACM0`, a pseudo-terminal...).
+    pub path: String,
+    /// Baud rate.
+    pub baud: u32,
+    /// Data bits.
+    pub data_bits: serialport::DataBits,
+    /// Parity.
+    pub parity: serialport::Parity,
+    /// Stop bits.
+    pub stop_bits: serialport::StopBits,
+    /// Flow control.
+    pub flow_control: serialport::FlowControl,
+    /// Wait for the device to come back when it fails or disappears.
+    pub reconnect: bool,
+}
+
+/// Where the link comes from. Example on [`run`] (a file) and on
+/// [`SerialSettings`] (a device).
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// A file that was captured before.
+    File(PathBuf),
+    /// Standard input (a pipe from QEMU, `socat`, ...).
+    Stdin,
+    /// A serial device.
+    Serial(SerialSettings),
+}
+
+/// How `recv` runs. Example on [`run`].
+#[derive(Clone, Debug)]
+pub struct RecvOptions {
+    /// The input.
+    pub input: Input,
+    /// Stop after this long without a byte (None: wait until the input ends).
+    pub idle_timeout: Option<Duration>,
+    /// Largest payload accepted (frames beyond it are skipped).
+    pub max_payload: usize,
+}
+
+/// Counts of a finished `recv` run. Example on [`run`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecvReport {
+    /// Link-layer counters.
+    pub link: DecoderStats,
+    /// Bytes read from the input.
+    pub bytes_read: u64,
+    /// Times the serial device went away.
+    pub disconnects: u64,
+    /// The run ended on Ctrl-C.
+    pub interrupted: bool,
+}
+
+enum Msg {
+    Data(Vec<u8>),
+    /// The device went away: what was half-received is lost.
+    Gone(String),
+    Back,
+    End,
+    Failed(io::Error),
+}
+
+fn read_loop(mut r: impl Read, tx: &Sender<Msg>) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                if tx.send(Msg::Data(buf[..n].to_vec())).is_err() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn open_serial(s: &SerialSettings) -> serialport::Result<Box<dyn serialport::SerialPort>> {
+    serialport::new(&s.path, s.baud)
+        .data_bits(s.data_bits)
+        .parity(s.parity)
+        .stop_bits(s.stop_bits)
+        .flow_control(s.flow_control)
+        .timeout(Duration::from_millis(100))
+        .open()
+}
+
+fn serial_loop(s: &SerialSettings, tx: &Sender<Msg>) {
+    let mut port = match open_serial(s) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = tx.send(Msg::Failed(io::Error::other(format!("{}: {e}", s.path))));
+            return;
+        }
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match port.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                if tx.send(Msg::Data(buf[..n].to_vec())).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            // End of file or an error: the device is gone (unplugged, closed).
+            Ok(_) | Err(_) => {}
+        }
+        if !s.reconnect {
+            let _ = tx.send(Msg::End);
+            return;
+        }
+        if tx
+            .send(Msg::Gone(format!(
+                "{}: device gone, waiting for it",
+                s.path
+            )))
+            .is_err()
+        {
+            return;
+        }
+        drop(port);
+        port = loop {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Ok(p) = open_serial(s) {
+                break p;
+            }
+        };
+        if tx.send(Msg::Back).is_err() {
+            return;
+        }
+    }
+}
+
+fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let len = match input {
+        Input::File(path) => {
+            let f = std::fs::File::open(path)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            let len = f.metadata().ok().map(|m| m.len());
+            std::thread::spawn(move || {
+                let m = match read_loop(f, &tx) {
+                    Ok(()) => Msg::End,
+                    Err(e) => Msg::Failed(e),
+                };
+                let _ = tx.send(m);
+            });
+            len
+        }
+        Input::Stdin => {
+            std::thread::spawn(move || {
+                let m = match read_loop(io::stdin().lock(), &tx) {
+                    Ok(()) => Msg::End,
+                    Err(e) => Msg::Failed(e),
+                };
+                let _ = tx.send(m);
+            });
+            None
+        }
+        Input::Serial(s) => {
+            let s = s.clone();
+            std::thread::spawn(move || serial_loop(&s, &tx));
+            None
+        }
+    };
+    Ok((rx, len))
+}
+
+/// Runs `recv` until the input ends, the idle timeout passes or `stop` is set.
+///
+/// ```
+/// use std::sync::{atomic::AtomicBool, Arc};
+/// use std::time::Duration;
+/// use flightrec_host::core::link::{FrameKind, LinkWriter};
+/// use flightrec_host::collect::Collector;
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::recv::{run, Input, RecvOptions, RecvReport};
+///
+/// // A captured link: a file header, a buffer and a Trace2 line from source 1.
+/// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let mut buf = [0u8; 1024];
+/// let mut link = LinkWriter::new(&mut buf[..]);
+/// link.send(FrameKind::FileHeader, 1, &trace[..32]).unwrap();
+/// link.send(FrameKind::FdrBuffer, 1, &trace[32..]).unwrap();
+/// link.send(FrameKind::Trace2Line, 1, b"version 2.47.3\n").unwrap();
+/// let unused = link.into_inner().len();
+/// let wire = &buf[..buf.len() - unused];
+/// let dir = tempfile::tempdir().unwrap();
+/// let capture = dir.path().join("capture.bin");
+/// std::fs::write(&capture, wire).unwrap();
+///
+/// let opts = RecvOptions {
+///     input: Input::File(capture),
+///     idle_timeout: Some(Duration::from_secs(10)),
+///     max_payload: 4096,
+/// };
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let report: RecvReport = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap();
+/// assert_eq!(report.bytes_read, wire.len() as u64);
+/// assert_eq!((report.link.frames, report.link.crc_failures), (3, 0));
+/// assert!(!report.interrupted);
+/// assert_eq!(std::fs::read(dir.path().join("source-1.xray")).unwrap(), trace);
+///
+/// // With `stop` already set (Ctrl-C), the run ends at once.
+/// stop.store(true, std::sync::atomic::Ordering::Relaxed);
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let report = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap();
+/// assert!(report.interrupted);
+/// ```
+pub fn run(
+    opts: &RecvOptions,
+    collector: &mut Collector,
+    stop: &Arc<AtomicBool>,
+    progress: &Progress,
+) -> io::Result<RecvReport> {
+    let (rx, len) = spawn_reader(&opts.input)?;
+    progress.start(len);
+    let mut buf = vec![0u8; FrameEncoder::max_encoded_len(opts.max_payload)];
+    let mut dec = FrameDecoder::new(&mut buf);
+    let mut report = RecvReport::default();
+    let mut last_data = Instant::now();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            report.interrupted = true;
+            break;
+        }
+        let msg = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                if opts.idle_timeout.is_some_and(|t| last_data.elapsed() >= t) {
+                    break;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        match msg {
+            Msg::Data(bytes) => {
+                last_data = Instant::now();
+                report.bytes_read += bytes.len() as u64;
+                let mut rest = &bytes[..];
+                while !rest.is_empty() {
+                    let (used, ev) = dec.feed(rest);
+                    rest = &rest[used..];
+                    if let Some(Event::Frame(f)) = ev {
+                        collector.frame(&f)?;
+                    }
+                }
+                progress.update(report.bytes_read, dec.stats().frames);
+            }
+            Msg::Gone(note) => {
+                report.disconnects += 1;
+                dec.finish();
+                progress.note(&note);
+            }
+            Msg::Back => {
+                last_data = Instant::now();
+                progress.note("device is back");
+            }
+            Msg::End => break,
+            Msg::Failed(e) => {
+                progress.finish();
+                return Err(e);
+            }
+        }
+    }
+    dec.finish();
+    progress.finish();
+    collector.finish()?;
+    report.link = dec.stats();
+    Ok(report)
+}

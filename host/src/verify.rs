@@ -1,0 +1,68 @@
+//! `verify`: the core's decoder and verifier over whole files.
+
+use std::path::Path;
+
+use flightrec_core::fdr::decoder::{verify, DecodeError, Summary};
+
+use super::progress::Progress;
+
+/// The verdict on one file.
+///
+/// ```
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::verify::{describe, verify_file, Verdict};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let good = dir.path().join("good.xray");
+/// std::fs::write(&good, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
+/// let progress = Progress::new(true); // quiet: no bar
+///
+/// let Verdict::Valid(summary) = verify_file(&good, &progress) else { panic!("not valid") };
+/// assert_eq!(
+///     describe(&summary),
+///     "version 5, 1000000000 Hz, 1 buffers, 10 function records, 1 custom and 0 typed events"
+/// );
+/// // llvm-xray: "Unknown function record type '5' at offset 112."
+/// let Verdict::Invalid(e) = verify_file(&bad, &progress) else { panic!("not invalid") };
+/// assert_eq!(e.to_string(), "at byte 112: unknown function record action 5");
+/// let missing = verify_file(&dir.path().join("missing.xray"), &progress);
+/// assert!(matches!(missing, Verdict::Unreadable(e) if e.kind() == std::io::ErrorKind::NotFound));
+/// ```
+#[derive(Debug)]
+pub enum Verdict {
+    /// The file is a valid FDR trace.
+    Valid(Summary),
+    /// The file is not valid: the first error, with its byte offset.
+    Invalid(DecodeError),
+    /// The file could not be read.
+    Unreadable(std::io::Error),
+}
+
+/// Reads and verifies one file, showing the reading on `progress`. Example on
+/// [`Verdict`].
+pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
+    let bytes = match progress.read_file(path) {
+        Ok(b) => b,
+        Err(e) => return Verdict::Unreadable(e),
+    };
+    progress.stage("verifying");
+    match verify(&bytes) {
+        Ok(s) => Verdict::Valid(s),
+        Err(e) => Verdict::Invalid(e),
+    }
+}
+
+/// One line for a valid file: what it holds. Example on [`Verdict`].
+pub fn describe(s: &Summary) -> String {
+    format!(
+        "version {}, {} Hz, {} buffers, {} function records, {} custom and {} typed events",
+        s.header.version.number(),
+        s.header.cycle_frequency.get(),
+        s.buffers,
+        s.function_records,
+        s.custom_events,
+        s.typed_events
+    )
+}
