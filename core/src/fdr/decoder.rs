@@ -40,11 +40,12 @@
 mod record;
 mod verifier;
 
-pub use record::{decode_record, EventKind, RecordError, RecordType};
+pub use super::records::{EventKind, RecordError};
+pub use record::{decode_record, RecordType};
 pub use verifier::{BlockState, BlockVerifier, VerifyError};
 
 use super::header::{FileHeader, HeaderError, Version, HEADER_SIZE};
-use super::records::{MetadataKind, Record, METADATA_RECORD_SIZE};
+use super::records::{BufferExtents, MetadataKind, Record, METADATA_RECORD_SIZE};
 
 /// What went wrong, without the position (see [`DecodeError`]).
 ///
@@ -476,18 +477,14 @@ impl<'a> Decoder<'a> {
             Ok(ok) => Ok(ok),
             // The tag byte and the 8-byte size field are there.
             Err(RecordError::Incomplete { .. })
-                if first == MetadataKind::BufferExtents.tag() && rest.len() > 8 =>
+                if first == MetadataKind::BufferExtents.tag()
+                    && rest.len() >= BufferExtents::SIZE_FIELD.end =>
             {
-                let mut size = [0u8; 8];
-                if let Some(field) = rest.get(1..9) {
-                    size.copy_from_slice(field);
-                }
-                Ok((
-                    Record::BufferExtents {
-                        size: u64::from_le_bytes(size),
-                    },
-                    rest.len(),
-                ))
+                let size = rest
+                    .get(BufferExtents::SIZE_FIELD)
+                    .and_then(|field| <[u8; 8]>::try_from(field).ok())
+                    .map_or(0, u64::from_le_bytes);
+                Ok((Record::BufferExtents { size }, rest.len()))
             }
             Err(e) => Err(DecodeError::from_record(at, first, rest.len(), e)),
         }

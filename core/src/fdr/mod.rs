@@ -1,8 +1,9 @@
 //! LLVM XRay Flight Data Recorder (FDR) traces.
 //!
 //! * [`header`]: the 32-byte file header and the format [`Version`].
-//! * [`records`]: the 8-byte function records and 16-byte metadata records, as
-//!   zerocopy types with their reserved bytes zeroed.
+//! * [`records`]: the 8-byte function records and 16-byte metadata records, one type
+//!   per kind with `parse` beside `emit` (reserved bytes written as zero), used by both
+//!   the writer and the decoder.
 //! * [`writer`]: [`writer::BufferWriter`] fills one caller buffer with a well-formed
 //!   FDR buffer (extents, preamble, deltas, TSC wraps, CPU changes, short-call elision).
 //! * [`ring`]: a fixed set of buffers per thread (core, task, interrupt level) in

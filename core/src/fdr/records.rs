@@ -1,550 +1,61 @@
 //! FDR records: 8-byte function records and 16-byte metadata records.
 //!
-//! The raw types here (`Raw*`) are the exact little-endian layouts, with every reserved
-//! byte named so that it is written as zero (LLVM's own runtime leaves stack garbage
-//! there; readers ignore it). [`Record`] is the decoded, typed view used by the writer's
-//! tests and the [decoder](super::decoder).
+//! Each record kind is one type that holds both directions of its layout, `parse`
+//! beside `emit`, and both the [writer](super::writer) and the
+//! [decoder](super::decoder) go through it:
 //!
-//! The raw types are [zerocopy](https://docs.rs/zerocopy) types: read them from bytes
-//! with `zerocopy::FromBytes`, write them with `zerocopy::IntoBytes`.
+//! | record | type | parse / emit |
+//! |---|---|---|
+//! | function (Enter, Exit, TailExit, EnterArg) | [`FunctionRecord`] | inherent (`emit` stores [`FunctionRecord::to_u64`]) |
+//! | NewBuffer | [`NewBuffer`] | [`MetadataRecord`] |
+//! | EndOfBuffer | [`EndOfBuffer`] | [`MetadataRecord`] |
+//! | NewCPUId | [`NewCpuId`] | [`MetadataRecord`] |
+//! | TSCWrap | [`TscWrap`] | [`MetadataRecord`] |
+//! | WalltimeMarker | [`WalltimeMarker`] | [`MetadataRecord`] |
+//! | CustomEventMarker | [`CustomEventMarker`] | inherent, with the version |
+//! | CallArgument | [`CallArgument`] | [`MetadataRecord`] |
+//! | BufferExtents | [`BufferExtents`] | [`MetadataRecord`] |
+//! | TypedEventMarker | [`TypedEventMarker`] | [`MetadataRecord`] |
+//! | Pid | [`Pid`] | [`MetadataRecord`] |
+//!
+//! [`Record`] is the decoded, typed view of any one record with its event payload;
+//! [`Record::parse`] and [`Record::encode`] dispatch to the kinds above and add what
+//! is not layout: the order in which `llvm-xray` makes its checks, event payloads, and
+//! room in the output.
 //!
 //! ```
-//! use flightrec_core::fdr::decoder::decode_record;
-//! use flightrec_core::fdr::records::{Record, METADATA_RECORD_SIZE};
+//! use flightrec_core::fdr::records::{MetadataRecord, Record, TscWrap, METADATA_RECORD_SIZE};
 //! use flightrec_core::fdr::Version;
 //! let record = Record::TscWrap { tsc: 1 << 40 };
 //! let mut bytes = [0u8; METADATA_RECORD_SIZE];
 //! assert_eq!(record.encode(Version::V5, &mut bytes), Ok(16));
-//! assert_eq!(decode_record(Version::V5, &bytes), Ok((record, 16)));
+//! assert_eq!(Record::parse(Version::V5, &bytes), Ok((record, 16)));
+//! assert_eq!(TscWrap::parse(&bytes), TscWrap { tsc: 1 << 40 });
 //! ```
 
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+mod error;
+mod function;
+mod metadata;
+
+pub use error::{EncodeError, EventKind, RecordError};
+pub use function::{
+    FunctionAction, FunctionId, FunctionIdOutOfRange, FunctionRecord, FUNCTION_RECORD_SIZE,
+};
+pub use metadata::{
+    BufferExtents, CallArgument, CustomEventMarker, CustomEventTime, EndOfBuffer, MetadataKind,
+    MetadataRecord, NewBuffer, NewCpuId, Pid, TscWrap, TypedEventMarker, WalltimeMarker,
+    METADATA_RECORD_SIZE,
+};
 
 use super::header::Version;
 
-/// Size of a function record: function entries and exits take 8 bytes each.
-///
-/// ```
-/// use flightrec_core::fdr::records::{Record, FUNCTION_RECORD_SIZE};
-/// use flightrec_core::fdr::{FunctionAction, FunctionId};
-/// let exit = Record::Function { action: FunctionAction::Exit, id: FunctionId::new(1).unwrap(), delta: 9 };
-/// assert_eq!(exit.encoded_len(), FUNCTION_RECORD_SIZE);
-/// assert_eq!(FUNCTION_RECORD_SIZE, 8);
-/// ```
-pub const FUNCTION_RECORD_SIZE: usize = 8;
-/// Size of a metadata record (custom and typed event payloads follow it).
-///
-/// ```
-/// use flightrec_core::fdr::records::{CustomEventTime, Record, METADATA_RECORD_SIZE};
-/// assert_eq!(METADATA_RECORD_SIZE, 16);
-/// assert_eq!(Record::Pid { pid: 1 }.encoded_len(), METADATA_RECORD_SIZE);
-/// let event = Record::CustomEvent { time: CustomEventTime::Delta(0), payload: b"abc" };
-/// assert_eq!(event.encoded_len(), METADATA_RECORD_SIZE + 3);
-/// ```
-pub const METADATA_RECORD_SIZE: usize = 16;
-
-/// A function id: an unsigned number that fits 28 bits (0 to 2^28 - 1).
-///
-/// Ids are never truncated: a larger id is an error. Every recording call
-/// ([`BufferWriter::enter`](super::writer::BufferWriter::enter),
-/// [`Recorder::enter`](super::ring::Recorder::enter)) takes one, so the range check
-/// happens once, where the id is made, not on the hot path.
-///
-/// ```
-/// use flightrec_core::fdr::FunctionId;
-/// assert_eq!(FunctionId::new(7).unwrap().get(), 7);
-/// assert!(FunctionId::new(FunctionId::MAX).is_ok());
-/// assert!(FunctionId::new(FunctionId::MAX + 1).is_err());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct FunctionId(u32);
-
-/// A function id did not fit 28 bits; it holds the id that was given.
-///
-/// ```
-/// use flightrec_core::fdr::records::{FunctionId, FunctionIdOutOfRange};
-/// let err = FunctionId::new(1 << 28).unwrap_err();
-/// assert_eq!(err, FunctionIdOutOfRange(1 << 28));
-/// assert_eq!(err.to_string(), "function id 268435456 does not fit 28 bits (max 268435455)");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct FunctionIdOutOfRange(pub u32);
-
-impl core::fmt::Display for FunctionIdOutOfRange {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "function id {} does not fit 28 bits (max {})",
-            self.0,
-            FunctionId::MAX
-        )
-    }
-}
-
-impl FunctionId {
-    /// The largest id, 2^28 - 1.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::FunctionId;
-    /// assert_eq!(FunctionId::MAX, 268_435_455);
-    /// assert_eq!(FunctionId::new(FunctionId::MAX).unwrap().get(), FunctionId::MAX);
-    /// ```
-    pub const MAX: u32 = (1 << 28) - 1;
-
-    /// The id, if it fits 28 bits; a `const fn`, so ids can be checked at compile
-    /// time.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{FunctionId, FunctionIdOutOfRange};
-    /// const MAIN_LOOP: FunctionId = match FunctionId::new(42) {
-    ///     Ok(id) => id,
-    ///     Err(_) => panic!("id out of range"),
-    /// };
-    /// assert_eq!(MAIN_LOOP.get(), 42);
-    /// assert_eq!(FunctionId::new(u32::MAX), Err(FunctionIdOutOfRange(u32::MAX)));
-    /// assert_eq!(FunctionId::try_from(5u32), FunctionId::new(5));
-    /// ```
-    #[inline]
-    pub const fn new(id: u32) -> Result<Self, FunctionIdOutOfRange> {
-        if id <= Self::MAX {
-            Ok(Self(id))
-        } else {
-            Err(FunctionIdOutOfRange(id))
-        }
-    }
-
-    /// The id as a number.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::FunctionId;
-    /// assert_eq!(FunctionId::new(1234).unwrap().get(), 1234);
-    /// ```
-    #[inline]
-    pub const fn get(self) -> u32 {
-        self.0
-    }
-}
-
-impl TryFrom<u32> for FunctionId {
-    type Error = FunctionIdOutOfRange;
-    fn try_from(id: u32) -> Result<Self, Self::Error> {
-        Self::new(id)
-    }
-}
-
-/// What a function record says happened (bits 1 to 3 of its first byte).
-///
-/// ```
-/// use flightrec_core::fdr::FunctionAction;
-/// assert_eq!(FunctionAction::from_bits(3), Some(FunctionAction::EnterArg));
-/// assert_eq!(FunctionAction::from_bits(5), None);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum FunctionAction {
-    /// Function entry.
-    Enter = 0,
-    /// Function exit.
-    Exit = 1,
-    /// Exit through a tail call.
-    TailExit = 2,
-    /// Function entry whose arguments follow as CallArgument records.
-    EnterArg = 3,
-}
-
-impl FunctionAction {
-    /// The action with that 3-bit code (4 to 7 are not defined).
-    ///
-    /// ```
-    /// use flightrec_core::fdr::FunctionAction;
-    /// assert_eq!(FunctionAction::from_bits(0), Some(FunctionAction::Enter));
-    /// assert_eq!(FunctionAction::from_bits(2), Some(FunctionAction::TailExit));
-    /// assert_eq!(FunctionAction::from_bits(7), None);
-    /// ```
-    pub const fn from_bits(bits: u8) -> Option<Self> {
-        match bits {
-            0 => Some(Self::Enter),
-            1 => Some(Self::Exit),
-            2 => Some(Self::TailExit),
-            3 => Some(Self::EnterArg),
-            _ => None,
-        }
-    }
-
-    /// Whether this action enters a function.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::FunctionAction;
-    /// assert!(FunctionAction::Enter.is_enter());
-    /// assert!(FunctionAction::EnterArg.is_enter());
-    /// assert!(!FunctionAction::TailExit.is_enter());
-    /// ```
-    pub const fn is_enter(self) -> bool {
-        matches!(self, Self::Enter | Self::EnterArg)
-    }
-}
-
-/// The kind of a metadata record (byte 0 is `kind << 1 | 1`).
-///
-/// ```
-/// use flightrec_core::fdr::records::MetadataKind;
-/// let first_byte = 0x0f;
-/// assert_eq!(MetadataKind::from_number(first_byte >> 1), Some(MetadataKind::BufferExtents));
-/// assert_eq!(MetadataKind::BufferExtents.tag(), first_byte);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum MetadataKind {
-    /// Starts a buffer; carries the thread id.
-    NewBuffer = 0,
-    /// Ends a buffer (version 1 only).
-    EndOfBuffer = 1,
-    /// CPU change; sets the base TSC.
-    NewCpuId = 2,
-    /// Sets the base TSC when a delta would not fit.
-    TscWrap = 3,
-    /// Wall-clock time when the buffer was started.
-    WalltimeMarker = 4,
-    /// A custom event; its payload follows.
-    CustomEventMarker = 5,
-    /// An argument of the preceding function record.
-    CallArgument = 6,
-    /// Number of bytes that follow in this buffer (versions 2 and later).
-    BufferExtents = 7,
-    /// A typed event; its payload follows.
-    TypedEventMarker = 8,
-    /// Process id (versions 3 and later).
-    Pid = 9,
-}
-
-impl MetadataKind {
-    /// The kind with that 7-bit number (byte 0 of the record shifted right by one);
-    /// 10 and above are not defined.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::MetadataKind;
-    /// assert_eq!(MetadataKind::from_number(0), Some(MetadataKind::NewBuffer));
-    /// assert_eq!(MetadataKind::from_number(9), Some(MetadataKind::Pid));
-    /// assert_eq!(MetadataKind::from_number(10), None);
-    /// ```
-    pub const fn from_number(n: u8) -> Option<Self> {
-        Some(match n {
-            0 => Self::NewBuffer,
-            1 => Self::EndOfBuffer,
-            2 => Self::NewCpuId,
-            3 => Self::TscWrap,
-            4 => Self::WalltimeMarker,
-            5 => Self::CustomEventMarker,
-            6 => Self::CallArgument,
-            7 => Self::BufferExtents,
-            8 => Self::TypedEventMarker,
-            9 => Self::Pid,
-            _ => return None,
-        })
-    }
-
-    /// Byte 0 of a record of this kind.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::MetadataKind;
-    /// assert_eq!(MetadataKind::NewBuffer.tag(), 0x01);
-    /// assert_eq!(MetadataKind::NewCpuId.tag(), 0x05);
-    /// assert_eq!(MetadataKind::Pid.tag(), 0x13);
-    /// ```
-    pub const fn tag(self) -> u8 {
-        ((self as u8) << 1) | 1
-    }
-}
-
-/// A function record as it lies in the file.
-///
-/// ```
-/// use flightrec_core::fdr::records::RawFunctionRecord;
-/// use flightrec_core::fdr::{FunctionAction, FunctionId};
-/// use zerocopy::IntoBytes;
-/// let raw = RawFunctionRecord::new(FunctionAction::Exit, FunctionId::new(4).unwrap(), 300);
-/// assert_eq!(raw.word.get(), 0x42);
-/// assert_eq!(raw.as_bytes(), &[0x42, 0, 0, 0, 0x2c, 0x01, 0, 0]);
-/// ```
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
-)]
-#[repr(C)]
-pub struct RawFunctionRecord {
-    /// `function_id << 4 | action << 1` (bit 0 is 0).
-    pub word: U32,
-    /// TSC delta from the previous record.
-    pub delta: U32,
-}
-
-impl RawFunctionRecord {
-    /// Encodes a function record.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::RawFunctionRecord;
-    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
-    /// let raw = RawFunctionRecord::new(FunctionAction::Enter, FunctionId::new(7).unwrap(), 5);
-    /// assert_eq!((raw.word.get(), raw.delta.get()), (0x70, 5));
-    /// ```
-    #[inline(always)]
-    pub const fn new(action: FunctionAction, id: FunctionId, delta: u32) -> Self {
-        Self {
-            word: U32::new((id.0 << 4) | ((action as u32) << 1)),
-            delta: U32::new(delta),
-        }
-    }
-
-    /// The record as one little-endian u64, the form the writer stores (one 8-byte
-    /// store on the hot path).
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::RawFunctionRecord;
-    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
-    /// use zerocopy::IntoBytes;
-    /// let (action, id) = (FunctionAction::TailExit, FunctionId::new(5).unwrap());
-    /// let word = RawFunctionRecord::to_u64(action, id, 0x0102_0304);
-    /// assert_eq!(word.to_le_bytes(), [0x54, 0, 0, 0, 4, 3, 2, 1]);
-    /// assert_eq!(&word.to_le_bytes(), RawFunctionRecord::new(action, id, 0x0102_0304).as_bytes());
-    /// ```
-    #[inline(always)]
-    pub const fn to_u64(action: FunctionAction, id: FunctionId, delta: u32) -> u64 {
-        ((delta as u64) << 32) | ((id.0 << 4) | ((action as u32) << 1)) as u64
-    }
-}
-
-macro_rules! metadata_record {
-    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? } reserved $n:literal) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-        #[repr(C)]
-        pub struct $name {
-            /// `kind << 1 | 1`.
-            pub tag: u8,
-            $($(#[$fdoc])* pub $field: $ty,)*
-            /// Reserved bytes, written as zero.
-            pub reserved: [u8; $n],
-        }
-        const _: () = assert!(core::mem::size_of::<$name>() == METADATA_RECORD_SIZE);
-    };
-}
-
-metadata_record!(
-    /// NewBuffer: starts a buffer.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawNewBuffer, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::NewBuffer { tid: 7 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawNewBuffer::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::NewBuffer.tag());
-    /// assert_eq!(raw.tid.get(), 7);
-    /// ```
-    RawNewBuffer { /** Thread id. */ tid: I32 } reserved 11
-);
-metadata_record!(
-    /// EndOfBuffer (version 1 only).
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawEndOfBuffer, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::EndOfBuffer.encode(Version::V1, &mut bytes).unwrap();
-    /// let raw = RawEndOfBuffer::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::EndOfBuffer.tag());
-    /// assert_eq!(raw.reserved, [0; 15]);
-    /// ```
-    RawEndOfBuffer {} reserved 15
-);
-metadata_record!(
-    /// NewCPUId: CPU change, sets the base TSC.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawNewCpuId, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::NewCpuId { cpu: 3, tsc: 1_000 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawNewCpuId::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::NewCpuId.tag());
-    /// assert_eq!((raw.cpu.get(), raw.tsc.get()), (3, 1_000));
-    /// ```
-    RawNewCpuId { /** CPU id. */ cpu: U16, /** Absolute TSC. */ tsc: U64 } reserved 5
-);
-metadata_record!(
-    /// TSCWrap: sets the base TSC.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawTscWrap, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::TscWrap { tsc: 1 << 33 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawTscWrap::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::TscWrap.tag());
-    /// assert_eq!(raw.tsc.get(), 1 << 33);
-    /// ```
-    RawTscWrap { /** Absolute TSC. */ tsc: U64 } reserved 7
-);
-metadata_record!(
-    /// WalltimeMarker: wall-clock time at the start of the buffer.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawWalltimeMarker, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::Walltime { seconds: 1_700_000_000, micros: 5 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawWalltimeMarker::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::WalltimeMarker.tag());
-    /// assert_eq!((raw.seconds.get(), raw.micros.get()), (1_700_000_000, 5));
-    /// ```
-    RawWalltimeMarker { /** Seconds. */ seconds: I64, /** Microseconds. */ micros: U32 } reserved 3
-);
-metadata_record!(
-    /// CustomEventMarker as versions 1 to 4 write it (absolute TSC; CPU in version 4).
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{CustomEventTime, RawCustomEventV4, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 18];
-    /// let time = CustomEventTime::Absolute { tsc: 900, cpu: 2 };
-    /// Record::CustomEvent { time, payload: b"hi" }.encode(Version::V4, &mut bytes).unwrap();
-    /// let (raw, payload) = RawCustomEventV4::read_from_prefix(&bytes).unwrap();
-    /// assert_eq!((raw.size.get(), raw.tsc.get(), raw.cpu.get()), (2, 900, 2));
-    /// assert_eq!(payload, b"hi");
-    /// ```
-    RawCustomEventV4 {
-        /** Payload size. */ size: I32,
-        /** Absolute TSC. */ tsc: U64,
-        /** CPU id (version 4; zero before). */ cpu: U16,
-    } reserved 1
-);
-metadata_record!(
-    /// CustomEventMarker as version 5 writes it (TSC delta).
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{CustomEventTime, RawCustomEventV5, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 18];
-    /// let time = CustomEventTime::Delta(-3);
-    /// Record::CustomEvent { time, payload: b"hi" }.encode(Version::V5, &mut bytes).unwrap();
-    /// let (raw, payload) = RawCustomEventV5::read_from_prefix(&bytes).unwrap();
-    /// assert_eq!((raw.size.get(), raw.delta.get()), (2, -3));
-    /// assert_eq!(payload, b"hi");
-    /// ```
-    RawCustomEventV5 { /** Payload size. */ size: I32, /** TSC delta. */ delta: I32 } reserved 7
-);
-metadata_record!(
-    /// CallArgument: one argument of the preceding function record.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawCallArgument, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::CallArgument { value: u64::MAX }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawCallArgument::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::CallArgument.tag());
-    /// assert_eq!(raw.value.get(), u64::MAX);
-    /// ```
-    RawCallArgument { /** The argument. */ value: U64 } reserved 7
-);
-metadata_record!(
-    /// BufferExtents: bytes that follow in this buffer.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawBufferExtents, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::BufferExtents { size: 4080 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawBufferExtents::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::BufferExtents.tag());
-    /// assert_eq!(raw.size.get(), 4080);
-    /// ```
-    RawBufferExtents { /** Byte count. */ size: U64 } reserved 7
-);
-metadata_record!(
-    /// TypedEventMarker: an event type and a TSC delta; its payload follows.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{RawTypedEvent, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 17];
-    /// let event = Record::TypedEvent { delta: 10, event_type: 0xF17C, payload: b"!" };
-    /// event.encode(Version::V5, &mut bytes).unwrap();
-    /// let (raw, payload) = RawTypedEvent::read_from_prefix(&bytes).unwrap();
-    /// assert_eq!((raw.size.get(), raw.delta.get(), raw.event_type.get()), (1, 10, 0xF17C));
-    /// assert_eq!(payload, b"!");
-    /// ```
-    RawTypedEvent {
-        /** Payload size. */ size: I32,
-        /** TSC delta. */ delta: I32,
-        /** Event type. */ event_type: U16,
-    } reserved 5
-);
-metadata_record!(
-    /// Pid: process id.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::records::{MetadataKind, RawPid, Record};
-    /// use flightrec_core::fdr::Version;
-    /// use zerocopy::FromBytes;
-    /// let mut bytes = [0u8; 16];
-    /// Record::Pid { pid: 4242 }.encode(Version::V5, &mut bytes).unwrap();
-    /// let raw = RawPid::read_from_bytes(&bytes).unwrap();
-    /// assert_eq!(raw.tag, MetadataKind::Pid.tag());
-    /// assert_eq!(raw.pid.get(), 4242);
-    /// ```
-    RawPid { /** Process id. */ pid: I32 } reserved 11
-);
-
-/// The time stamp of a custom event, which depends on the version (see
-/// [`Version::events_use_delta`]).
-///
-/// ```
-/// use flightrec_core::fdr::records::{CustomEventTime, EncodeError, Record};
-/// use flightrec_core::fdr::Version;
-/// let mut out = [0u8; 17];
-/// let v5 = Record::CustomEvent { time: CustomEventTime::Delta(1), payload: b"x" };
-/// assert_eq!(v5.encode(Version::V5, &mut out), Ok(17));
-/// // Version 3 wants the absolute form.
-/// assert_eq!(v5.encode(Version::V3, &mut out), Err(EncodeError::WrongTimeForm));
-/// let v3 = Record::CustomEvent { time: CustomEventTime::Absolute { tsc: 5, cpu: 0 }, payload: b"x" };
-/// assert_eq!(v3.encode(Version::V3, &mut out), Ok(17));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum CustomEventTime {
-    /// Versions 1 to 4: an absolute TSC, and (version 4) the CPU; it does not move the
-    /// base TSC.
-    Absolute {
-        /// Absolute TSC.
-        tsc: u64,
-        /// CPU id (zero before version 4).
-        cpu: u16,
-    },
-    /// Version 5: a delta from the base TSC, which it advances.
-    Delta(i32),
-}
-
 /// One decoded record. Payloads borrow from the input.
 ///
-/// [`decode_record`](super::decoder::decode_record) and the
-/// [`Decoder`](super::decoder::Decoder) produce it; [`Record::encode`] writes it,
+/// [`Record::parse`] (which [`decode_record`](super::decoder::decode_record) is) and
+/// the [`Decoder`](super::decoder::Decoder) produce it; [`Record::encode`] writes it,
 /// which is how tests and tools build FDR bytes by hand (the
-/// [`BufferWriter`](super::writer::BufferWriter) writes the hot-path records itself).
+/// [`BufferWriter`](super::writer::BufferWriter) writes each record through its kind's
+/// type, without building a `Record`).
 ///
 /// ```
 /// use flightrec_core::fdr::records::Record;
@@ -625,51 +136,128 @@ pub enum Record<'a> {
     },
 }
 
-/// A record could not be encoded by [`Record::encode`]; nothing was written.
-///
-/// ```
-/// use flightrec_core::fdr::records::{EncodeError, Record};
-/// use flightrec_core::fdr::Version;
-/// let mut small = [0u8; 8];
-/// let err = Record::Pid { pid: 1 }.encode(Version::V5, &mut small).unwrap_err();
-/// assert_eq!(err, EncodeError::BufferTooSmall { needed: 16 });
-/// assert_eq!(err.to_string(), "output too small: the record needs 16 bytes");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum EncodeError {
-    /// The output slice is too small; `needed` bytes are required.
-    BufferTooSmall {
-        /// Bytes the record needs.
-        needed: usize,
-    },
-    /// An event payload is empty or longer than `i32::MAX` bytes.
-    BadPayloadSize(usize),
-    /// The record's time form does not match the version (a delta custom event in
-    /// versions 1 to 4, an absolute one in version 5).
-    WrongTimeForm,
+/// The first `N` bytes of `bytes`, or how many the record needs.
+#[inline]
+fn head<const N: usize>(bytes: &[u8]) -> Result<&[u8; N], RecordError> {
+    bytes
+        .first_chunk::<N>()
+        .ok_or(RecordError::Incomplete { needed: N })
 }
 
-impl core::fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            EncodeError::BufferTooSmall { needed } => {
-                write!(f, "output too small: the record needs {needed} bytes")
-            }
-            EncodeError::BadPayloadSize(n) => {
-                write!(f, "event payload of {n} bytes (must be 1 to 2^31-1)")
-            }
-            EncodeError::WrongTimeForm => {
-                write!(f, "custom event time form does not match the version")
-            }
-        }
+/// Checks an event marker's size and slices its payload, which follows the
+/// 16-byte marker.
+fn payload(bytes: &[u8], event: EventKind, size: i32) -> Result<(&[u8], usize), RecordError> {
+    if size <= 0 {
+        return Err(RecordError::BadEventSize { event, size });
+    }
+    // Only a 16-bit target cannot hold an i32 size; such a payload cannot be there.
+    let len = usize::try_from(size).unwrap_or(usize::MAX);
+    let end = METADATA_RECORD_SIZE.saturating_add(len);
+    match bytes.get(METADATA_RECORD_SIZE..end) {
+        Some(payload) => Ok((payload, end)),
+        None => Err(RecordError::Incomplete { needed: end }),
     }
 }
 
-/// Writes a metadata record with zeroed reserved bytes.
-#[inline(always)]
-pub(crate) fn put<T: IntoBytes + Immutable>(out: &mut [u8], rec: &T) {
-    out[..core::mem::size_of::<T>()].copy_from_slice(rec.as_bytes());
+/// An event payload's size as its marker writes it.
+fn payload_size(payload: &[u8]) -> Result<i32, EncodeError> {
+    match i32::try_from(payload.len()) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(EncodeError::BadPayloadSize(payload.len())),
+    }
+}
+
+impl<'a> Record<'a> {
+    /// Decodes the record at the start of `bytes`, laid out as `version` lays it out,
+    /// and returns it with its length in bytes (payload included).
+    ///
+    /// This never panics and never reads past `bytes`; a record cut short by the end
+    /// of the slice is [`RecordError::Incomplete`], so a stream can be decoded as it
+    /// arrives. Checks come in the order `llvm-xray` 14 makes them: an unknown
+    /// metadata kind or an EndOfBuffer after version 1 is reported from byte 0 alone;
+    /// a function record must be complete before its action is checked; a metadata
+    /// record must be complete (16 bytes) before an event size is checked; then the
+    /// event payload must be present.
+    ///
+    /// [`decode_record`](crate::fdr::decoder::decode_record) is this function, where
+    /// the decoder's other layers are.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{Record, RecordError};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
+    /// let bytes = [0x70, 0, 0, 0, 5, 0, 0, 0];
+    /// let enter = Record::Function { action: FunctionAction::Enter, id: FunctionId::new(7).unwrap(), delta: 5 };
+    /// assert_eq!(Record::parse(Version::V5, &bytes), Ok((enter, 8)));
+    /// assert_eq!(Record::parse(Version::V5, &bytes[..3]), Err(RecordError::Incomplete { needed: 8 }));
+    /// ```
+    pub fn parse(version: Version, bytes: &'a [u8]) -> Result<(Self, usize), RecordError> {
+        let Some(&first) = bytes.first() else {
+            return Err(RecordError::Incomplete { needed: 1 });
+        };
+        if first & 1 == 0 {
+            let FunctionRecord { action, id, delta } =
+                FunctionRecord::parse(head::<FUNCTION_RECORD_SIZE>(bytes)?)?;
+            return Ok((Record::Function { action, id, delta }, FUNCTION_RECORD_SIZE));
+        }
+
+        // Metadata: the kind is judged before the length, as llvm-xray does.
+        let number = first >> 1;
+        let kind =
+            MetadataKind::from_number(number).ok_or(RecordError::UnknownMetadataKind(number))?;
+        if kind == MetadataKind::EndOfBuffer && version != Version::V1 {
+            return Err(RecordError::EndOfBufferNotSupported(version));
+        }
+        let marker = head::<METADATA_RECORD_SIZE>(bytes)?;
+        let record = match kind {
+            MetadataKind::NewBuffer => Record::NewBuffer {
+                tid: NewBuffer::parse(marker).tid,
+            },
+            MetadataKind::EndOfBuffer => {
+                let EndOfBuffer = EndOfBuffer::parse(marker);
+                Record::EndOfBuffer
+            }
+            MetadataKind::NewCpuId => {
+                let NewCpuId { cpu, tsc } = NewCpuId::parse(marker);
+                Record::NewCpuId { cpu, tsc }
+            }
+            MetadataKind::TscWrap => Record::TscWrap {
+                tsc: TscWrap::parse(marker).tsc,
+            },
+            MetadataKind::WalltimeMarker => {
+                let WalltimeMarker { seconds, micros } = WalltimeMarker::parse(marker);
+                Record::Walltime { seconds, micros }
+            }
+            MetadataKind::CallArgument => Record::CallArgument {
+                value: CallArgument::parse(marker).value,
+            },
+            MetadataKind::BufferExtents => Record::BufferExtents {
+                size: BufferExtents::parse(marker).size,
+            },
+            MetadataKind::Pid => Record::Pid {
+                pid: Pid::parse(marker).pid,
+            },
+            MetadataKind::CustomEventMarker => {
+                let CustomEventMarker { size, time } = CustomEventMarker::parse(version, marker);
+                let (payload, len) = payload(bytes, EventKind::Custom, size)?;
+                return Ok((Record::CustomEvent { time, payload }, len));
+            }
+            MetadataKind::TypedEventMarker => {
+                let TypedEventMarker {
+                    size,
+                    delta,
+                    event_type,
+                } = TypedEventMarker::parse(marker);
+                let (payload, len) = payload(bytes, EventKind::Typed, size)?;
+                let record = Record::TypedEvent {
+                    delta,
+                    event_type,
+                    payload,
+                };
+                return Ok((record, len));
+            }
+        };
+        Ok((record, METADATA_RECORD_SIZE))
+    }
 }
 
 impl Record<'_> {
@@ -716,6 +304,7 @@ impl Record<'_> {
     /// assert_eq!(Record::NewCpuId { cpu: 1, tsc: 0x0102 }.encode(Version::V5, &mut out), Ok(16));
     /// assert_eq!(&out[..4], &[0x05, 1, 0, 0x02]);
     /// assert_eq!(&out[11..17], &[0, 0, 0, 0, 0, 0xAA]);
+    /// assert_eq!(Record::parse(Version::V5, &out), Ok((Record::NewCpuId { cpu: 1, tsc: 0x0102 }, 16)));
     /// let empty = Record::TypedEvent { delta: 0, event_type: 1, payload: b"" };
     /// assert_eq!(empty.encode(Version::V5, &mut out), Err(EncodeError::BadPayloadSize(0)));
     /// ```
@@ -724,130 +313,65 @@ impl Record<'_> {
         if out.len() < needed {
             return Err(EncodeError::BufferTooSmall { needed });
         }
-        let payload_size = |p: &[u8]| -> Result<I32, EncodeError> {
-            match i32::try_from(p.len()) {
-                Ok(n) if n > 0 => Ok(I32::new(n)),
-                _ => Err(EncodeError::BadPayloadSize(p.len())),
-            }
-        };
         match *self {
             Record::Function { action, id, delta } => {
-                put(out, &RawFunctionRecord::new(action, id, delta));
+                let out = out
+                    .first_chunk_mut()
+                    .ok_or(EncodeError::BufferTooSmall { needed })?;
+                FunctionRecord { action, id, delta }.emit(out);
+                Ok(needed)
             }
-            Record::NewBuffer { tid } => put(
-                out,
-                &RawNewBuffer {
-                    tag: MetadataKind::NewBuffer.tag(),
-                    tid: I32::new(tid),
-                    reserved: [0; 11],
-                },
-            ),
-            Record::EndOfBuffer => put(
-                out,
-                &RawEndOfBuffer {
-                    tag: MetadataKind::EndOfBuffer.tag(),
-                    reserved: [0; 15],
-                },
-            ),
-            Record::NewCpuId { cpu, tsc } => put(
-                out,
-                &RawNewCpuId {
-                    tag: MetadataKind::NewCpuId.tag(),
-                    cpu: U16::new(cpu),
-                    tsc: U64::new(tsc),
-                    reserved: [0; 5],
-                },
-            ),
-            Record::TscWrap { tsc } => put(
-                out,
-                &RawTscWrap {
-                    tag: MetadataKind::TscWrap.tag(),
-                    tsc: U64::new(tsc),
-                    reserved: [0; 7],
-                },
-            ),
-            Record::Walltime { seconds, micros } => put(
-                out,
-                &RawWalltimeMarker {
-                    tag: MetadataKind::WalltimeMarker.tag(),
-                    seconds: I64::new(seconds),
-                    micros: U32::new(micros),
-                    reserved: [0; 3],
-                },
-            ),
+            Record::NewBuffer { tid } => put(out, &NewBuffer { tid }),
+            Record::EndOfBuffer => put(out, &EndOfBuffer),
+            Record::NewCpuId { cpu, tsc } => put(out, &NewCpuId { cpu, tsc }),
+            Record::TscWrap { tsc } => put(out, &TscWrap { tsc }),
+            Record::Walltime { seconds, micros } => put(out, &WalltimeMarker { seconds, micros }),
             Record::CustomEvent { time, payload } => {
                 let size = payload_size(payload)?;
-                match (time, version.events_use_delta()) {
-                    (CustomEventTime::Delta(delta), true) => put(
-                        out,
-                        &RawCustomEventV5 {
-                            tag: MetadataKind::CustomEventMarker.tag(),
-                            size,
-                            delta: I32::new(delta),
-                            reserved: [0; 7],
-                        },
-                    ),
-                    (CustomEventTime::Absolute { tsc, cpu }, false) => put(
-                        out,
-                        &RawCustomEventV4 {
-                            tag: MetadataKind::CustomEventMarker.tag(),
-                            size,
-                            tsc: U64::new(tsc),
-                            // Readers parse the CPU for versions 1 to 4 alike; it is only
-                            // defined from version 4, so earlier versions keep it zero.
-                            cpu: U16::new(if version == Version::V4 { cpu } else { 0 }),
-                            reserved: [0; 1],
-                        },
-                    ),
-                    _ => return Err(EncodeError::WrongTimeForm),
+                if matches!(time, CustomEventTime::Delta(_)) != version.events_use_delta() {
+                    return Err(EncodeError::WrongTimeForm);
                 }
-                out[METADATA_RECORD_SIZE..needed].copy_from_slice(payload);
+                let marker = CustomEventMarker { size, time };
+                put_event(out, payload, |out| marker.emit(version, out))
             }
-            Record::CallArgument { value } => put(
-                out,
-                &RawCallArgument {
-                    tag: MetadataKind::CallArgument.tag(),
-                    value: U64::new(value),
-                    reserved: [0; 7],
-                },
-            ),
-            Record::BufferExtents { size } => put(
-                out,
-                &RawBufferExtents {
-                    tag: MetadataKind::BufferExtents.tag(),
-                    size: U64::new(size),
-                    reserved: [0; 7],
-                },
-            ),
+            Record::CallArgument { value } => put(out, &CallArgument { value }),
+            Record::BufferExtents { size } => put(out, &BufferExtents { size }),
             Record::TypedEvent {
                 delta,
                 event_type,
                 payload,
             } => {
-                let size = payload_size(payload)?;
-                put(
-                    out,
-                    &RawTypedEvent {
-                        tag: MetadataKind::TypedEventMarker.tag(),
-                        size,
-                        delta: I32::new(delta),
-                        event_type: U16::new(event_type),
-                        reserved: [0; 5],
-                    },
-                );
-                out[METADATA_RECORD_SIZE..needed].copy_from_slice(payload);
+                let marker = TypedEventMarker {
+                    size: payload_size(payload)?,
+                    delta,
+                    event_type,
+                };
+                put_event(out, payload, |out| marker.emit(out))
             }
-            Record::Pid { pid } => put(
-                out,
-                &RawPid {
-                    tag: MetadataKind::Pid.tag(),
-                    pid: I32::new(pid),
-                    reserved: [0; 11],
-                },
-            ),
+            Record::Pid { pid } => put(out, &Pid { pid }),
         }
-        Ok(needed)
     }
+}
+
+/// Writes a fixed-size metadata record at the start of `out`.
+fn put(out: &mut [u8], record: &impl MetadataRecord) -> Result<usize, EncodeError> {
+    put_event(out, &[], |out| record.emit(out))
+}
+
+/// Writes a 16-byte marker with `emit` at the start of `out`, and `payload` after it;
+/// nothing when `out` is too small for both.
+fn put_event(
+    out: &mut [u8],
+    payload: &[u8],
+    emit: impl FnOnce(&mut [u8; METADATA_RECORD_SIZE]),
+) -> Result<usize, EncodeError> {
+    let needed = METADATA_RECORD_SIZE.saturating_add(payload.len());
+    let too_small = EncodeError::BufferTooSmall { needed };
+    let (marker, rest) = out.split_first_chunk_mut().ok_or(too_small)?;
+    let rest = rest.get_mut(..payload.len()).ok_or(too_small)?;
+    emit(marker);
+    rest.copy_from_slice(payload);
+    Ok(needed)
 }
 
 #[cfg(test)]
@@ -881,7 +405,13 @@ mod tests {
             assert_eq!(n, 8);
             assert_eq!(&b[..8], &[first, 0, 0, 0, 4, 3, 2, 1]);
             assert_eq!(
-                RawFunctionRecord::to_u64(action, id(fid), 0x01020304).to_le_bytes(),
+                FunctionRecord {
+                    action,
+                    id: id(fid),
+                    delta: 0x01020304
+                }
+                .to_u64()
+                .to_le_bytes(),
                 b[..8]
             );
         }

@@ -28,7 +28,13 @@
 //!   level. Two contexts that can preempt each other (a thread and an interrupt
 //!   handler, two interrupt priorities) must each have their own ring. Calling it from
 //!   an interrupt handler is fine when that priority level owns the ring. The borrow
-//!   checker enforces this within safe code: the recorder is `Send` but not `Sync`.
+//!   checker enforces this within safe code: [`Ring::split`] takes the ring by `&mut`,
+//!   so a ring has one recorder, and every recording method takes `&mut self`, so one
+//!   place at a time can record. The recorder is `Send` (hand it to the context that
+//!   records) and also `Sync`, which is harmless: a shared `&Recorder` only reaches
+//!   the `&self` methods ([`Recorder::stats`], [`Recorder::records_dropped`],
+//!   [`Recorder::config`], [`Recorder::file_header`]), which read atomics and fields
+//!   no one can change while that borrow lasts.
 //! * **[`Consumer`]**: any one other context at a time, on any core, concurrently
 //!   with the recorder (another thread, the main loop while interrupts record, a
 //!   second core). [`Consumer::pop`] is wait-free.
@@ -724,8 +730,10 @@ pub struct Recorder<'r, 'a> {
     broken: bool,
 }
 
-// `Recorder` is `Send` (it holds `&Ring`, which is `Sync`, and a `BufferWriter` over a
-// buffer it alone holds) but not `Sync`: it is driven from one context at a time.
+// `Recorder` is `Send` and `Sync` without an impl of its own: it holds `&Ring` (`Ring`
+// is `Sync`), a `BufferWriter` over a buffer it alone holds, and plain data. Recording
+// takes `&mut self`, so being `Sync` lets other contexts only read (see the module
+// docs); `tests::recorder_is_send_and_sync` pins both.
 
 impl<'r, 'a> Recorder<'r, 'a> {
     /// The ring's counters.
@@ -1532,6 +1540,17 @@ impl Drop for FinishedBuffer<'_, '_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Compile-time checks of what the module docs promise: a recorder can be moved to
+    /// the context that records (`Send`) and shared for reading (`Sync`); this test
+    /// stops compiling if either goes away.
+    #[test]
+    fn recorder_is_send_and_sync() {
+        fn assert_send<T: Send>() {}
+        fn assert_sync<T: Sync>() {}
+        assert_send::<Recorder<'static, 'static>>();
+        assert_sync::<Recorder<'static, 'static>>();
+    }
 
     fn ts(tsc: u64) -> Timestamp {
         Timestamp { tsc, cpu: 0 }

@@ -51,13 +51,11 @@ use core::num::NonZeroU64;
 
 use super::header::Version;
 use super::records::{
-    put, FunctionAction, FunctionId, MetadataKind, RawBufferExtents, RawCallArgument,
-    RawCustomEventV4, RawCustomEventV5, RawEndOfBuffer, RawFunctionRecord, RawNewBuffer,
-    RawNewCpuId, RawPid, RawTscWrap, RawTypedEvent, RawWalltimeMarker, FUNCTION_RECORD_SIZE,
-    METADATA_RECORD_SIZE,
+    BufferExtents, CallArgument, CustomEventMarker, CustomEventTime, EndOfBuffer, FunctionAction,
+    FunctionId, FunctionRecord, MetadataRecord, NewBuffer, NewCpuId, Pid, TscWrap,
+    TypedEventMarker, WalltimeMarker, FUNCTION_RECORD_SIZE, METADATA_RECORD_SIZE,
 };
 use crate::clock::Timestamp;
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
 
 const META: usize = METADATA_RECORD_SIZE;
 const FUNC: usize = FUNCTION_RECORD_SIZE;
@@ -422,45 +420,16 @@ impl<'b> BufferWriter<'b> {
         let mut pos = 0;
         if config.version.has_extents() {
             // The value is set by `sync_extents` below.
-            put(
-                &mut buf[pos..],
-                &RawBufferExtents {
-                    tag: MetadataKind::BufferExtents.tag(),
-                    size: U64::new(0),
-                    reserved: [0; 7],
-                },
-            );
-            pos += META;
+            pos = put_metadata(buf, pos, &BufferExtents { size: 0 });
         }
-        put(
-            &mut buf[pos..],
-            &RawNewBuffer {
-                tag: MetadataKind::NewBuffer.tag(),
-                tid: I32::new(config.tid),
-                reserved: [0; 11],
-            },
-        );
-        pos += META;
-        put(
-            &mut buf[pos..],
-            &RawWalltimeMarker {
-                tag: MetadataKind::WalltimeMarker.tag(),
-                seconds: I64::new(walltime.seconds),
-                micros: U32::new(walltime.micros % 1_000_000),
-                reserved: [0; 3],
-            },
-        );
-        pos += META;
+        pos = put_metadata(buf, pos, &NewBuffer { tid: config.tid });
+        let walltime = WalltimeMarker {
+            seconds: walltime.seconds,
+            micros: walltime.micros % 1_000_000,
+        };
+        pos = put_metadata(buf, pos, &walltime);
         if let Some(pid) = config.pid {
-            put(
-                &mut buf[pos..],
-                &RawPid {
-                    tag: MetadataKind::Pid.tag(),
-                    pid: I32::new(pid),
-                    reserved: [0; 11],
-                },
-            );
-            pos += META;
+            pos = put_metadata(buf, pos, &Pid { pid });
         }
         let limit = buf.len() - config.tail_reserve();
         let mut w = Self {
@@ -644,14 +613,7 @@ impl<'b> BufferWriter<'b> {
             self.write_new_cpu(0, 0);
         }
         if !self.version.has_extents() {
-            put(
-                &mut self.buf[self.pos..],
-                &RawEndOfBuffer {
-                    tag: MetadataKind::EndOfBuffer.tag(),
-                    reserved: [0; 15],
-                },
-            );
-            self.pos += META;
+            self.pos = put_metadata(self.buf, self.pos, &EndOfBuffer);
         }
         let Self { buf, pos, .. } = self;
         &buf[..pos]
@@ -662,8 +624,8 @@ impl<'b> BufferWriter<'b> {
     fn sync_extents(&mut self) {
         if self.version.has_extents() {
             let n = (self.pos - META) as u64;
-            // Offset 1..9 of the first record is the extents' u64.
-            if let Some(dst) = self.buf.get_mut(1..9) {
+            // The first record is the BufferExtents; only its count changes.
+            if let Some(dst) = self.buf.get_mut(BufferExtents::SIZE_FIELD) {
                 dst.copy_from_slice(&n.to_le_bytes());
             }
         }
@@ -688,15 +650,7 @@ impl<'b> BufferWriter<'b> {
             Preamble::None => return,
             Preamble::NewCpu => self.write_new_cpu(ts.cpu, ts.tsc),
             Preamble::Wrap => {
-                put(
-                    &mut self.buf[self.pos..],
-                    &RawTscWrap {
-                        tag: MetadataKind::TscWrap.tag(),
-                        tsc: U64::new(ts.tsc),
-                        reserved: [0; 7],
-                    },
-                );
-                self.pos += META;
+                self.pos = put_metadata(self.buf, self.pos, &TscWrap { tsc: ts.tsc });
                 self.latest_tsc = ts.tsc;
             }
         }
@@ -705,16 +659,7 @@ impl<'b> BufferWriter<'b> {
     }
 
     fn write_new_cpu(&mut self, cpu: u16, tsc: u64) {
-        put(
-            &mut self.buf[self.pos..],
-            &RawNewCpuId {
-                tag: MetadataKind::NewCpuId.tag(),
-                cpu: U16::new(cpu),
-                tsc: U64::new(tsc),
-                reserved: [0; 5],
-            },
-        );
-        self.pos += META;
+        self.pos = put_metadata(self.buf, self.pos, &NewCpuId { cpu, tsc });
         self.latest_cpu = u32::from(cpu);
         self.latest_tsc = tsc;
         self.undo_start = self.pos;
@@ -724,7 +669,7 @@ impl<'b> BufferWriter<'b> {
     #[inline(always)]
     fn put_function(&mut self, action: FunctionAction, id: FunctionId, tsc: u64) {
         let delta = tsc.wrapping_sub(self.latest_tsc) as u32;
-        let word = RawFunctionRecord::to_u64(action, id, delta);
+        let word = FunctionRecord { action, id, delta }.to_u64();
         let end = self.pos + FUNC;
         if let Some(dst) = self.buf.get_mut(self.pos..end) {
             dst.copy_from_slice(&word.to_le_bytes());
@@ -860,7 +805,12 @@ impl<'b> BufferWriter<'b> {
             self.sync_extents();
             return Ok(());
         }
-        self.put_word(RawFunctionRecord::to_u64(action, id, delta as u32), ts.tsc)?;
+        let record = FunctionRecord {
+            action,
+            id,
+            delta: delta as u32,
+        };
+        self.put_word(record.to_u64(), ts.tsc)?;
         // A kept exit ends every undoable run before it; an EnterArg is never erased.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
             self.undo_start = self.pos;
@@ -1018,15 +968,7 @@ impl<'b> BufferWriter<'b> {
         self.write_preamble(p, ts);
         self.put_function(FunctionAction::EnterArg, id, ts.tsc);
         for &value in args {
-            put(
-                &mut self.buf[self.pos..],
-                &RawCallArgument {
-                    tag: MetadataKind::CallArgument.tag(),
-                    value: U64::new(value),
-                    reserved: [0; 7],
-                },
-            );
-            self.pos += META;
+            self.pos = put_metadata(self.buf, self.pos, &CallArgument { value });
         }
         self.undo_start = self.pos;
         self.sync_extents();
@@ -1079,43 +1021,30 @@ impl<'b> BufferWriter<'b> {
     /// ```
     pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
         self.check_event(payload)?;
-        let size = I32::new(payload.len() as i32);
-        if self.version.events_use_delta() {
+        let time = if self.version.events_use_delta() {
             let p = self.preamble_for(ts, i32::MAX as u64);
             self.write_preamble(p, ts);
             let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
-            put(
-                &mut self.buf[self.pos..],
-                &RawCustomEventV5 {
-                    tag: MetadataKind::CustomEventMarker.tag(),
-                    size,
-                    delta: I32::new(delta),
-                    reserved: [0; 7],
-                },
-            );
             self.latest_tsc = ts.tsc;
+            CustomEventTime::Delta(delta)
         } else {
             // The absolute form does not move the base TSC, so only a CPU change (or
             // the first event) needs a record first.
             if u32::from(ts.cpu) != self.latest_cpu {
                 self.write_new_cpu(ts.cpu, ts.tsc);
             }
-            put(
-                &mut self.buf[self.pos..],
-                &RawCustomEventV4 {
-                    tag: MetadataKind::CustomEventMarker.tag(),
-                    size,
-                    tsc: U64::new(ts.tsc),
-                    cpu: U16::new(if self.version == Version::V4 {
-                        ts.cpu
-                    } else {
-                        0
-                    }),
-                    reserved: [0; 1],
-                },
-            );
-        }
-        self.pos += META;
+            CustomEventTime::Absolute {
+                tsc: ts.tsc,
+                cpu: ts.cpu,
+            }
+        };
+        // `check_event` has made sure the size fits an i32.
+        let marker = CustomEventMarker {
+            size: payload.len() as i32,
+            time,
+        };
+        let version = self.version;
+        self.pos = put_marker(self.buf, self.pos, |out| marker.emit(version, out));
         self.put_payload(payload);
         Ok(())
     }
@@ -1148,18 +1077,14 @@ impl<'b> BufferWriter<'b> {
         let p = self.preamble_for(ts, i32::MAX as u64);
         self.write_preamble(p, ts);
         let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
-        put(
-            &mut self.buf[self.pos..],
-            &RawTypedEvent {
-                tag: MetadataKind::TypedEventMarker.tag(),
-                size: I32::new(payload.len() as i32),
-                delta: I32::new(delta),
-                event_type: U16::new(event_type),
-                reserved: [0; 5],
-            },
-        );
+        let marker = TypedEventMarker {
+            // `check_event` has made sure the size fits an i32.
+            size: payload.len() as i32,
+            delta,
+            event_type,
+        };
+        self.pos = put_metadata(self.buf, self.pos, &marker);
         self.latest_tsc = ts.tsc;
-        self.pos += META;
         self.put_payload(payload);
         Ok(())
     }
@@ -1172,6 +1097,25 @@ impl<'b> BufferWriter<'b> {
         }
         self.undo_start = self.pos;
         self.sync_extents();
+    }
+}
+
+/// Writes a metadata record at `pos` and returns the position after it. The caller
+/// has checked the room; without it nothing is written.
+#[inline(always)]
+fn put_metadata(buf: &mut [u8], pos: usize, record: &impl MetadataRecord) -> usize {
+    put_marker(buf, pos, |out| record.emit(out))
+}
+
+/// [`put_metadata`] for a record that `emit` writes.
+#[inline(always)]
+fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) -> usize {
+    match buf.get_mut(pos..).and_then(|rest| rest.first_chunk_mut()) {
+        Some(out) => {
+            emit(out);
+            pos + META
+        }
+        None => pos,
     }
 }
 

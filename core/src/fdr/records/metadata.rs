@@ -1,0 +1,740 @@
+//! Metadata records: the 16-byte records that delimit buffers, set the base TSC and
+//! carry arguments and events.
+//!
+//! Each kind is one type with the fields the record carries, and its
+//! [`MetadataRecord::parse`] and [`MetadataRecord::emit`] side by side: the one place
+//! its layout is read and written. Behind each type is a private zerocopy layout that
+//! names every byte, reserved ones included, so that `emit` writes them as zero (LLVM's
+//! own runtime leaves stack garbage there; readers ignore it) and the compiler checks
+//! that every layout is 16 bytes.
+//!
+//! The custom event marker is the one kind whose layout depends on the version, so
+//! [`CustomEventMarker`] has `parse` and `emit` of its own that take one.
+
+use zerocopy::little_endian::{I32, I64, U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, Unaligned};
+
+use super::super::header::Version;
+
+/// Size of a metadata record (custom and typed event payloads follow it).
+///
+/// ```
+/// use flightrec_core::fdr::records::{CustomEventTime, Record, METADATA_RECORD_SIZE};
+/// assert_eq!(METADATA_RECORD_SIZE, 16);
+/// assert_eq!(Record::Pid { pid: 1 }.encoded_len(), METADATA_RECORD_SIZE);
+/// let event = Record::CustomEvent { time: CustomEventTime::Delta(0), payload: b"abc" };
+/// assert_eq!(event.encoded_len(), METADATA_RECORD_SIZE + 3);
+/// ```
+pub const METADATA_RECORD_SIZE: usize = 16;
+
+/// The kind of a metadata record (byte 0 is `kind << 1 | 1`).
+///
+/// ```
+/// use flightrec_core::fdr::records::MetadataKind;
+/// let first_byte = 0x0f;
+/// assert_eq!(MetadataKind::from_number(first_byte >> 1), Some(MetadataKind::BufferExtents));
+/// assert_eq!(MetadataKind::BufferExtents.tag(), first_byte);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum MetadataKind {
+    /// Starts a buffer; carries the thread id.
+    NewBuffer = 0,
+    /// Ends a buffer (version 1 only).
+    EndOfBuffer = 1,
+    /// CPU change; sets the base TSC.
+    NewCpuId = 2,
+    /// Sets the base TSC when a delta would not fit.
+    TscWrap = 3,
+    /// Wall-clock time when the buffer was started.
+    WalltimeMarker = 4,
+    /// A custom event; its payload follows.
+    CustomEventMarker = 5,
+    /// An argument of the preceding function record.
+    CallArgument = 6,
+    /// Number of bytes that follow in this buffer (versions 2 and later).
+    BufferExtents = 7,
+    /// A typed event; its payload follows.
+    TypedEventMarker = 8,
+    /// Process id (versions 3 and later).
+    Pid = 9,
+}
+
+impl MetadataKind {
+    /// The kind with that 7-bit number (byte 0 of the record shifted right by one);
+    /// 10 and above are not defined.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::MetadataKind;
+    /// assert_eq!(MetadataKind::from_number(0), Some(MetadataKind::NewBuffer));
+    /// assert_eq!(MetadataKind::from_number(9), Some(MetadataKind::Pid));
+    /// assert_eq!(MetadataKind::from_number(10), None);
+    /// ```
+    pub const fn from_number(n: u8) -> Option<Self> {
+        Some(match n {
+            0 => Self::NewBuffer,
+            1 => Self::EndOfBuffer,
+            2 => Self::NewCpuId,
+            3 => Self::TscWrap,
+            4 => Self::WalltimeMarker,
+            5 => Self::CustomEventMarker,
+            6 => Self::CallArgument,
+            7 => Self::BufferExtents,
+            8 => Self::TypedEventMarker,
+            9 => Self::Pid,
+            _ => return None,
+        })
+    }
+
+    /// Byte 0 of a record of this kind.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::MetadataKind;
+    /// assert_eq!(MetadataKind::NewBuffer.tag(), 0x01);
+    /// assert_eq!(MetadataKind::NewCpuId.tag(), 0x05);
+    /// assert_eq!(MetadataKind::Pid.tag(), 0x13);
+    /// ```
+    pub const fn tag(self) -> u8 {
+        ((self as u8) << 1) | 1
+    }
+}
+
+/// A metadata record kind with a fixed layout: its fields, and the one place they are
+/// read from and written to the record's 16 bytes.
+///
+/// Byte 0 is the tag, `KIND.tag()`: [`emit`](Self::emit) writes it and
+/// [`parse`](Self::parse) leaves it to the caller, who dispatched on it. Reserved bytes
+/// are written as zero and ignored when read, so `emit(parse(bytes)) == bytes` for
+/// every record whose tag is right and whose reserved bytes are zero, and
+/// `parse(emit(record)) == record` always.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataKind, MetadataRecord, NewCpuId};
+/// let mut bytes = [0xAAu8; 16];
+/// NewCpuId { cpu: 3, tsc: 0x0102 }.emit(&mut bytes);
+/// assert_eq!(bytes, [0x05, 3, 0, 0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+/// assert_eq!(NewCpuId::parse(&bytes), NewCpuId { cpu: 3, tsc: 0x0102 });
+/// assert_eq!(NewCpuId::KIND, MetadataKind::NewCpuId);
+/// ```
+pub trait MetadataRecord: Sized {
+    /// The kind; byte 0 of the record is `KIND.tag()`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{MetadataKind, MetadataRecord, Pid};
+    /// assert_eq!(Pid::KIND, MetadataKind::Pid);
+    /// assert_eq!(Pid::KIND.tag(), 0x13);
+    /// ```
+    const KIND: MetadataKind;
+
+    /// Reads the fields; byte 0 and the reserved bytes are not looked at. Every bit
+    /// pattern of the fields is a valid value, so this cannot fail.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{MetadataRecord, NewBuffer};
+    /// let mut bytes = [0u8; 16];
+    /// bytes[..5].copy_from_slice(&[0x01, 7, 0, 0, 0]);
+    /// assert_eq!(NewBuffer::parse(&bytes), NewBuffer { tid: 7 });
+    /// ```
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self;
+
+    /// Writes all 16 bytes: the tag, the fields, and zero in every reserved byte.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{MetadataRecord, TscWrap};
+    /// let mut bytes = [0xAAu8; 16];
+    /// TscWrap { tsc: 1 << 40 }.emit(&mut bytes);
+    /// assert_eq!(bytes, [0x07, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    /// ```
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]);
+}
+
+/// NewBuffer (kind 0, tag `0x01`): starts a buffer. Bytes 1 to 4: i32 thread id.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, NewBuffer};
+/// let mut bytes = [0u8; 16];
+/// NewBuffer { tid: 7 }.emit(&mut bytes);
+/// assert_eq!(&bytes[..6], &[0x01, 7, 0, 0, 0, 0]);
+/// assert_eq!(NewBuffer::parse(&bytes).tid, 7);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NewBuffer {
+    /// Thread id.
+    pub tid: i32,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct NewBufferLayout {
+    tag: u8,
+    tid: I32,
+    reserved: [u8; 11],
+}
+
+impl MetadataRecord for NewBuffer {
+    const KIND: MetadataKind = MetadataKind::NewBuffer;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: NewBufferLayout = zerocopy::transmute!(*record);
+        Self { tid: raw.tid.get() }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(NewBufferLayout {
+            tag: Self::KIND.tag(),
+            tid: I32::new(self.tid),
+            reserved: [0; 11],
+        });
+    }
+}
+
+/// EndOfBuffer (kind 1, tag `0x03`): ends a buffer in version 1. No fields.
+///
+/// ```
+/// use flightrec_core::fdr::records::{EndOfBuffer, MetadataRecord};
+/// let mut bytes = [0xAAu8; 16];
+/// EndOfBuffer.emit(&mut bytes);
+/// assert_eq!(bytes, [0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+/// assert_eq!(EndOfBuffer::parse(&bytes), EndOfBuffer);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EndOfBuffer;
+
+impl MetadataRecord for EndOfBuffer {
+    const KIND: MetadataKind = MetadataKind::EndOfBuffer;
+
+    #[inline(always)]
+    fn parse(_record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        Self
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = [0; METADATA_RECORD_SIZE];
+        out[0] = Self::KIND.tag();
+    }
+}
+
+/// NewCPUId (kind 2, tag `0x05`): a CPU change; sets the base TSC. Bytes 1 and 2: u16
+/// CPU id; bytes 3 to 10: u64 absolute TSC.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, NewCpuId};
+/// let mut bytes = [0u8; 16];
+/// NewCpuId { cpu: 3, tsc: 1_000 }.emit(&mut bytes);
+/// assert_eq!(&bytes[..5], &[0x05, 3, 0, 0xe8, 0x03]);
+/// assert_eq!(NewCpuId::parse(&bytes), NewCpuId { cpu: 3, tsc: 1_000 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NewCpuId {
+    /// CPU id.
+    pub cpu: u16,
+    /// Absolute TSC.
+    pub tsc: u64,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct NewCpuIdLayout {
+    tag: u8,
+    cpu: U16,
+    tsc: U64,
+    reserved: [u8; 5],
+}
+
+impl MetadataRecord for NewCpuId {
+    const KIND: MetadataKind = MetadataKind::NewCpuId;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: NewCpuIdLayout = zerocopy::transmute!(*record);
+        Self {
+            cpu: raw.cpu.get(),
+            tsc: raw.tsc.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(NewCpuIdLayout {
+            tag: Self::KIND.tag(),
+            cpu: U16::new(self.cpu),
+            tsc: U64::new(self.tsc),
+            reserved: [0; 5],
+        });
+    }
+}
+
+/// TSCWrap (kind 3, tag `0x07`): sets the base TSC when a delta would not fit. Bytes 1
+/// to 8: u64 absolute TSC.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, TscWrap};
+/// let mut bytes = [0u8; 16];
+/// TscWrap { tsc: 1 << 33 }.emit(&mut bytes);
+/// assert_eq!(&bytes[..6], &[0x07, 0, 0, 0, 0, 2]);
+/// assert_eq!(TscWrap::parse(&bytes).tsc, 1 << 33);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TscWrap {
+    /// Absolute TSC.
+    pub tsc: u64,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct TscWrapLayout {
+    tag: u8,
+    tsc: U64,
+    reserved: [u8; 7],
+}
+
+impl MetadataRecord for TscWrap {
+    const KIND: MetadataKind = MetadataKind::TscWrap;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: TscWrapLayout = zerocopy::transmute!(*record);
+        Self { tsc: raw.tsc.get() }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(TscWrapLayout {
+            tag: Self::KIND.tag(),
+            tsc: U64::new(self.tsc),
+            reserved: [0; 7],
+        });
+    }
+}
+
+/// WalltimeMarker (kind 4, tag `0x09`): the wall-clock time when the buffer was
+/// started. Bytes 1 to 8: i64 seconds; bytes 9 to 12: u32 microseconds.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, WalltimeMarker};
+/// let mut bytes = [0u8; 16];
+/// let marker = WalltimeMarker { seconds: 1_700_000_000, micros: 5 };
+/// marker.emit(&mut bytes);
+/// assert_eq!(&bytes[9..13], &[5, 0, 0, 0]);
+/// assert_eq!(WalltimeMarker::parse(&bytes), marker);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WalltimeMarker {
+    /// Seconds.
+    pub seconds: i64,
+    /// Microseconds.
+    pub micros: u32,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct WalltimeMarkerLayout {
+    tag: u8,
+    seconds: I64,
+    micros: U32,
+    reserved: [u8; 3],
+}
+
+impl MetadataRecord for WalltimeMarker {
+    const KIND: MetadataKind = MetadataKind::WalltimeMarker;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: WalltimeMarkerLayout = zerocopy::transmute!(*record);
+        Self {
+            seconds: raw.seconds.get(),
+            micros: raw.micros.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(WalltimeMarkerLayout {
+            tag: Self::KIND.tag(),
+            seconds: I64::new(self.seconds),
+            micros: U32::new(self.micros),
+            reserved: [0; 3],
+        });
+    }
+}
+
+/// The time stamp of a custom event, which depends on the version (see
+/// [`Version::events_use_delta`]).
+///
+/// ```
+/// use flightrec_core::fdr::records::{CustomEventTime, EncodeError, Record};
+/// use flightrec_core::fdr::Version;
+/// let mut out = [0u8; 17];
+/// let v5 = Record::CustomEvent { time: CustomEventTime::Delta(1), payload: b"x" };
+/// assert_eq!(v5.encode(Version::V5, &mut out), Ok(17));
+/// // Version 3 wants the absolute form.
+/// assert_eq!(v5.encode(Version::V3, &mut out), Err(EncodeError::WrongTimeForm));
+/// let v3 = Record::CustomEvent { time: CustomEventTime::Absolute { tsc: 5, cpu: 0 }, payload: b"x" };
+/// assert_eq!(v3.encode(Version::V3, &mut out), Ok(17));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CustomEventTime {
+    /// Versions 1 to 4: an absolute TSC, and (version 4) the CPU; it does not move the
+    /// base TSC.
+    Absolute {
+        /// Absolute TSC.
+        tsc: u64,
+        /// CPU id (zero before version 4).
+        cpu: u16,
+    },
+    /// Version 5: a delta from the base TSC, which it advances.
+    Delta(i32),
+}
+
+/// CustomEventMarker (kind 5, tag `0x0b`): a custom event; `size` payload bytes follow
+/// the 16-byte marker. Bytes 1 to 4 are the i32 size; what follows depends on the
+/// version:
+///
+/// * versions 1 to 4: bytes 5 to 12, u64 absolute TSC; bytes 13 and 14, u16 CPU id,
+///   defined from version 4 (`llvm-xray` 14 reads it in versions 1 to 3 too, so
+///   [`parse`](Self::parse) does, and [`emit`](Self::emit) keeps it zero there);
+/// * version 5: bytes 5 to 8, i32 TSC delta.
+///
+/// ```
+/// use flightrec_core::fdr::records::{CustomEventMarker, CustomEventTime};
+/// use flightrec_core::fdr::Version;
+/// let marker = CustomEventMarker { size: 2, time: CustomEventTime::Absolute { tsc: 900, cpu: 2 } };
+/// let mut bytes = [0u8; 16];
+/// marker.emit(Version::V4, &mut bytes);
+/// assert_eq!(&bytes[..7], &[0x0b, 2, 0, 0, 0, 0x84, 0x03]);
+/// assert_eq!(&bytes[13..15], &[2, 0]);
+/// assert_eq!(CustomEventMarker::parse(Version::V4, &bytes), marker);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CustomEventMarker {
+    /// Payload size in bytes, as written (readers reject 0 and below).
+    pub size: i32,
+    /// When: absolute in versions 1 to 4, a delta in version 5.
+    pub time: CustomEventTime,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct CustomEventV4Layout {
+    tag: u8,
+    size: I32,
+    tsc: U64,
+    cpu: U16,
+    reserved: [u8; 1],
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct CustomEventV5Layout {
+    tag: u8,
+    size: I32,
+    delta: I32,
+    reserved: [u8; 7],
+}
+
+impl CustomEventMarker {
+    /// The kind; byte 0 of the marker is `KIND.tag()`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{CustomEventMarker, MetadataKind};
+    /// assert_eq!(CustomEventMarker::KIND.tag(), 0x0b);
+    /// ```
+    pub const KIND: MetadataKind = MetadataKind::CustomEventMarker;
+
+    /// Reads the marker as `version` lays it out: a [`CustomEventTime::Delta`] in
+    /// version 5, a [`CustomEventTime::Absolute`] before. Byte 0, the reserved bytes
+    /// and the payload are not looked at, nor is the size checked.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{CustomEventMarker, CustomEventTime};
+    /// use flightrec_core::fdr::Version;
+    /// let mut bytes = [0u8; 16];
+    /// bytes[..6].copy_from_slice(&[0x0b, 5, 0, 0, 0, 100]);
+    /// let v5 = CustomEventMarker::parse(Version::V5, &bytes);
+    /// assert_eq!(v5, CustomEventMarker { size: 5, time: CustomEventTime::Delta(100) });
+    /// let v3 = CustomEventMarker::parse(Version::V3, &bytes);
+    /// assert_eq!(v3.time, CustomEventTime::Absolute { tsc: 100, cpu: 0 });
+    /// ```
+    #[inline]
+    pub fn parse(version: Version, record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        if version.events_use_delta() {
+            let raw: CustomEventV5Layout = zerocopy::transmute!(*record);
+            Self {
+                size: raw.size.get(),
+                time: CustomEventTime::Delta(raw.delta.get()),
+            }
+        } else {
+            let raw: CustomEventV4Layout = zerocopy::transmute!(*record);
+            Self {
+                size: raw.size.get(),
+                time: CustomEventTime::Absolute {
+                    tsc: raw.tsc.get(),
+                    cpu: raw.cpu.get(),
+                },
+            }
+        }
+    }
+
+    /// Writes all 16 bytes of the marker (not the payload). The layout follows the
+    /// time's form; the CPU id is written in version 4 only, and is zero in versions 1
+    /// to 3, which do not define it. Matching the form to the version is the caller's
+    /// part ([`Record::encode`](super::Record::encode) checks it).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{CustomEventMarker, CustomEventTime};
+    /// use flightrec_core::fdr::Version;
+    /// let mut bytes = [0xAAu8; 16];
+    /// CustomEventMarker { size: 2, time: CustomEventTime::Delta(-3) }.emit(Version::V5, &mut bytes);
+    /// assert_eq!(bytes, [0x0b, 2, 0, 0, 0, 0xfd, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0]);
+    /// let absolute = CustomEventMarker { size: 1, time: CustomEventTime::Absolute { tsc: 9, cpu: 2 } };
+    /// absolute.emit(Version::V3, &mut bytes);
+    /// assert_eq!(&bytes[13..15], &[0, 0]);
+    /// ```
+    #[inline]
+    pub fn emit(&self, version: Version, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        let size = I32::new(self.size);
+        *out = match self.time {
+            CustomEventTime::Delta(delta) => zerocopy::transmute!(CustomEventV5Layout {
+                tag: Self::KIND.tag(),
+                size,
+                delta: I32::new(delta),
+                reserved: [0; 7],
+            }),
+            CustomEventTime::Absolute { tsc, cpu } => zerocopy::transmute!(CustomEventV4Layout {
+                tag: Self::KIND.tag(),
+                size,
+                tsc: U64::new(tsc),
+                cpu: U16::new(if version == Version::V4 { cpu } else { 0 }),
+                reserved: [0; 1],
+            }),
+        };
+    }
+}
+
+/// CallArgument (kind 6, tag `0x0d`): one argument of the preceding function record.
+/// Bytes 1 to 8: u64 value.
+///
+/// ```
+/// use flightrec_core::fdr::records::{CallArgument, MetadataRecord};
+/// let mut bytes = [0u8; 16];
+/// CallArgument { value: u64::MAX }.emit(&mut bytes);
+/// assert_eq!(&bytes[..10], &[0x0d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]);
+/// assert_eq!(CallArgument::parse(&bytes).value, u64::MAX);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CallArgument {
+    /// The argument.
+    pub value: u64,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct CallArgumentLayout {
+    tag: u8,
+    value: U64,
+    reserved: [u8; 7],
+}
+
+impl MetadataRecord for CallArgument {
+    const KIND: MetadataKind = MetadataKind::CallArgument;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: CallArgumentLayout = zerocopy::transmute!(*record);
+        Self {
+            value: raw.value.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(CallArgumentLayout {
+            tag: Self::KIND.tag(),
+            value: U64::new(self.value),
+            reserved: [0; 7],
+        });
+    }
+}
+
+/// BufferExtents (kind 7, tag `0x0f`): the number of bytes that follow in this buffer
+/// (versions 2 and later). Bytes 1 to 8: u64 byte count.
+///
+/// ```
+/// use flightrec_core::fdr::records::{BufferExtents, MetadataRecord};
+/// let mut bytes = [0u8; 16];
+/// BufferExtents { size: 4080 }.emit(&mut bytes);
+/// assert_eq!(&bytes[..4], &[0x0f, 0xf0, 0x0f, 0]);
+/// assert_eq!(BufferExtents::parse(&bytes).size, 4080);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BufferExtents {
+    /// Bytes that follow in the buffer.
+    pub size: u64,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct BufferExtentsLayout {
+    tag: u8,
+    size: U64,
+    reserved: [u8; 7],
+}
+
+impl BufferExtents {
+    /// Where the u64 byte count lies in the record. The writer rewrites it in place
+    /// after every record, and `llvm-xray` accepts a file whose last BufferExtents is
+    /// cut off after it, so both reach it directly.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{BufferExtents, MetadataRecord};
+    /// let mut bytes = [0u8; 16];
+    /// BufferExtents { size: 0x0102 }.emit(&mut bytes);
+    /// assert_eq!(&bytes[BufferExtents::SIZE_FIELD], &0x0102u64.to_le_bytes());
+    /// ```
+    pub const SIZE_FIELD: core::ops::Range<usize> = 1..9;
+}
+
+// The field range above is the layout's, checked once here.
+const _: () = {
+    assert!(core::mem::offset_of!(BufferExtentsLayout, size) == BufferExtents::SIZE_FIELD.start);
+    assert!(
+        BufferExtents::SIZE_FIELD.end - BufferExtents::SIZE_FIELD.start
+            == core::mem::size_of::<U64>()
+    );
+};
+
+impl MetadataRecord for BufferExtents {
+    const KIND: MetadataKind = MetadataKind::BufferExtents;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: BufferExtentsLayout = zerocopy::transmute!(*record);
+        Self {
+            size: raw.size.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(BufferExtentsLayout {
+            tag: Self::KIND.tag(),
+            size: U64::new(self.size),
+            reserved: [0; 7],
+        });
+    }
+}
+
+/// TypedEventMarker (kind 8, tag `0x11`): a typed event; `size` payload bytes follow
+/// the 16-byte marker. Bytes 1 to 4: i32 size; 5 to 8: i32 TSC delta; 9 and 10: u16
+/// event type. Typed events carry a delta in every version.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, TypedEventMarker};
+/// let marker = TypedEventMarker { size: 1, delta: 10, event_type: 0xF17C };
+/// let mut bytes = [0u8; 16];
+/// marker.emit(&mut bytes);
+/// assert_eq!(&bytes[..11], &[0x11, 1, 0, 0, 0, 10, 0, 0, 0, 0x7c, 0xf1]);
+/// assert_eq!(TypedEventMarker::parse(&bytes), marker);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TypedEventMarker {
+    /// Payload size in bytes, as written (readers reject 0 and below).
+    pub size: i32,
+    /// TSC delta from the base TSC.
+    pub delta: i32,
+    /// Event type.
+    pub event_type: u16,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct TypedEventLayout {
+    tag: u8,
+    size: I32,
+    delta: I32,
+    event_type: U16,
+    reserved: [u8; 5],
+}
+
+impl MetadataRecord for TypedEventMarker {
+    const KIND: MetadataKind = MetadataKind::TypedEventMarker;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: TypedEventLayout = zerocopy::transmute!(*record);
+        Self {
+            size: raw.size.get(),
+            delta: raw.delta.get(),
+            event_type: raw.event_type.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(TypedEventLayout {
+            tag: Self::KIND.tag(),
+            size: I32::new(self.size),
+            delta: I32::new(self.delta),
+            event_type: U16::new(self.event_type),
+            reserved: [0; 5],
+        });
+    }
+}
+
+/// Pid (kind 9, tag `0x13`): the process id (versions 3 and later). Bytes 1 to 4: i32
+/// process id.
+///
+/// ```
+/// use flightrec_core::fdr::records::{MetadataRecord, Pid};
+/// let mut bytes = [0u8; 16];
+/// Pid { pid: 4242 }.emit(&mut bytes);
+/// assert_eq!(&bytes[..4], &[0x13, 0x92, 0x10, 0]);
+/// assert_eq!(Pid::parse(&bytes).pid, 4242);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Pid {
+    /// Process id.
+    pub pid: i32,
+}
+
+#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
+#[repr(C)]
+struct PidLayout {
+    tag: u8,
+    pid: I32,
+    reserved: [u8; 11],
+}
+
+impl MetadataRecord for Pid {
+    const KIND: MetadataKind = MetadataKind::Pid;
+
+    #[inline(always)]
+    fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
+        let raw: PidLayout = zerocopy::transmute!(*record);
+        Self { pid: raw.pid.get() }
+    }
+
+    #[inline(always)]
+    fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
+        *out = zerocopy::transmute!(PidLayout {
+            tag: Self::KIND.tag(),
+            pid: I32::new(self.pid),
+            reserved: [0; 11],
+        });
+    }
+}
