@@ -39,7 +39,13 @@ use crate::output::reader_gone;
 pub const ABOUT: &str =
     "flightrec: receive, check and convert LLVM XRay FDR traces and git Trace2 streams";
 
-/// The longer text of `flightrec --help`. Example on [`ABOUT`].
+/// The longer text of `flightrec --help`; its first line is [`ABOUT`].
+///
+/// ```
+/// use flightrec_cli::{ABOUT, LONG_ABOUT};
+/// assert!(LONG_ABOUT.starts_with(ABOUT));
+/// assert!(LONG_ABOUT.contains("trace2 render"));
+/// ```
 pub const LONG_ABOUT: &str = "\
 flightrec: receive, check and convert LLVM XRay FDR traces and git Trace2 streams.
 
@@ -110,19 +116,36 @@ pub fn command() -> clap::Command {
     Cli::command().about(ABOUT).long_about(LONG_ABOUT)
 }
 
-/// Parses the process's arguments and runs the command; `main` of the `flightrec`
-/// binary.
+/// Runs the command line `args` (the program name first) and returns the exit
+/// status; the `flightrec` binary's `main` is `run(std::env::args_os())`. Usage
+/// errors, `--help` and `--version` print what clap prints and return its status.
 ///
-/// ```no_run
-/// fn main() -> std::process::ExitCode {
-///     flightrec_cli::main()
-/// }
 /// ```
-pub fn main() -> ExitCode {
-    let matches = command().get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
+/// use std::process::ExitCode;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace = dir.path().join("t.xray");
+/// std::fs::write(&trace, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let trace = trace.to_str().unwrap();
+/// assert_eq!(flightrec_cli::run(["flightrec", "verify", "--quiet", trace]), ExitCode::SUCCESS);
+/// assert_eq!(flightrec_cli::run(["flightrec", "no-such-command"]), ExitCode::from(2));
+/// assert_eq!(flightrec_cli::run(["flightrec", "--version"]), ExitCode::SUCCESS);
+/// ```
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let parsed = command()
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => {
+            // clap's own words: the help, the version, or what is wrong with the usage.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
     };
     let args = match cli.command {
         Command::Trace2 {

@@ -1,5 +1,5 @@
 //! The `flightrec` command; everything is in the library (`flightrec_cli`).
 
 fn main() -> std::process::ExitCode {
-    flightrec_cli::main()
+    flightrec_cli::run(std::env::args_os())
 }
