@@ -7,13 +7,10 @@
 //! Without `llvm-xray` the comparisons are skipped with a message, except under
 //! `CI=true`, where they fail.
 
-#[path = "../../std-shell/tests/xray_common/mod.rs"]
-mod xray_common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use xray_common::llvm_xray;
+use flightrec_testkit::xray_tool::llvm_xray;
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

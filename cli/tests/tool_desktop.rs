@@ -12,18 +12,13 @@
 //! Names files written by the runtime's own writer also check the errors: damaged,
 //! foreign and misplaced files give a clear message and never a panic.
 
-#[path = "../../std-shell/tests/examples_common/mod.rs"]
-mod examples_common;
-#[path = "../../std-shell/tests/xray_common/mod.rs"]
-mod xray_common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use flightrec_host::core::fdr::FunctionId;
-use xray_common::{llvm_xray, xray_ok};
+use flightrec_testkit::xray_tool::{llvm_xray, xray_ok};
 
 /// The function names the example registers.
 const EXAMPLE_NAMES: [&str; 4] = [
@@ -58,7 +53,7 @@ fn scratch(name: &str) -> PathBuf {
 /// The `xray-host` example, built once with the profile of this test.
 fn xray_host() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| examples_common::build_example("xray-host"))
+    EXE.get_or_init(|| flightrec_testkit::examples::build_example("flightrec", "xray-host"))
 }
 
 /// Runs the example with `XRAY_OPTIONS`; returns the trace and its names file.

@@ -6,8 +6,6 @@
 //! `005exec` hands over to the real `git`, which judges the inherited session
 //! id and command hierarchy by writing its own lines into the same file.
 
-mod examples_common;
-
 use serde_json::json;
 use support::{scrub_normal, scrub_perf, summarize_events, Outcome, Run, V};
 
@@ -762,7 +760,7 @@ mod support {
     fn tool_dir() -> &'static Path {
         static DIR: OnceLock<PathBuf> = OnceLock::new();
         DIR.get_or_init(|| {
-            let example = crate::examples_common::build_example("test-tool");
+            let example = flightrec_testkit::examples::build_example("flightrec", "test-tool");
             let dir = std::env::temp_dir()
                 .join(format!("flightrec-test-tool-bin-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();

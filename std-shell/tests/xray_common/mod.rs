@@ -1,196 +1,18 @@
-//! Helpers of the desktop XRay tests: the real `llvm-xray`, its YAML output, and
-//! child processes (the runtime is process-wide, so each scenario runs in a fresh
-//! process: this test binary again, with `XRAY_TEST_CHILD` naming the scenario).
+//! The desktop XRay tests' workload and its judgement: a deterministic
+//! multi-threaded workload, what `llvm-xray` must show of it, and the shared
+//! helpers (the real `llvm-xray`, its YAML, child-process scenarios) from
+//! `flightrec-testkit`. The runtime is process-wide, so each scenario runs in a
+//! fresh child process.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-use serde::Deserialize;
-
-/// The environment variable that turns a test binary run into a scenario child.
-pub const CHILD_VAR: &str = "XRAY_TEST_CHILD";
-
-/// The `llvm-xray` binary, if installed. Under `CI=true` its absence fails the test.
-pub fn llvm_xray() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("LLVM_XRAY") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => ["llvm-xray", "llvm-xray-14", "/usr/bin/llvm-xray"]
-            .map(PathBuf::from)
-            .to_vec(),
-    };
-    for c in candidates {
-        if Command::new(&c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c);
-        }
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("llvm-xray is not installed (Debian package `llvm`, or set LLVM_XRAY); CI must run these checks");
-    }
-    eprintln!("llvm-xray not found: skipping the llvm-xray checks");
-    None
-}
-
-/// Runs `llvm-xray`; returns (success, stdout, stderr).
-pub fn xray(tool: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .expect("run llvm-xray");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Runs `llvm-xray` and fails the test unless it succeeds; returns stdout.
-pub fn xray_ok(tool: &Path, args: &[&str]) -> String {
-    let (ok, out, err) = xray(tool, args);
-    assert!(ok, "llvm-xray {args:?} failed:\n{err}\n{out}");
-    out
-}
-
-/// A fresh scratch directory.
-pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flightrec-xray-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs scenario `name` of the current test binary in a child process, via the
-/// ignored test named `child_test` (which runs the scenario `CHILD_VAR` names).
-pub fn run_child(child_test: &str, name: &str, env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        child_test,
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(CHILD_VAR, name)
-    .env_remove("XRAY_OPTIONS")
-    .env_remove("XRAY_FDR_OPTIONS");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run child")
-}
-
-/// Files in `dir` whose names start with `prefix` and are traces (not names files).
-pub fn traces_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with(prefix) && !n.ends_with(".names")
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// The names file of a trace.
-pub fn names_of(trace: &Path) -> PathBuf {
-    let mut s = trace.as_os_str().to_owned();
-    s.push(".names");
-    PathBuf::from(s)
-}
-
-/// One record of `llvm-xray convert --output-format=yaml`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct Record {
-    #[serde(rename = "type")]
-    pub event_type: u32,
-    #[serde(rename = "func-id")]
-    pub func_id: u32,
-    pub function: String,
-    #[serde(default)]
-    pub args: Vec<u64>,
-    pub cpu: u32,
-    pub thread: u32,
-    pub process: Option<u32>,
-    pub kind: String,
-    pub tsc: u64,
-    pub data: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Header {
-    pub version: u32,
-    #[serde(rename = "cycle-frequency")]
-    pub cycle_frequency: u64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Trace {
-    pub header: Header,
-    pub records: Vec<Record>,
-}
-
-/// `llvm-xray convert --output-format=yaml` of `trace`, parsed.
-pub fn convert_yaml(tool: &Path, trace: &Path) -> Trace {
-    let text = xray_ok(
-        tool,
-        &["convert", "--output-format=yaml", trace.to_str().unwrap()],
-    );
-    serde_yaml::from_str(&text).expect("llvm-xray YAML")
-}
-
-/// Records grouped by thread, each thread's in TSC order.
-pub fn by_thread(records: &[Record]) -> BTreeMap<u32, Vec<Record>> {
-    let mut m: BTreeMap<u32, Vec<Record>> = BTreeMap::new();
-    for r in records {
-        m.entry(r.thread).or_default().push(r.clone());
-    }
-    for v in m.values_mut() {
-        v.sort_by_key(|r| r.tsc);
-    }
-    m
-}
-
-/// Checks a trace with every judge: `fdr-dump --verify`, `convert` (returned),
-/// `stack` with the names file. Skips (returns `None`) without llvm-xray.
-pub fn judge(trace: &Path) -> Option<Trace> {
-    let tool = llvm_xray()?;
-    let t = trace.to_str().unwrap();
-    xray_ok(&tool, &["fdr-dump", "--verify", t]);
-    let parsed = convert_yaml(&tool, trace);
-    let names = names_of(trace);
-    assert!(names.exists(), "no names file beside {t}");
-    xray_ok(&tool, &["stack", "-k", "-m", names.to_str().unwrap(), t]);
-    Some(parsed)
-}
-
-/// `KEY=VALUE` lines a child printed on stdout.
-pub fn child_values(out: &Output) -> BTreeMap<String, String> {
-    // libtest prints `test NAME ... ` before the child's first line.
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
-/// Fails with the child's output unless it exited successfully.
-pub fn assert_child_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "child failed: {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+pub use flightrec_testkit::child::{
+    assert_child_ok, child_values, run_child, scratch_dir, CHILD_VAR,
+};
+pub use flightrec_testkit::xray_tool::{by_thread, judge, traces_in};
+use flightrec_testkit::xray_tool::{llvm_xray, names_of, xray_ok, Record};
 
 /// The ids the workload uses for its explicitly numbered functions.
 pub const OUTER_ID: u32 = 1000;
@@ -271,18 +93,6 @@ pub fn shape(r: &Record) -> (String, Option<u32>, Vec<u64>, String) {
 /// Whether a YAML record is a function record.
 pub fn is_function(r: &Record) -> bool {
     r.kind.starts_with("function-")
-}
-
-/// Compares two sequences and reports the first difference briefly.
-pub fn assert_same_seq<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
-    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        panic!(
-            "{what}: first difference at {i}: got {:?}, want {:?}",
-            &got[i..(i + 3).min(got.len())],
-            &want[i..(i + 3).min(want.len())]
-        );
-    }
-    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
 }
 
 /// The id the names table gave the workload's leaf (printed by children).
@@ -386,4 +196,15 @@ pub fn check_workload(out: &Output, trace: &Path, workers: u64, rounds: u64) {
             .any(|l| l.contains(";outer;with_arg;") && l.contains("xray_common::leaf")),
         "{flame}"
     );
+}
+/// Compares two sequences and reports the first difference briefly.
+pub fn assert_same_seq<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
+        panic!(
+            "{what}: first difference at {i}: got {:?}, want {:?}",
+            &got[i..(i + 3).min(got.len())],
+            &want[i..(i + 3).min(want.len())]
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
 }

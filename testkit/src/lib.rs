@@ -1,0 +1,22 @@
+//! Test helpers shared by flightrec's crates and its fuzz targets (dev-only,
+//! never published).
+//!
+//! * [`trace2_gen`]: one generator of arbitrary Trace2 events, for libFuzzer
+//!   (raw bytes) and for proptest (a strategy over the same bytes);
+//! * [`trace2_check`]: what the Trace2 formatters promise for any of those
+//!   inputs, checked the same way by the property tests and the fuzz target;
+//! * [`xray_tool`]: finding and running the real `llvm-xray`, its YAML parsed;
+//! * [`child`]: scenarios run in a fresh child process of the test binary;
+//! * [`examples`]: building a crate's example from an integration test.
+//!
+//! The fuzz crate uses only the first two (`default-features = false`).
+
+pub mod trace2_check;
+pub mod trace2_gen;
+
+#[cfg(feature = "integration")]
+pub mod child;
+#[cfg(feature = "integration")]
+pub mod examples;
+#[cfg(feature = "integration")]
+pub mod xray_tool;
