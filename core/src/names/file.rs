@@ -115,42 +115,232 @@ fn put_name<E>(
     Ok(())
 }
 
-/// Writes a section header (ELF64, little endian).
-#[allow(clippy::too_many_arguments)]
-fn put_section_header<E>(
-    put: &mut impl FnMut(&[u8]) -> Result<(), E>,
-    index: usize,
-    kind: u32,
-    flags: u64,
-    addr: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    info: u32,
-    align: u64,
-    entry_size: u64,
-) -> Result<(), E> {
-    let mut h = [0u8; SHDR as usize];
-    let fields: [&[u8]; 10] = [
-        &shstr_offset(index).to_le_bytes(),
-        &kind.to_le_bytes(),
-        &flags.to_le_bytes(),
-        &addr.to_le_bytes(),
-        &offset.to_le_bytes(),
-        &size.to_le_bytes(),
-        &link.to_le_bytes(),
-        &info.to_le_bytes(),
-        &align.to_le_bytes(),
-        &entry_size.to_le_bytes(),
-    ];
-    let mut at = 0;
-    for field in fields {
-        if let Some(dst) = h.get_mut(at..at + field.len()) {
-            dst.copy_from_slice(field);
-        }
-        at += field.len();
+/// Copies `bytes` into `buf` at `at` (nothing if they do not fit).
+fn set(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    if let Some(dst) = buf.get_mut(at..at.saturating_add(bytes.len())) {
+        dst.copy_from_slice(bytes);
     }
-    put(&h)
+}
+
+/// Where everything goes in the file, from the ids' names.
+///
+/// The writer is split into one small function per part so that each stack frame
+/// stays small even without optimisation: a signal handler runs it on the small
+/// alternate signal stack.
+struct Layout {
+    /// Ids 1 to `n`.
+    n: u64,
+    map_off: u64,
+    sym_off: u64,
+    str_off: u64,
+    str_size: u64,
+    table_off: u64,
+    table_size: u64,
+    shs_off: u64,
+    sh_off: u64,
+}
+
+impl Layout {
+    #[inline(never)]
+    fn new<'n>(max_id: u32, name_of: &impl Fn(u32) -> Option<&'n [u8]>) -> Self {
+        let n = u64::from(max_id);
+        let map_off = align8(TEXT_ADDR + n);
+        let sym_off = map_off + SLED * n;
+        let str_off = sym_off + SYM * (n + 1);
+        let mut str_size = 1u64;
+        let mut table_size = 0u64;
+        for id in 1..=max_id {
+            let name = name_of(id);
+            str_size = str_size.saturating_add(name_len(id, name) + 1);
+            if let Some(name) = name {
+                let line = super::table::entry_len(id, name) as u64;
+                table_size = table_size.saturating_add(line);
+            }
+        }
+        let table_off = str_off.saturating_add(str_size);
+        let shs_off = table_off.saturating_add(table_size);
+        let sh_off = align8(shs_off.saturating_add(SHSTRTAB_LEN));
+        Self {
+            n,
+            map_off,
+            sym_off,
+            str_off,
+            str_size,
+            table_off,
+            table_size,
+            shs_off,
+            sh_off,
+        }
+    }
+}
+
+/// The ELF header: 64-bit, little-endian, ET_DYN, x86_64 (any machine llvm-xray
+/// knows will do; the names are the same on every host).
+#[inline(never)]
+fn put_elf_header<E>(put: &mut impl FnMut(&[u8]) -> Result<(), E>, l: &Layout) -> Result<(), E> {
+    let mut eh = [0u8; 64];
+    set(&mut eh, 0, b"\x7fELF\x02\x01\x01\x00");
+    set(&mut eh, 16, &3u16.to_le_bytes()); // ET_DYN
+    set(&mut eh, 18, &62u16.to_le_bytes()); // EM_X86_64
+    set(&mut eh, 20, &1u32.to_le_bytes()); // EV_CURRENT
+    set(&mut eh, 40, &l.sh_off.to_le_bytes());
+    set(&mut eh, 52, &64u16.to_le_bytes()); // e_ehsize
+    set(&mut eh, 58, &(SHDR as u16).to_le_bytes());
+    set(&mut eh, 60, &(SECTION_NAMES.len() as u16 + 1).to_le_bytes());
+    set(&mut eh, 62, &(SECTION_NAMES.len() as u16).to_le_bytes()); // .shstrtab is last
+    put(&eh)
+}
+
+/// `.text`: one `nop` per function, then padding to the map.
+#[inline(never)]
+fn put_text<E>(put: &mut impl FnMut(&[u8]) -> Result<(), E>, l: &Layout) -> Result<(), E> {
+    const NOPS: [u8; 64] = [0x90; 64];
+    let mut left = l.n;
+    while left > 0 {
+        let k = left.min(64);
+        put(NOPS.get(..k as usize).unwrap_or_default())?;
+        left -= k;
+    }
+    let pad = (l.map_off - TEXT_ADDR - l.n) as usize;
+    put([0u8; 8].get(..pad).unwrap_or_default())
+}
+
+/// `xray_instr_map`: entry k describes function k; both addresses are relative to
+/// the field that holds them (entry version 2).
+#[inline(never)]
+fn put_instr_map<E>(put: &mut impl FnMut(&[u8]) -> Result<(), E>, l: &Layout) -> Result<(), E> {
+    for i in 0..l.n {
+        let func = TEXT_ADDR + i;
+        let entry_addr = l.map_off + SLED * i;
+        let mut e = [0u8; SLED as usize];
+        set(&mut e, 0, &func.wrapping_sub(entry_addr).to_le_bytes());
+        set(&mut e, 8, &func.wrapping_sub(entry_addr + 8).to_le_bytes());
+        // Kind: function entry; always instrument; entry version 2.
+        set(&mut e, 16, &[0, 1, 2]);
+        put(&e)?;
+    }
+    Ok(())
+}
+
+/// `.symtab`: the null symbol, then one global function symbol of size 1 per id.
+#[inline(never)]
+fn put_symtab<'n, E>(
+    put: &mut impl FnMut(&[u8]) -> Result<(), E>,
+    max_id: u32,
+    name_of: &impl Fn(u32) -> Option<&'n [u8]>,
+) -> Result<(), E> {
+    put(&[0u8; SYM as usize])?;
+    let mut name_off = 1u64;
+    for id in 1..=max_id {
+        let mut s = [0u8; SYM as usize];
+        set(&mut s, 0, &(name_off as u32).to_le_bytes());
+        set(&mut s, 4, &[0x12, 0, 1, 0]); // STB_GLOBAL | STT_FUNC, section 1 (.text)
+        set(&mut s, 8, &(TEXT_ADDR + u64::from(id) - 1).to_le_bytes());
+        set(&mut s, 16, &1u64.to_le_bytes());
+        put(&s)?;
+        name_off = name_off.saturating_add(name_len(id, name_of(id)) + 1);
+    }
+    Ok(())
+}
+
+/// `.strtab`: every id's name (or `#id`).
+#[inline(never)]
+fn put_strtab<'n, E>(
+    put: &mut impl FnMut(&[u8]) -> Result<(), E>,
+    max_id: u32,
+    name_of: &impl Fn(u32) -> Option<&'n [u8]>,
+) -> Result<(), E> {
+    put(b"\0")?;
+    for id in 1..=max_id {
+        put_name(put, id, name_of(id))?;
+        put(b"\0")?;
+    }
+    Ok(())
+}
+
+/// The names table: one line per named id.
+#[inline(never)]
+fn put_table<'n, E>(
+    put: &mut impl FnMut(&[u8]) -> Result<(), E>,
+    max_id: u32,
+    name_of: &impl Fn(u32) -> Option<&'n [u8]>,
+) -> Result<(), E> {
+    for id in 1..=max_id {
+        if let Some(name) = name_of(id) {
+            put_entry(put, id, |put| put_name(put, id, Some(name)))?;
+        }
+    }
+    Ok(())
+}
+
+/// `.shstrtab`, then padding to the section headers.
+#[inline(never)]
+fn put_shstrtab<E>(put: &mut impl FnMut(&[u8]) -> Result<(), E>, l: &Layout) -> Result<(), E> {
+    put(b"\0")?;
+    for name in SECTION_NAMES {
+        put(name)?;
+        put(b"\0")?;
+    }
+    let pad = (l.sh_off - l.shs_off - SHSTRTAB_LEN) as usize;
+    put([0u8; 8].get(..pad).unwrap_or_default())
+}
+
+/// The section headers: the null one, then those of [`SECTION_NAMES`].
+#[inline(never)]
+fn put_section_headers<E>(
+    put: &mut impl FnMut(&[u8]) -> Result<(), E>,
+    l: &Layout,
+) -> Result<(), E> {
+    const PROGBITS: u32 = 1;
+    const SYMTAB: u32 = 2;
+    const STRTAB: u32 = 3;
+    const ALLOC: u64 = 2;
+    const EXEC: u64 = 4;
+    put(&[0u8; SHDR as usize])?;
+    for index in 1..=SECTION_NAMES.len() {
+        // Kind, flags, address, offset, size, link, info, alignment, entry size.
+        let (kind, flags, addr, offset, size, link, info, align, entry_size) = match index {
+            1 => (
+                PROGBITS,
+                ALLOC | EXEC,
+                TEXT_ADDR,
+                TEXT_ADDR,
+                l.n,
+                0,
+                0,
+                1,
+                0,
+            ),
+            2 => (
+                PROGBITS,
+                ALLOC,
+                l.map_off,
+                l.map_off,
+                SLED * l.n,
+                0,
+                0,
+                8,
+                0,
+            ),
+            3 => (SYMTAB, 0, 0, l.sym_off, SYM * (l.n + 1), 4, 1, 8, SYM),
+            4 => (STRTAB, 0, 0, l.str_off, l.str_size, 0, 0, 1, 0),
+            5 => (PROGBITS, 0, 0, l.table_off, l.table_size, 0, 0, 1, 0),
+            _ => (STRTAB, 0, 0, l.shs_off, SHSTRTAB_LEN, 0, 0, 1, 0),
+        };
+        let mut h = [0u8; SHDR as usize];
+        set(&mut h, 0, &shstr_offset(index).to_le_bytes());
+        set(&mut h, 4, &u32::to_le_bytes(kind));
+        set(&mut h, 8, &u64::to_le_bytes(flags));
+        set(&mut h, 16, &u64::to_le_bytes(addr));
+        set(&mut h, 24, &offset.to_le_bytes());
+        set(&mut h, 32, &size.to_le_bytes());
+        set(&mut h, 40, &u32::to_le_bytes(link));
+        set(&mut h, 44, &u32::to_le_bytes(info));
+        set(&mut h, 48, &u64::to_le_bytes(align));
+        set(&mut h, 56, &u64::to_le_bytes(entry_size));
+        put(&h)?;
+    }
+    Ok(())
 }
 
 /// Writes the names file for ids 1 to `max_id` through `put`, asking `name_of` for
@@ -176,149 +366,15 @@ pub fn write<'n, E>(
     mut put: impl FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     let put = &mut put;
-    let n = u64::from(max_id);
-    let text_off = TEXT_ADDR;
-    let map_off = align8(text_off + n);
-    let sym_off = map_off + SLED * n;
-    let str_off = sym_off + SYM * (n + 1);
-    let mut str_size = 1u64;
-    let mut table_size = 0u64;
-    for id in 1..=max_id {
-        let name = name_of(id);
-        let len = name_len(id, name);
-        str_size = str_size.saturating_add(len + 1);
-        if let Some(name) = name {
-            let line = super::table::entry_len(id, name) as u64;
-            table_size = table_size.saturating_add(line);
-        }
-    }
-    let table_off = str_off.saturating_add(str_size);
-    let shs_off = table_off.saturating_add(table_size);
-    let sh_off = align8(shs_off.saturating_add(SHSTRTAB_LEN));
-
-    // ELF header: 64-bit, little-endian, ET_DYN, x86_64 (any machine llvm-xray knows
-    // will do; the names are the same on every host).
-    let mut eh = [0u8; 64];
-    let fields: [(usize, &[u8]); 9] = [
-        (0, b"\x7fELF\x02\x01\x01\x00"),
-        (16, &3u16.to_le_bytes()),  // ET_DYN
-        (18, &62u16.to_le_bytes()), // EM_X86_64
-        (20, &1u32.to_le_bytes()),  // EV_CURRENT
-        (40, &sh_off.to_le_bytes()),
-        (52, &64u16.to_le_bytes()), // e_ehsize
-        (58, &(SHDR as u16).to_le_bytes()),
-        (60, &(SECTION_NAMES.len() as u16 + 1).to_le_bytes()),
-        (62, &(SECTION_NAMES.len() as u16).to_le_bytes()), // .shstrtab is last
-    ];
-    for (at, field) in fields {
-        if let Some(dst) = eh.get_mut(at..at + field.len()) {
-            dst.copy_from_slice(field);
-        }
-    }
-    put(&eh)?;
-
-    // .text: one `nop` per function.
-    const NOPS: [u8; 64] = [0x90; 64];
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(64);
-        put(NOPS.get(..k as usize).unwrap_or_default())?;
-        left -= k;
-    }
-    let pad = (map_off - text_off - n) as usize;
-    put([0u8; 8].get(..pad).unwrap_or_default())?;
-
-    // xray_instr_map: entry k describes function k; both addresses are relative to
-    // the field that holds them (entry version 2).
-    for i in 0..n {
-        let func = text_off + i;
-        let entry_addr = map_off + SLED * i;
-        let mut e = [0u8; SLED as usize];
-        let (addresses, rest) = e.split_at_mut(16);
-        let (address, function) = addresses.split_at_mut(8);
-        address.copy_from_slice(&func.wrapping_sub(entry_addr).to_le_bytes());
-        function.copy_from_slice(&func.wrapping_sub(entry_addr + 8).to_le_bytes());
-        // kind: function entry; always instrument; entry version 2.
-        if let Some(dst) = rest.get_mut(..3) {
-            dst.copy_from_slice(&[0, 1, 2]);
-        }
-        put(&e)?;
-    }
-
-    // .symtab: the null symbol, then one global function symbol of size 1 per id.
-    put(&[0u8; SYM as usize])?;
-    let mut name_off = 1u64;
-    for id in 1..=max_id {
-        let mut s = [0u8; SYM as usize];
-        let (head, tail) = s.split_at_mut(8);
-        let (name, info) = head.split_at_mut(4);
-        name.copy_from_slice(&(name_off as u32).to_le_bytes());
-        info.copy_from_slice(&[0x12, 0, 1, 0]); // STB_GLOBAL | STT_FUNC, section 1 (.text)
-        let (value, size) = tail.split_at_mut(8);
-        value.copy_from_slice(&(text_off + u64::from(id) - 1).to_le_bytes());
-        size.copy_from_slice(&1u64.to_le_bytes());
-        put(&s)?;
-        name_off = name_off.saturating_add(name_len(id, name_of(id)) + 1);
-    }
-
-    // .strtab
-    put(b"\0")?;
-    for id in 1..=max_id {
-        put_name(put, id, name_of(id))?;
-        put(b"\0")?;
-    }
-
-    // The names table.
-    for id in 1..=max_id {
-        if let Some(name) = name_of(id) {
-            put_entry(put, id, |put| put_name(put, id, Some(name)))?;
-        }
-    }
-
-    // .shstrtab, padding, section headers.
-    put(b"\0")?;
-    for name in SECTION_NAMES {
-        put(name)?;
-        put(b"\0")?;
-    }
-    let pad = (sh_off - shs_off - SHSTRTAB_LEN) as usize;
-    put([0u8; 8].get(..pad).unwrap_or_default())?;
-
-    const PROGBITS: u32 = 1;
-    const SYMTAB: u32 = 2;
-    const STRTAB: u32 = 3;
-    const ALLOC: u64 = 2;
-    const EXEC: u64 = 4;
-    put(&[0u8; SHDR as usize])?;
-    // Per section after the null one: kind, flags, address, offset, size, link,
-    // info, alignment, entry size.
-    type Header = (u32, u64, u64, u64, u64, u32, u32, u64, u64);
-    let headers: [Header; 6] = [
-        (PROGBITS, ALLOC | EXEC, text_off, text_off, n, 0, 0, 1, 0),
-        (PROGBITS, ALLOC, map_off, map_off, SLED * n, 0, 0, 8, 0),
-        (SYMTAB, 0, 0, sym_off, SYM * (n + 1), 4, 1, 8, SYM),
-        (STRTAB, 0, 0, str_off, str_size, 0, 0, 1, 0),
-        (PROGBITS, 0, 0, table_off, table_size, 0, 0, 1, 0),
-        (STRTAB, 0, 0, shs_off, SHSTRTAB_LEN, 0, 0, 1, 0),
-    ];
-    for (i, (kind, flags, addr, offset, size, link, info, align, entry)) in
-        headers.into_iter().enumerate()
-    {
-        put_section_header(
-            put,
-            i + 1,
-            kind,
-            flags,
-            addr,
-            offset,
-            size,
-            link,
-            info,
-            align,
-            entry,
-        )?;
-    }
-    Ok(())
+    let layout = Layout::new(max_id, &name_of);
+    put_elf_header(put, &layout)?;
+    put_text(put, &layout)?;
+    put_instr_map(put, &layout)?;
+    put_symtab(put, max_id, &name_of)?;
+    put_strtab(put, max_id, &name_of)?;
+    put_table(put, max_id, &name_of)?;
+    put_shstrtab(put, &layout)?;
+    put_section_headers(put, &layout)
 }
 
 /// [`write`] to an [`embedded_io::Write`].

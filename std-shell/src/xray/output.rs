@@ -36,6 +36,13 @@ use super::names::Sink;
 /// ```
 pub const NAMES_SUFFIX: &str = flightrec_core::names::SUFFIX;
 
+/// The names file of `trace`: its path plus [`NAMES_SUFFIX`].
+pub(crate) fn names_path(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(NAMES_SUFFIX);
+    PathBuf::from(s)
+}
+
 /// The program name compiler-rt puts in file names: the last `/` component of
 /// `argv[0]`, or `(unknown)`.
 pub(crate) fn program_name() -> String {
