@@ -53,4 +53,5 @@
 pub mod clock;
 pub mod fdr;
 pub mod link;
+pub mod names;
 pub mod trace2;

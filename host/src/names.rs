@@ -3,8 +3,8 @@
 //! Three formats are read, told apart by their content:
 //!
 //! * The names file the desktop runtime writes beside each trace
-//!   (`<trace>.names`, an ELF file): its `flightrec_names` section, read by
-//!   [`super::names_elf`].
+//!   (`<trace>.names`, an ELF file), or a firmware image carrying the same table:
+//!   its `flightrec_names` section, read by [`super::names_elf`].
 //! * `llvm-xray`'s instrumentation map in YAML (what `llvm-xray extract --symbolize`
 //!   writes and `-m`/`--instr_map` reads): a list of `{ id: N, ..., function-name: X }`
 //!   entries. Entries without a name are skipped.
@@ -19,17 +19,16 @@ use yaml_rust2::{Yaml, YamlLoader};
 use super::names_elf::{is_elf, read_elf_names};
 
 /// Appended to a trace's path to name the names file the desktop runtime writes
-/// beside it (the runtime's `NAMES_SUFFIX`).
+/// beside it (the core's [`SUFFIX`](flightrec_core::names::SUFFIX)).
 ///
 /// ```
 /// use flightrec_host::names::{names_beside, NAMES_SUFFIX};
 /// use std::path::Path;
 ///
-/// assert_eq!(NAMES_SUFFIX, flightrec::xray::NAMES_SUFFIX);
 /// let beside = names_beside(Path::new("t.xray"));
 /// assert_eq!(beside.to_str(), Some(&*format!("t.xray{NAMES_SUFFIX}")));
 /// ```
-pub const NAMES_SUFFIX: &str = ".names";
+pub const NAMES_SUFFIX: &str = flightrec_core::names::SUFFIX;
 
 /// Where the desktop runtime puts the names file of `trace`: `<trace>.names`.
 ///
@@ -224,12 +223,6 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[cfg(unix)]
-    #[test]
-    fn suffix_is_the_runtimes() {
-        assert_eq!(NAMES_SUFFIX, flightrec::xray::NAMES_SUFFIX);
-    }
 
     #[test]
     fn binary_that_is_not_elf_is_refused() {

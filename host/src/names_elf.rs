@@ -1,23 +1,25 @@
 //! The names file the desktop runtime writes beside each trace (`<trace>.names`,
-//! see [`flightrec::xray::names`]): a small ELF shared object whose `flightrec_names`
-//! section is the id-to-name table as text, one `id<TAB>name<LF>` line per named id.
+//! see [`flightrec::xray::names`]), and firmware images that carry the same
+//! table: an ELF file whose [`SECTION`] section is the id-to-name table, one
+//! `id<TAB>name<LF>` line per named id.
 //!
-//! Only that section is read. The file's `xray_instr_map` and symbols are what
+//! Only that section is read. A names file's `xray_instr_map` and symbols are what
 //! `llvm-xray` reads; they carry the same names (with placeholders `#id` for ids
 //! without a name), so reading the text table is enough and does not depend on the
 //! symbol layout.
 //!
-//! The ELF container is parsed with the `object` crate (read-only, ELF only), which
-//! checks every offset and size against the file; nothing here indexes the input
-//! without a bound check, so a damaged or foreign file is an [`ElfNamesError`],
-//! never a panic.
+//! The format, the ELF section finder and the table reader are the core's
+//! ([`flightrec_core::names`]); this module collects the table into a map, checks
+//! that no id is named twice and words the errors.
 
 use std::collections::HashMap;
 use std::fmt;
 
-use object::{Object, ObjectSection};
+use flightrec_core::names::elf::{find_section, ElfError};
+use flightrec_core::names::table::{entries, TableErrorKind};
+use flightrec_core::names::INSTR_MAP_SECTION;
 
-/// The section that holds the text table.
+/// The section that holds the text table (the core's).
 ///
 /// ```
 /// use flightrec_host::names_elf::SECTION;
@@ -31,11 +33,7 @@ use object::{Object, ObjectSection};
 /// let line = format!("{}\texample::section\n", id.get());
 /// assert!(elf.windows(line.len()).any(|w| w == line.as_bytes()));
 /// ```
-pub const SECTION: &str = "flightrec_names";
-
-/// The section `llvm-xray` reads function addresses from; an ELF file with this
-/// section but no [`SECTION`] is most likely an instrumented program.
-const INSTR_MAP: &str = "xray_instr_map";
+pub const SECTION: &str = flightrec_core::names::SECTION;
 
 /// Why an ELF file gave no names.
 ///
@@ -64,7 +62,7 @@ const INSTR_MAP: &str = "xray_instr_map";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ElfNamesError {
     /// The ELF container is damaged (truncated, offsets out of range...).
-    Malformed(String),
+    Malformed(ElfError),
     /// A well-formed ELF file without the names section.
     NoSection {
         /// The file has an XRay instrumentation map (an instrumented program).
@@ -125,10 +123,10 @@ impl std::error::Error for ElfNamesError {}
 /// assert!(!is_elf(b"\x7fEL"));
 /// ```
 pub fn is_elf(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"\x7fELF")
+    flightrec_core::names::elf::is_elf(bytes)
 }
 
-/// The names of an ELF names file.
+/// The names of an ELF names file (or of a firmware image with the section).
 ///
 /// ```
 /// use flightrec_host::names_elf::{read_elf_names, ElfNamesError};
@@ -143,15 +141,12 @@ pub fn is_elf(bytes: &[u8]) -> bool {
 /// assert!(matches!(read_elf_names(&elf[..100]), Err(ElfNamesError::Malformed(_))));
 /// ```
 pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
-    let file = object::File::parse(bytes).map_err(|e| ElfNamesError::Malformed(e.to_string()))?;
-    let Some(section) = file.section_by_name(SECTION) else {
+    let section = |name| find_section(bytes, name).map_err(ElfNamesError::Malformed);
+    let Some(table) = section(SECTION)? else {
         return Err(ElfNamesError::NoSection {
-            has_instr_map: file.section_by_name(INSTR_MAP).is_some(),
+            has_instr_map: section(INSTR_MAP_SECTION)?.is_some(),
         });
     };
-    let table = section
-        .data()
-        .map_err(|e| ElfNamesError::Malformed(format!("{SECTION} section: {e}")))?;
     parse_table(table)
 }
 
@@ -160,7 +155,8 @@ pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesErro
 ///
 /// The runtime writes names as the program gave them, so a name holding a line
 /// feed spans lines: a line without a tab continues the name before it. Empty
-/// names are skipped (the id stays unnamed), as in a YAML map.
+/// names are skipped (the id stays unnamed), as in a YAML map; an id named twice
+/// is an error.
 ///
 /// ```
 /// use flightrec_host::names_elf::parse_table;
@@ -171,39 +167,17 @@ pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesErro
 /// ```
 pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> {
     let mut map: HashMap<u32, String> = HashMap::new();
-    let body = table.strip_suffix(b"\n").unwrap_or(table);
-    if body.is_empty() {
-        return Ok(map);
-    }
-    let mut last: Option<u32> = None;
-    for (n, line) in body.split(|&b| b == b'\n').enumerate() {
-        let line_no = n + 1;
-        let bad = |reason| ElfNamesError::BadLine {
-            line: line_no,
-            reason,
-        };
-        let utf8 = |b| std::str::from_utf8(b).map_err(|_| bad("the name is not UTF-8"));
-        let Some(tab) = line.iter().position(|&b| b == b'\t') else {
-            // The rest of the name before, after its line feed.
-            let id = last.ok_or_else(|| bad("no tab between id and name"))?;
-            let name = map.entry(id).or_default();
-            name.push('\n');
-            name.push_str(utf8(line)?);
-            continue;
-        };
-        let (id, name) = (&line[..tab], &line[tab + 1..]);
-        if id.is_empty() || !id.iter().all(u8::is_ascii_digit) {
-            return Err(bad("the id is not a decimal number"));
+    for entry in entries(table) {
+        let entry = entry.map_err(|e| ElfNamesError::BadLine {
+            line: e.line,
+            reason: TableErrorKind::reason(e.kind),
+        })?;
+        if map.insert(entry.id, entry.name.to_owned()).is_some() {
+            return Err(ElfNamesError::DuplicateId {
+                line: entry.line,
+                id: entry.id,
+            });
         }
-        let id: u32 = std::str::from_utf8(id)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .filter(|&id| id > 0)
-            .ok_or_else(|| bad("the id is 0 or too large"))?;
-        if map.insert(id, utf8(name)?.to_owned()).is_some() {
-            return Err(ElfNamesError::DuplicateId { line: line_no, id });
-        }
-        last = Some(id);
     }
     map.retain(|_, name| !name.is_empty());
     Ok(map)

@@ -34,8 +34,11 @@
 //!
 //! Details, differences from compiler-rt and the file formats: `docs/desktop-fdr.md`.
 
+mod claim;
 pub mod clock;
 pub mod config;
+mod flush;
+mod lifecycle;
 pub mod names;
 pub mod options;
 mod output;
@@ -43,12 +46,14 @@ mod pool;
 mod record;
 mod runtime;
 mod signal;
+mod state;
 
 use std::fmt;
 use std::path::PathBuf;
 
 pub use clock::CpuIds;
 pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
+pub use lifecycle::Report;
 pub use names::{function_id, set_function_name};
 pub use output::NAMES_SUFFIX;
 #[doc(hidden)]
@@ -57,7 +62,7 @@ pub use record::{
     custom_event, enter, enter_with_arg, is_recording, record_enter, record_exit, record_tail_exit,
     typed_event, CallSite, FunctionGuard,
 };
-pub use runtime::{Report, Stats};
+pub use runtime::Stats;
 
 /// Why the runtime did not do what was asked. Tracing stays off (or as it was).
 ///
@@ -150,7 +155,7 @@ impl From<ConfigError> for Error {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn init(config: Config) -> Result<(), Error> {
-    runtime::init(config)
+    lifecycle::init(config)
 }
 
 /// Reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS` and starts the runtime when they
@@ -223,13 +228,13 @@ pub fn init_from_env() -> Result<bool, Error> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn start() -> bool {
-    runtime::set_recording(true)
+    state::set_recording(true)
 }
 
 /// Stops recording until [`start`] (compiler-rt: `__xray_unpatch`). Example on
 /// [`start`].
 pub fn stop() -> bool {
-    runtime::set_recording(false)
+    state::set_recording(false)
 }
 
 /// Writes the trace now. Flight recorder: a new file with every thread's newest
@@ -263,7 +268,7 @@ pub fn stop() -> bool {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn dump() -> Result<Option<PathBuf>, Error> {
-    runtime::dump()
+    flush::dump()
 }
 
 /// Stops recording for good and writes the trace (what the exit hook does; call it
@@ -291,7 +296,7 @@ pub fn dump() -> Result<Option<PathBuf>, Error> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn shutdown() -> Result<Report, Error> {
-    runtime::shutdown()
+    lifecycle::shutdown()
 }
 
 /// The runtime's counters (all zero before [`init`]).

@@ -16,10 +16,11 @@
 //! assert_eq!(function_name(id.get()), Some("parse_config"));
 //! ```
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use flightrec_core::fdr::FunctionId;
+use flightrec_core::names::file;
 
 /// The highest id that can carry a name.
 ///
@@ -35,17 +36,37 @@ pub const MAX_NAMED_ID: u32 = (1 << 20) - 1;
 const CHUNK: usize = 256;
 const CHUNKS: usize = (MAX_NAMED_ID as usize + 1) / CHUNK;
 
-/// One chunk of the table: names of ids `k * CHUNK ..`, each a leaked `&'static str`.
-type Chunk = [AtomicPtr<&'static str>; CHUNK];
+/// One chunk of the table: for ids `k * CHUNK ..`, the index in [`STORED`] of each
+/// id's newest name, plus one (0: no name).
+type Chunk = [AtomicU32; CHUNK];
 
-/// Chunk pointers; a chunk is allocated on its first name and never freed.
-static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+/// The table, a chunk allocated on its first name and never freed.
+static TABLE: [OnceLock<Box<Chunk>>; CHUNKS] = [const { OnceLock::new() }; CHUNKS];
+
+/// Segments of [`STORED`]: segment `s` has `CHUNK << s` slots, so 25 of them hold
+/// more names than a `u32` counts.
+const SEGMENTS: usize = 25;
+
+/// Every name ever stored, in order, each slot written once: renaming an id
+/// stores a new name and points the id at it, so a reader never sees a slot
+/// change. Segments are allocated on first use and never freed.
+static STORED: [OnceLock<Box<[OnceLock<&'static str>]>>; SEGMENTS] =
+    [const { OnceLock::new() }; SEGMENTS];
+
+/// The slot of stored name `index`: segment and position in it.
+fn stored_slot(index: u32) -> (usize, usize) {
+    let j = u64::from(index) + CHUNK as u64;
+    let segment = (j.ilog2() - CHUNK.ilog2()) as usize;
+    (segment, (j - ((CHUNK as u64) << segment)) as usize)
+}
+
 /// The highest id with a name (0: none).
 static MAX_ID: AtomicU32 = AtomicU32::new(0);
 /// The next id [`function_id`] considers.
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
-/// Serialises writers (readers never take it).
-static WRITER: Mutex<()> = Mutex::new(());
+/// Serialises writers (readers never take it); holds the number of names in
+/// [`STORED`].
+static WRITER: Mutex<u32> = Mutex::new(0);
 
 /// The name of `id`, if it has one. Lock-free; safe in a signal handler.
 ///
@@ -60,20 +81,12 @@ pub fn function_name(id: u32) -> Option<&'static str> {
     if id == 0 || id > MAX_NAMED_ID {
         return None;
     }
-    let chunk = TABLE[id as usize / CHUNK].load(Ordering::Acquire);
-    if chunk.is_null() {
-        return None;
-    }
-    // SAFETY: chunks are leaked `Box<Chunk>`s, published with release after being
-    // fully initialised, and never freed.
-    let chunk: &Chunk = unsafe { &*chunk };
-    let entry = chunk[id as usize % CHUNK].load(Ordering::Acquire);
-    if entry.is_null() {
-        return None;
-    }
-    // SAFETY: entries are leaked `Box<&'static str>`s published with release, never
-    // freed or changed in place.
-    Some(unsafe { *entry })
+    let chunk = TABLE[id as usize / CHUNK].get()?;
+    let index = chunk[id as usize % CHUNK]
+        .load(Ordering::Acquire)
+        .checked_sub(1)?;
+    let (segment, slot) = stored_slot(index);
+    STORED[segment].get()?.get(slot)?.get().copied()
 }
 
 /// The highest id that has a name, 0 if none: what the names file covers.
@@ -90,22 +103,28 @@ pub fn max_named_id() -> u32 {
     MAX_ID.load(Ordering::Acquire)
 }
 
-/// Stores a name; the caller holds `WRITER`.
-fn store(id: u32, name: &'static str) {
-    let slot = &TABLE[id as usize / CHUNK];
-    let mut chunk = slot.load(Ordering::Acquire);
-    if chunk.is_null() {
-        let fresh: Box<Chunk> = Box::new([const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK]);
-        chunk = Box::into_raw(fresh);
-        slot.store(chunk, Ordering::Release);
+/// Stores a name; `stored` is the count [`WRITER`] holds. `false` when
+/// [`STORED`] is full (after about four billion names).
+fn store(stored: &mut u32, id: u32, name: &'static str) -> bool {
+    let index = *stored;
+    if index == u32::MAX {
+        return false;
     }
-    let entry = Box::into_raw(Box::new(name));
-    // SAFETY: `chunk` is a leaked chunk (above or earlier); never freed.
-    let chunk: &Chunk = unsafe { &*chunk };
-    chunk[id as usize % CHUNK].store(entry, Ordering::Release);
+    let (segment, slot) = stored_slot(index);
+    let segment =
+        STORED[segment].get_or_init(|| (0..CHUNK << segment).map(|_| OnceLock::new()).collect());
+    if segment[slot].set(name).is_err() {
+        return false;
+    }
+    *stored = index + 1;
+    let chunk =
+        TABLE[id as usize / CHUNK].get_or_init(|| Box::new([const { AtomicU32::new(0) }; CHUNK]));
+    // Release: a reader that sees the index sees the slot written.
+    chunk[id as usize % CHUNK].store(index + 1, Ordering::Release);
     if id > MAX_ID.load(Ordering::Relaxed) {
         MAX_ID.store(id, Ordering::Release);
     }
+    true
 }
 
 /// A new function id named `name`: the lowest id from 1 up that this table has not
@@ -122,14 +141,14 @@ fn store(id: u32, name: &'static str) {
 /// assert_eq!(function_id("a").get(), 4); // a new id for every call
 /// ```
 pub fn function_id(name: &'static str) -> FunctionId {
-    let _w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut stored = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let mut id = NEXT_ID.load(Ordering::Relaxed);
     while function_name(id).is_some() {
         id += 1;
     }
     NEXT_ID.store(id + 1, Ordering::Relaxed);
     if id <= MAX_NAMED_ID {
-        store(id, name);
+        store(&mut stored, id, name);
     }
     FunctionId::new(id & FunctionId::MAX).expect("masked to 28 bits")
 }
@@ -149,9 +168,8 @@ pub fn set_function_name(id: FunctionId, name: &str) -> bool {
         return false;
     }
     let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    let _w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-    store(id, name);
-    true
+    let mut stored = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    store(&mut stored, id, name)
 }
 
 /// A byte sink that may fail; the names and trace writers use it so that the same
@@ -195,323 +213,31 @@ impl Sink for Vec<u8> {
     }
 }
 
-/// Base address (and file offset) of `.text`: function `id` is the byte at
-/// `TEXT_ADDR + id - 1`.
-///
-/// ```
-/// use flightrec::xray::names::{function_id, write_names_elf, TEXT_ADDR};
-/// function_id("one");
-/// let max = function_id("two").get();
-/// let mut elf = Vec::new();
-/// assert!(write_names_elf(&mut elf, max));
-/// // Find `.text` in the ELF64 section headers.
-/// let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
-/// let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
-/// let (shoff, shentsize, shnum) = (u64_at(0x28) as usize, u16_at(0x3a), u16_at(0x3c));
-/// let header = |i: usize| shoff + i * shentsize;
-/// let names_at = u64_at(header(u16_at(0x3e)) + 24) as usize; // .shstrtab's offset
-/// let text = (0..shnum)
-///     .map(header)
-///     .find(|&h| {
-///         let name = names_at + u32::from_le_bytes(elf[h..h + 4].try_into().unwrap()) as usize;
-///         elf[name..].starts_with(b".text\0")
-///     })
-///     .unwrap();
-/// let (addr, offset, size) = (u64_at(text + 16), u64_at(text + 24), u64_at(text + 32));
-/// assert_eq!((addr, offset, size), (TEXT_ADDR, TEXT_ADDR, u64::from(max)));
-/// ```
-pub const TEXT_ADDR: u64 = 64;
-const SLED: u64 = 32;
-const SYM: u64 = 24;
-const SHDR: u64 = 64;
-const SHSTRTAB: &[u8] = b"\0.text\0xray_instr_map\0.symtab\0.strtab\0flightrec_names\0.shstrtab\0";
+/// Base address (and file offset) of `.text` in the names file: function `id` is
+/// the byte at `TEXT_ADDR + id - 1` (see [`flightrec_core::names::file`]).
+pub use flightrec_core::names::file::TEXT_ADDR;
 
-fn align8(x: u64) -> u64 {
-    (x + 7) & !7
-}
-
-fn shstr(name: &[u8]) -> u32 {
-    SHSTRTAB
-        .windows(name.len())
-        .position(|w| w == name)
-        .unwrap_or(0) as u32
-}
-
-/// Digits of `n` into the end of `buf`; returns the start index.
-fn digits(mut n: u32, buf: &mut [u8; 10]) -> usize {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return i;
-        }
-    }
-}
-
-/// The byte length of the name written for `id` (placeholders read `#id`).
-fn name_len(id: u32) -> u64 {
-    match function_name(id) {
-        Some(n) => n.len() as u64,
-        None => {
-            let mut b = [0u8; 10];
-            1 + (10 - digits(id, &mut b)) as u64
-        }
-    }
-}
-
-/// Writes the name of `id` with bytes readers choke on replaced: NUL ends a string
-/// table entry and `"` is not escaped by `llvm-xray`'s trace_event output.
-fn put_name(out: &mut dyn Sink, id: u32) -> bool {
-    match function_name(id) {
-        Some(n) => {
-            let mut ok = true;
-            for piece in n.as_bytes().split_inclusive(|&c| c == 0 || c == b'"') {
-                match piece.split_last() {
-                    Some((&last, head)) if last == 0 || last == b'"' => {
-                        ok &= out.put(head) && out.put(if last == 0 { b"_" } else { b"'" });
-                    }
-                    _ => ok &= out.put(piece),
-                }
-            }
-            ok
-        }
-        None => {
-            let mut b = [0u8; 10];
-            let s = digits(id, &mut b);
-            out.put(b"#") && out.put(&b[s..])
-        }
-    }
-}
-
-/// Writes the names file for ids 1 to `max_id` (normally [`max_named_id`]).
-///
-/// The file is a small ELF64 shared object that `llvm-xray` 14 reads as an
-/// instrumentation map (`-m FILE` / `--instr_map=FILE`), which is the only way it
-/// takes names without the traced binary (a YAML map's names are ignored):
-///
-/// * `.text` holds one byte per id, function `id` at address `64 + id - 1`;
-/// * `xray_instr_map` holds one version-2 entry (32 bytes, PC-relative addresses)
-///   per id in id order; `llvm-xray` numbers distinct functions 1, 2, 3... in that
-///   order, so entry `k` is function id `k`;
-/// * `.symtab`/`.strtab` name each byte (`#id` for ids without a name);
-/// * `flightrec_names` holds the same table as text, one `id<TAB>name<LF>` line per
-///   named id, for tools that do not read ELF symbols.
+/// Writes the names file for ids 1 to `max_id` (normally [`max_named_id`]; at
+/// most [`MAX_NAMED_ID`]): the ELF instrumentation map `llvm-xray` reads with
+/// `-m FILE`, whose `flightrec_names` section holds the id-to-name table. The
+/// format is [`flightrec_core::names`]'s.
 ///
 /// Allocation-free and lock-free: safe in a signal handler with a raw-descriptor sink.
 ///
 /// ```
+/// use flightrec::core::names::{elf, table, SECTION};
 /// use flightrec::xray::names::{function_id, write_names_elf};
 /// let id = function_id("example::work");
-/// let mut elf = Vec::new();
-/// assert!(write_names_elf(&mut elf, id.get()));
-/// assert_eq!(&elf[..4], b"\x7fELF");
+/// let mut names_file = Vec::new();
+/// assert!(write_names_elf(&mut names_file, id.get()));
+/// let section = elf::find_section(&names_file, SECTION).unwrap().unwrap();
+/// let last = table::entries(section).last().unwrap().unwrap();
+/// assert_eq!((last.id, last.name), (id.get(), "example::work"));
 /// ```
 pub fn write_names_elf(out: &mut dyn Sink, max_id: u32) -> bool {
-    let n = u64::from(max_id.min(MAX_NAMED_ID));
-    let text_off = TEXT_ADDR;
-    let map_off = align8(text_off + n);
-    let sym_off = map_off + SLED * n;
-    let str_off = sym_off + SYM * (n + 1);
-    let mut str_size = 1;
-    let mut list_size = 0;
-    for id in 1..=n as u32 {
-        let len = name_len(id);
-        str_size += len + 1;
-        if function_name(id).is_some() {
-            let mut b = [0u8; 10];
-            list_size += (10 - digits(id, &mut b)) as u64 + 1 + len + 1;
-        }
-    }
-    let list_off = str_off + str_size;
-    let shs_off = list_off + list_size;
-    let sh_off = align8(shs_off + SHSTRTAB.len() as u64);
-
-    let mut ok = true;
-    // ELF header: 64-bit, little-endian, ET_DYN, x86_64 (any machine llvm-xray knows
-    // will do; the names are the same on every host).
-    let mut eh = [0u8; 64];
-    eh[..8].copy_from_slice(b"\x7fELF\x02\x01\x01\x00");
-    eh[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
-    eh[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
-    eh[20..24].copy_from_slice(&1u32.to_le_bytes());
-    eh[40..48].copy_from_slice(&sh_off.to_le_bytes());
-    eh[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
-    eh[58..60].copy_from_slice(&(SHDR as u16).to_le_bytes());
-    eh[60..62].copy_from_slice(&7u16.to_le_bytes()); // sections
-    eh[62..64].copy_from_slice(&6u16.to_le_bytes()); // .shstrtab index
-    ok &= out.put(&eh);
-
-    // .text: one `nop` per function.
-    const NOPS: [u8; 64] = [0x90; 64];
-    let mut left = n;
-    while left > 0 && ok {
-        let k = left.min(64);
-        ok &= out.put(&NOPS[..k as usize]);
-        left -= k;
-    }
-    ok &= out.put(&[0u8; 8][..(map_off - text_off - n) as usize]);
-
-    // xray_instr_map: entry k describes function k; both addresses are relative to
-    // the field that holds them (entry version 2).
-    for i in 0..n {
-        let func = text_off + i;
-        let entry_addr = map_off + SLED * i;
-        let mut e = [0u8; 32];
-        e[..8].copy_from_slice(&(func.wrapping_sub(entry_addr)).to_le_bytes());
-        e[8..16].copy_from_slice(&(func.wrapping_sub(entry_addr + 8)).to_le_bytes());
-        e[16] = 0; // kind: function entry
-        e[17] = 1; // always instrument
-        e[18] = 2; // entry version
-        ok &= out.put(&e);
-    }
-
-    // .symtab: the null symbol, then one global function symbol of size 1 per id.
-    ok &= out.put(&[0u8; 24]);
-    let mut name_off = 1u64;
-    for i in 0..n {
-        let mut s = [0u8; 24];
-        s[..4].copy_from_slice(&(name_off as u32).to_le_bytes());
-        s[4] = 0x12; // STB_GLOBAL, STT_FUNC
-        s[6..8].copy_from_slice(&1u16.to_le_bytes()); // section .text
-        s[8..16].copy_from_slice(&(text_off + i).to_le_bytes());
-        s[16..24].copy_from_slice(&1u64.to_le_bytes());
-        ok &= out.put(&s);
-        name_off += name_len(i as u32 + 1) + 1;
-    }
-
-    // .strtab
-    ok &= out.put(b"\0");
-    for id in 1..=n as u32 {
-        ok &= put_name(out, id) && out.put(b"\0");
-    }
-
-    // flightrec_names
-    for id in 1..=n as u32 {
-        if function_name(id).is_some() {
-            let mut b = [0u8; 10];
-            let s = digits(id, &mut b);
-            ok &= out.put(&b[s..]) && out.put(b"\t") && put_name(out, id) && out.put(b"\n");
-        }
-    }
-
-    ok &= out.put(SHSTRTAB);
-    ok &= out.put(&[0u8; 8][..(sh_off - shs_off - SHSTRTAB.len() as u64) as usize]);
-
-    // Section headers.
-    #[allow(clippy::too_many_arguments)]
-    fn sh(
-        out: &mut dyn Sink,
-        name: u32,
-        kind: u32,
-        flags: u64,
-        addr: u64,
-        off: u64,
-        size: u64,
-        link: u32,
-        info: u32,
-        align: u64,
-        entsize: u64,
-    ) -> bool {
-        let mut h = [0u8; 64];
-        h[..4].copy_from_slice(&name.to_le_bytes());
-        h[4..8].copy_from_slice(&kind.to_le_bytes());
-        h[8..16].copy_from_slice(&flags.to_le_bytes());
-        h[16..24].copy_from_slice(&addr.to_le_bytes());
-        h[24..32].copy_from_slice(&off.to_le_bytes());
-        h[32..40].copy_from_slice(&size.to_le_bytes());
-        h[40..44].copy_from_slice(&link.to_le_bytes());
-        h[44..48].copy_from_slice(&info.to_le_bytes());
-        h[48..56].copy_from_slice(&align.to_le_bytes());
-        h[56..64].copy_from_slice(&entsize.to_le_bytes());
-        out.put(&h)
-    }
-    const PROGBITS: u32 = 1;
-    const SYMTAB: u32 = 2;
-    const STRTAB: u32 = 3;
-    const ALLOC: u64 = 2;
-    const EXEC: u64 = 4;
-    ok &= out.put(&[0u8; 64]);
-    ok &= sh(
-        out,
-        shstr(b".text\0"),
-        PROGBITS,
-        ALLOC | EXEC,
-        text_off,
-        text_off,
-        n,
-        0,
-        0,
-        1,
-        0,
-    );
-    ok &= sh(
-        out,
-        shstr(b"xray_instr_map\0"),
-        PROGBITS,
-        ALLOC,
-        map_off,
-        map_off,
-        SLED * n,
-        0,
-        0,
-        8,
-        0,
-    );
-    ok &= sh(
-        out,
-        shstr(b".symtab\0"),
-        SYMTAB,
-        0,
-        0,
-        sym_off,
-        SYM * (n + 1),
-        4,
-        1,
-        8,
-        SYM,
-    );
-    ok &= sh(
-        out,
-        shstr(b".strtab\0"),
-        STRTAB,
-        0,
-        0,
-        str_off,
-        str_size,
-        0,
-        0,
-        1,
-        0,
-    );
-    ok &= sh(
-        out,
-        shstr(b"flightrec_names\0"),
-        PROGBITS,
-        0,
-        0,
-        list_off,
-        list_size,
-        0,
-        0,
-        1,
-        0,
-    );
-    ok &= sh(
-        out,
-        shstr(b".shstrtab\0"),
-        STRTAB,
-        0,
-        0,
-        shs_off,
-        SHSTRTAB.len() as u64,
-        0,
-        0,
-        1,
-        0,
-    );
-    ok
+    let name_of = |id| function_name(id).map(str::as_bytes);
+    let put = |bytes: &[u8]| out.put(bytes).then_some(()).ok_or(());
+    file::write(max_id.min(MAX_NAMED_ID), name_of, put).is_ok()
 }
 
 #[cfg(test)]
@@ -536,14 +262,35 @@ mod tests {
     }
 
     #[test]
-    fn elf_layout_is_consistent() {
+    fn renamed_ids_read_their_newest_name() {
+        let id = FunctionId::new(30_001).unwrap();
+        assert!(set_function_name(id, "first"));
+        assert!(set_function_name(id, "second"));
+        assert_eq!(function_name(30_001), Some("second"));
+    }
+
+    #[test]
+    fn stored_slots_fill_each_segment_in_order() {
+        assert_eq!(stored_slot(0), (0, 0));
+        assert_eq!(stored_slot(255), (0, 255));
+        assert_eq!(stored_slot(256), (1, 0));
+        assert_eq!(stored_slot(767), (1, 511));
+        assert_eq!(stored_slot(768), (2, 0));
+        let (last, at) = stored_slot(u32::MAX - 1);
+        assert!(last < SEGMENTS && at < CHUNK << last);
+    }
+
+    #[test]
+    fn names_file_holds_the_table_with_odd_bytes_replaced() {
+        use flightrec_core::names::{elf, table, SECTION};
         let id = function_id("with \"quote\" and \0 nul");
-        let mut elf = Vec::new();
-        assert!(write_names_elf(&mut elf, id.get()));
-        let sh_off = u64::from_le_bytes(elf[40..48].try_into().unwrap()) as usize;
-        assert_eq!(elf.len(), sh_off + 7 * 64);
-        let text = String::from_utf8_lossy(&elf);
-        assert!(text.contains("with 'quote' and _ nul\0"));
-        assert!(text.contains(&format!("{}\twith 'quote' and _ nul\n", id.get())));
+        let mut names_file = Vec::new();
+        assert!(write_names_elf(&mut names_file, id.get()));
+        let section = elf::find_section(&names_file, SECTION).unwrap().unwrap();
+        let entry = table::entries(section)
+            .map(Result::unwrap)
+            .find(|e| e.id == id.get())
+            .unwrap();
+        assert_eq!(entry.name, "with 'quote' and _ nul");
     }
 }

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use super::names::Sink;
 
-/// Appended to a trace's path to name its names file.
+/// Appended to a trace's path to name its names file (the core's
+/// [`SUFFIX`](flightrec_core::names::SUFFIX)).
 ///
 /// ```
 /// use flightrec::core::fdr::FunctionId;
@@ -33,7 +34,14 @@ use super::names::Sink;
 /// assert!(elf.starts_with(b"\x7fELF") && elf.windows(12).any(|w| w == b"1\tmain_loop\n"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub const NAMES_SUFFIX: &str = ".names";
+pub const NAMES_SUFFIX: &str = flightrec_core::names::SUFFIX;
+
+/// The names file of `trace`: its path plus [`NAMES_SUFFIX`].
+pub(crate) fn names_path(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(NAMES_SUFFIX);
+    PathBuf::from(s)
+}
 
 /// The program name compiler-rt puts in file names: the last `/` component of
 /// `argv[0]`, or `(unknown)`.

@@ -6,6 +6,7 @@
 //! from a thread-local (taking a ring on the thread's first record), marks the ring
 //! busy, reads the clock and calls the core's [`Recorder`] directly.
 
+use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, Ordering};
 use std::sync::OnceLock;
 
@@ -13,8 +14,9 @@ use flightrec_core::clock::Timestamp;
 use flightrec_core::fdr::ring::Recorder;
 use flightrec_core::fdr::{FunctionAction, FunctionId};
 
+use super::claim::{claim_ring, note_paused_drop, CURRENT};
 use super::clock;
-use super::runtime::{claim_ring, note_paused_drop, CURRENT, NO_RING, PAUSED, RECORDING, STATE};
+use super::state::{PAUSED, RECORDING, STATE};
 
 /// Runs `f` on this thread's recorder with the current time, if recording.
 #[inline(always)]
@@ -31,15 +33,12 @@ fn with_recorder(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
 
 #[inline(always)]
 fn record_on_ring(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
-    let p = CURRENT.with(|c| c.get());
-    let ring = if p as usize > NO_RING as usize {
-        // SAFETY: `CURRENT` holds null, `NO_RING`, or a ring of the leaked runtime.
-        unsafe { &*p }
-    } else {
-        match claim_ring() {
+    let ring = match CURRENT.with(Cell::get) {
+        Some(r) => r,
+        None => match claim_ring() {
             Some(r) => r,
             None => return,
-        }
+        },
     };
     if ring.busy.load(Ordering::Relaxed) {
         // A signal handler interrupted a record of this thread and records itself.
@@ -48,7 +47,7 @@ fn record_on_ring(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
     }
     ring.busy.store(true, Ordering::Relaxed);
     // The store of `busy` must stay before the second state load (pause protocol in
-    // `runtime`); readers make it visible to themselves with a process-wide barrier.
+    // `state`); readers make it visible to themselves with a process-wide barrier.
     compiler_fence(Ordering::SeqCst);
     if STATE.load(Ordering::Relaxed) == RECORDING {
         // SAFETY: this thread owns the ring and recording is not paused, so no one
@@ -190,13 +189,10 @@ impl Drop for FunctionGuard {
 /// needs anyway; only without a ring does it take [`with_recorder`]'s path.
 #[inline(always)]
 fn record_guard_exit(id: FunctionId) {
-    let p = CURRENT.with(|c| c.get());
-    if p as usize <= NO_RING as usize {
+    let Some(ring) = CURRENT.with(Cell::get) else {
         record_exit(id);
         return;
-    }
-    // SAFETY: `CURRENT` holds null, `NO_RING`, or a ring of the leaked runtime.
-    let ring = unsafe { &*p };
+    };
     if ring.busy.load(Ordering::Relaxed) {
         // A signal handler interrupted a record of this thread and records itself.
         note_paused_drop();

@@ -26,9 +26,8 @@
 //! by the fault itself, and anything after `SIGKILL` or an out-of-memory kill, which
 //! cannot be caught.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 const SIGNALS: [libc::c_int; 5] = [
     libc::SIGSEGV,
@@ -38,52 +37,71 @@ const SIGNALS: [libc::c_int; 5] = [
     libc::SIGABRT,
 ];
 
-/// The actions installed before ours, written once by `install` before any of our
-/// handlers can run, then only read.
-struct Previous(UnsafeCell<[MaybeUninit<libc::sigaction>; 5]>);
-// SAFETY: written only in `install` (serialised by `INSTALLED`) before the handlers
-// that read it are installed.
-unsafe impl Sync for Previous {}
-
-static PREVIOUS: Previous = Previous(UnsafeCell::new([const { MaybeUninit::uninit() }; 5]));
+/// What the handler runs first: the runtime's dump, registered by `install`.
+static ON_FATAL: OnceLock<fn()> = OnceLock::new();
+/// The actions installed before ours, read before ours are installed.
+static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
-/// Installs the handler for the fatal signals (once per process).
-pub(crate) fn install() {
+/// A `sigaction` for the default action.
+fn default_action() -> libc::sigaction {
+    // SAFETY: `sigaction` is a plain C struct for which all zeroes is valid (no
+    // handler, no flags, an empty mask); SIG_DFL is 0.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = libc::SIG_DFL;
+    action
+}
+
+/// Installs the handler for the fatal signals (once per process); it calls
+/// `on_fatal` and then lets the signal take its previous course.
+pub(crate) fn install(on_fatal: fn()) {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;
     }
-    for (i, &sig) in SIGNALS.iter().enumerate() {
-        // SAFETY: a zeroed `sigaction` is a valid starting value; we fill in the
-        // handler, flags and an empty mask. `PREVIOUS` slot `i` is written by this
-        // call before our handler for `sig` exists.
+    let _ = ON_FATAL.set(on_fatal);
+    // Read every previous action first, so the handler always finds them.
+    let previous = SIGNALS.map(|sig| {
+        let mut prev = default_action();
+        // SAFETY: a null new action only reads the current one into `prev`.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut prev) } != 0 {
+            // Keep a defined previous action: the default.
+            prev = default_action();
+        }
+        prev
+    });
+    let _ = PREVIOUS.set(previous);
+    for sig in SIGNALS {
+        let mut action = default_action();
+        action.sa_sigaction = handler as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SAFETY: `action` is a valid `sigaction` (zeroed, then the handler, the
+        // flags and an empty mask filled in); `handler` has the SA_SIGINFO signature.
         unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as *const () as libc::sighandler_t;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut action.sa_mask);
-            let prev = (*PREVIOUS.0.get())[i].as_mut_ptr();
-            if libc::sigaction(sig, &action, prev) != 0 {
-                // Keep a defined previous action: the default.
-                let mut dfl: libc::sigaction = std::mem::zeroed();
-                dfl.sa_sigaction = libc::SIG_DFL;
-                prev.write(dfl);
-            }
+            libc::sigaction(sig, &action, std::ptr::null_mut());
         }
     }
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    if let Some(rt) = super::runtime::runtime() {
-        rt.fatal_dump();
+    if let Some(on_fatal) = ON_FATAL.get() {
+        on_fatal();
     }
     let Some(i) = SIGNALS.iter().position(|&s| s == sig) else {
         return;
     };
-    // SAFETY: `PREVIOUS[i]` was initialised by `install` before this handler was
-    // installed; `sigaction` is async-signal-safe.
+    let fallback;
+    let previous = match PREVIOUS.get().and_then(|p| p.get(i)) {
+        Some(p) => p,
+        None => {
+            fallback = default_action();
+            &fallback
+        }
+    };
+    // SAFETY: `previous` is a valid `sigaction` read by `sigaction` itself (or the
+    // default); `sigaction` is async-signal-safe.
     unsafe {
-        libc::sigaction(sig, (*PREVIOUS.0.get())[i].as_ptr(), std::ptr::null_mut());
+        libc::sigaction(sig, previous, std::ptr::null_mut());
     }
     // A signal sent by a process (`kill`, `raise`, `abort`) does not come back by
     // itself; send it again: it stays pending while this handler runs and then

@@ -1,0 +1,136 @@
+//! Each thread's ring: claimed from the pool on the thread's first record, given
+//! back (orphaned) when the thread exits.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+use flightrec_core::fdr::writer::WriterConfig;
+
+use super::pool::{ThreadRing, LIVE, ORPHAN};
+use super::runtime::runtime;
+use super::state::{ARMED, RECORDING, STATE};
+
+thread_local! {
+    /// This thread's ring, once it has one.
+    pub(crate) static CURRENT: Cell<Option<&'static ThreadRing>> = const { Cell::new(None) };
+    /// The thread has no ring and must not try again (the pool was empty, or the
+    /// thread is exiting).
+    static NO_RING: Cell<bool> = const { Cell::new(false) };
+    static EXIT: ThreadExit = const { ThreadExit };
+}
+
+/// A thread-exit guard: releases the thread's ring when the thread's TLS is
+/// destroyed.
+struct ThreadExit;
+
+impl Drop for ThreadExit {
+    fn drop(&mut self) {
+        let _ = NO_RING.try_with(|n| n.set(true));
+        let Some(ring) = CURRENT.try_with(Cell::take).ok().flatten() else {
+            return;
+        };
+        let Some(rt) = runtime() else { return };
+        // Streaming: publish the partial buffer so the writer takes it. Under the
+        // pause protocol, like a record.
+        ring.busy.store(true, Ordering::Relaxed);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        let s = STATE.load(Ordering::Relaxed);
+        if rt.policy == Policy::Streaming && (s == RECORDING || s == ARMED) {
+            // SAFETY: owner, not paused (checked after setting busy).
+            if let Some(rec) = unsafe { ring.recorder() } {
+                rec.flush();
+            }
+        }
+        ring.busy.store(false, Ordering::Release);
+        // A reader may hold the lock briefly; exiting threads may wait for it.
+        if ring.lock_until(Instant::now() + Duration::from_secs(1)) {
+            ring.orphaned_at.store(
+                rt.orphan_seq.fetch_add(1, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            ring.state.store(ORPHAN, Ordering::Release);
+            ring.unlock();
+        } else {
+            ring.state.store(ORPHAN, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn current_tid() -> i32 {
+    // SAFETY: `gettid` has no preconditions.
+    unsafe { libc::gettid() }
+}
+#[cfg(not(target_os = "linux"))]
+fn current_tid() -> i32 {
+    static NEXT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// First record of a thread: take a ring. `None` when the pool has none.
+#[cold]
+#[inline(never)]
+pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
+    let rt = runtime()?;
+    if NO_RING.with(Cell::get) {
+        rt.records_without_ring.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    // Register the exit guard first; during TLS teardown this fails and the thread
+    // must not take a ring it could never give back.
+    if EXIT.try_with(|_| ()).is_err() {
+        let _ = NO_RING.try_with(|n| n.set(true));
+        rt.records_without_ring.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    let Some((ring, recycled)) = rt.pool.take(rt.policy == Policy::FlightRecorder) else {
+        NO_RING.with(|n| n.set(true));
+        rt.threads_without_ring.fetch_add(1, Ordering::Relaxed);
+        rt.records_without_ring.fetch_add(1, Ordering::Relaxed);
+        if rt.threads_without_ring.load(Ordering::Relaxed) == 1 && rt.config.verbosity >= 1 {
+            eprintln!(
+                "XRay: flightrec: all {} thread rings are in use; new threads are not traced",
+                rt.pool.rings.len()
+            );
+        }
+        return None;
+    };
+    let writer = WriterConfig::new(current_tid())
+        .with_pid(rt.pid)
+        .with_threshold_ticks(rt.threshold_ticks);
+    let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
+    if recycled {
+        rt.rings_recycled.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: orphan ring under its lock: no owner.
+        if let Some(rec) = unsafe { ring.recorder() } {
+            rt.retired_overwritten.fetch_add(
+                u64::from(rec.stats().buffers_overwritten)
+                    + u64::from(
+                        rec.stats()
+                            .buffers_finished
+                            .min(rt.config.thread_buffers as u32),
+                    ),
+                Ordering::Relaxed,
+            );
+        }
+    }
+    // SAFETY: we hold the ring's lock and it is free or orphaned (no owner).
+    let dropped = unsafe { ring.assign(rt.policy, cfg) };
+    rt.retired_dropped.fetch_add(dropped, Ordering::Relaxed);
+    ring.state.store(LIVE, Ordering::Release);
+    ring.unlock();
+    rt.threads.fetch_add(1, Ordering::Relaxed);
+    CURRENT.with(|c| c.set(Some(ring)));
+    Some(ring)
+}
+
+/// Counts a record lost to a pause or a re-entered record.
+#[cold]
+#[inline(never)]
+pub(crate) fn note_paused_drop() {
+    if let Some(rt) = runtime() {
+        rt.records_paused.fetch_add(1, Ordering::Relaxed);
+    }
+}

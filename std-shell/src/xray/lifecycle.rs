@@ -1,0 +1,251 @@
+//! Starting and ending the runtime: `init` (pool, files, writer thread, exit hook,
+//! fatal-signal handler) and `shutdown` (the last dump and the report).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+use flightrec_core::fdr::writer::{Walltime, WriterConfig};
+
+use super::clock;
+use super::config::{Config, Mode};
+use super::flush::writer_loop;
+use super::output::{self, names_path, RawFile};
+use super::pool::Pool;
+use super::runtime::{install, runtime, Runtime, Stats};
+use super::signal;
+use super::state::{PauseProtocol, ARMED, FINISHED, RECORDING, STATE};
+use super::Error;
+
+/// Serialises `init`.
+static INIT: Mutex<()> = Mutex::new(());
+
+fn now_walltime() -> Walltime {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    Walltime {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        micros: d.subsec_micros(),
+    }
+}
+
+/// Initialises the runtime with `config`. See [`super::init`].
+pub(crate) fn init(config: Config) -> Result<(), Error> {
+    config.validate().map_err(Error::Config)?;
+    let _g = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    if runtime().is_some() {
+        return Err(Error::AlreadyInitialized);
+    }
+    let frequency = clock::measure_frequency();
+    let cpu_ids = clock::select_cpu_ids(config.cpu_ids);
+    let buffer_size = config.buffer_size & !7;
+    let rings = config.buffer_max / config.thread_buffers;
+    let pool = Pool::new(rings, config.thread_buffers, buffer_size)
+        .map_err(|()| Error::OutOfMemory(config.buffer_max * buffer_size))?;
+    let policy = match config.mode {
+        Mode::FlightRecorder => Policy::FlightRecorder,
+        Mode::Streaming => Policy::Streaming,
+    };
+    let threshold_ticks = (u128::from(config.func_duration_threshold_us)
+        * u128::from(frequency.hz.get())
+        / 1_000_000)
+        .min(u128::from(u64::MAX)) as u64;
+    let header_cfg = RecorderConfig::new(WriterConfig::new(0), frequency.hz.get());
+    let header = header_cfg.file_header(buffer_size).to_bytes();
+    let prefix = format!("{}{}.", config.logfile_base, output::program_name());
+
+    let mut stream = None;
+    let mut stream_names = None;
+    let mut fatal_path = None;
+    let mut fatal_names = None;
+    if !config.no_file_flush {
+        match config.mode {
+            Mode::Streaming => {
+                let (file, path) = RawFile::create_unique(&prefix)
+                    .map_err(|e| Error::Io(format!("cannot create '{prefix}XXXXXX': {e}")))?;
+                if !file.write_all(&header) {
+                    return Err(Error::Io(format!("cannot write '{}'", path.display())));
+                }
+                stream_names = output::c_path(&names_path(&path));
+                stream = Some((file, path));
+            }
+            Mode::FlightRecorder => {
+                let path = output::reserve_unique_name(&prefix);
+                fatal_names = output::c_path(&names_path(&path));
+                fatal_path = output::c_path(&path).map(|c| (c, path));
+            }
+        }
+    }
+    let epoch_tsc = clock::now().tsc;
+    let rt = Runtime {
+        frequency,
+        pool,
+        policy,
+        pid: std::process::id() as i32,
+        threshold_ticks,
+        epoch: now_walltime(),
+        epoch_tsc,
+        header,
+        pause_protocol: PauseProtocol::new(),
+        file_lock: AtomicBool::new(false),
+        stream,
+        fatal_path,
+        stream_names,
+        fatal_names,
+        broken: AtomicBool::new(false),
+        shut_down: AtomicBool::new(false),
+        orphan_seq: AtomicU64::new(0),
+        threads: AtomicU64::new(0),
+        threads_without_ring: AtomicU64::new(0),
+        records_without_ring: AtomicU64::new(0),
+        records_paused: AtomicU64::new(0),
+        retired_dropped: AtomicU64::new(0),
+        buffers_written: AtomicU64::new(0),
+        retired_overwritten: AtomicU64::new(0),
+        rings_recycled: AtomicU64::new(0),
+        config,
+    };
+    let rt = install(rt).ok_or(Error::AlreadyInitialized)?;
+    if rt.config.verbosity >= 1 {
+        eprintln!(
+            "XRay: flightrec FDR {} mode, {} thread rings of {} x {} bytes, clock {} Hz ({:?}), CPU ids {}",
+            rt.config.mode.name(),
+            rt.pool.rings.len(),
+            rt.config.thread_buffers,
+            buffer_size,
+            rt.frequency.hz,
+            rt.frequency.source,
+            if cpu_ids { "on" } else { "off" }
+        );
+        if let Some((_, p)) = &rt.stream {
+            eprintln!("XRay: Log file in '{}'", p.display());
+        }
+    }
+    if rt.config.mode == Mode::Streaming {
+        let spawned = std::thread::Builder::new()
+            .name("flightrec-xray-writer".into())
+            .spawn(move || writer_loop(rt));
+        if let Err(e) = spawned {
+            rt.disable(&format!("cannot start the writer thread: {e}"));
+            return Err(Error::Io(format!("cannot start the writer thread: {e}")));
+        }
+    }
+    // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
+    unsafe { libc::atexit(at_exit) };
+    if rt.config.fatal_signals {
+        signal::install(on_fatal_signal);
+    }
+    STATE.store(
+        if rt.config.patch_premain {
+            RECORDING
+        } else {
+            ARMED
+        },
+        Ordering::SeqCst,
+    );
+    Ok(())
+}
+
+extern "C" fn at_exit() {
+    // Unwinding out of an `extern "C"` function aborts; nothing here panics, but a
+    // panic must not turn a normal exit into an abort.
+    let _ = std::panic::catch_unwind(|| {
+        let _ = shutdown();
+    });
+}
+
+/// What a fatal signal does (registered with the signal handler by `init`).
+fn on_fatal_signal() {
+    if let Some(rt) = runtime() {
+        rt.fatal_dump();
+    }
+}
+
+/// What [`super::shutdown`] reports.
+///
+/// ```
+/// use flightrec::xray::{Config, Report};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// flightrec::xray::init(Config::builder().logfile_base(base).build()?)?; // base: a temp dir
+/// // Nothing recorded: a flight recorder writes no file.
+/// let report: Report = flightrec::xray::shutdown()?;
+/// assert_eq!((report.path, report.names_path), (None, None));
+/// assert_eq!(report.stats.threads, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The trace file, if one was written.
+    pub path: Option<PathBuf>,
+    /// Its names file.
+    pub names_path: Option<PathBuf>,
+    /// Final counters.
+    pub stats: Stats,
+}
+
+/// See [`super::shutdown`].
+pub(crate) fn shutdown() -> Result<Report, Error> {
+    let rt = runtime().ok_or(Error::NotInitialized)?;
+    if rt.shut_down.swap(true, Ordering::SeqCst) {
+        return Err(Error::AlreadyShutDown);
+    }
+    let path = if rt.config.no_file_flush {
+        let paused = rt.pause(true);
+        drop(paused);
+        rt.drain();
+        None
+    } else {
+        match rt.config.mode {
+            Mode::FlightRecorder => {
+                let p = rt.dump_flight_recorder();
+                STATE.store(FINISHED, Ordering::SeqCst);
+                p?
+            }
+            Mode::Streaming => {
+                let p = rt.dump_streaming(true)?;
+                if rt.buffers_written.load(Ordering::Relaxed) == 0 {
+                    // A file with a header and no buffer is invalid for llvm-xray.
+                    if let Some(p) = &p {
+                        let _ = std::fs::remove_file(p);
+                        let _ = std::fs::remove_file(names_path(p));
+                    }
+                    None
+                } else {
+                    p
+                }
+            }
+        }
+    };
+    STATE.store(FINISHED, Ordering::SeqCst);
+    let stats = rt.stats();
+    if rt.config.verbosity >= 1 {
+        match &path {
+            Some(p) => eprintln!(
+                "XRay: flightrec: wrote '{}' ({} buffers); names in '{}'",
+                p.display(),
+                stats.buffers_written,
+                names_path(p).display()
+            ),
+            None => {
+                eprintln!("XRay: flightrec: no trace written (nothing recorded or no_file_flush)")
+            }
+        }
+        eprintln!(
+            "XRay: flightrec: {} threads, {} records dropped ({} without a ring, {} while paused), {} buffers overwritten",
+            stats.threads,
+            stats.records_dropped,
+            stats.records_without_ring,
+            stats.records_paused,
+            stats.buffers_overwritten
+        );
+    }
+    Ok(Report {
+        names_path: path.as_deref().map(names_path),
+        path,
+        stats,
+    })
+}
