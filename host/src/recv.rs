@@ -3,7 +3,7 @@
 //!
 //! A reader thread moves bytes from the input to the decoding loop, which checks
 //! for Ctrl-C and the idle timeout between chunks. The queue between them holds
-//! at most [`QUEUE_CHUNKS`] chunks: an input faster than the decoder (a file,
+//! at most 16 chunks (`QUEUE_CHUNKS`): an input faster than the decoder (a file,
 //! `/dev/zero`) waits for it instead of filling memory. A serial device that fails or
 //! disappears is reopened (by path) until it is back: the partial frame it was in is
 //! counted as skipped, and decoding goes on with the next frame.
@@ -79,7 +79,7 @@ pub enum Input {
 
 /// Chunks of input (up to 64 KiB each) queued between the reader thread and the
 /// decoder: 1 MiB at most.
-pub const QUEUE_CHUNKS: usize = 16;
+const QUEUE_CHUNKS: usize = 16;
 
 /// Largest [`RecvOptions::max_payload`] accepted (64 MiB): the decoder's frame
 /// buffer is allocated at this size, so a larger setting is refused.
