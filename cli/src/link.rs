@@ -189,7 +189,8 @@ pub struct RecvArgs {
     /// the input or Ctrl-C).
     #[arg(long)]
     idle_timeout: Option<f64>,
-    /// Largest frame payload accepted, in bytes (larger frames are skipped).
+    /// Largest frame payload accepted, in bytes (larger frames are skipped); at
+    /// most 67108864 (64 MiB).
     #[arg(long, default_value_t = 1 << 20)]
     max_payload: usize,
     /// No progress display.
@@ -651,8 +652,16 @@ fn print_report(r: &RecvReport, c: &Collector) {
             },
             if s.headerless_buffers > 0 {
                 format!(
-                    "; {} buffers lost without a file header",
-                    s.headerless_buffers
+                    "; {} buffers lost without a file header{}",
+                    s.headerless_buffers,
+                    if s.headerless_dropped > 0 {
+                        format!(
+                            " ({} dropped on arrival: no room left to hold them)",
+                            s.headerless_dropped
+                        )
+                    } else {
+                        String::new()
+                    }
                 )
             } else {
                 String::new()

@@ -510,3 +510,152 @@ fn ctrl_c_keeps_what_was_received() {
     judge(&sent, &[], &dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The wire of `frames` (kind, source, payload) as `LinkWriter` sends them.
+fn wire_of(frames: &[(FrameKind, u32, &[u8])]) -> Vec<u8> {
+    let mut link = LinkWriter::new(Recording { wire: Vec::new() });
+    for &(kind, source, payload) in frames {
+        link.send(kind, source, payload).unwrap();
+    }
+    link.into_inner().wire
+}
+
+const CRAFTED: &[u8] = include_bytes!("../../testdata/xray/crafted-v5.xray");
+
+#[test]
+fn many_sources_with_few_file_descriptors() {
+    // 40 sources, each sending its header and a buffer, then a second buffer
+    // each: with `ulimit -n 16`, recv used to fail with EMFILE after 12 files.
+    let (header, buffer) = CRAFTED.split_at(32);
+    let mut frames = Vec::new();
+    for source in 1..=40 {
+        frames.push((FrameKind::FileHeader, source, header));
+        frames.push((FrameKind::FdrBuffer, source, buffer));
+    }
+    for source in 1..=40 {
+        frames.push((FrameKind::FdrBuffer, source, buffer));
+    }
+    let dir = scratch("fds");
+    let capture = dir.join("capture.bin");
+    std::fs::write(&capture, wire_of(&frames)).unwrap();
+    let out_dir = dir.join("out");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 16 && exec "$0" recv -q -o "$1" "$2""#)
+        .arg(env!("CARGO_BIN_EXE_flightrec"))
+        .arg(&out_dir)
+        .arg(&capture)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let mut twice = CRAFTED.to_vec();
+    twice.extend_from_slice(buffer);
+    for source in 1..=40 {
+        let path = out_dir.join(format!("source-{source}.xray"));
+        assert_eq!(std::fs::read(&path).unwrap(), twice, "source {source}");
+        assert!(
+            err.contains(&format!("  source {source}: 2 buffers -> ")),
+            "{err}"
+        );
+    }
+    check_llvm(&out_dir.join("source-1.xray"));
+    check_llvm(&out_dir.join("source-40.xray"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_directory_as_input_is_named() {
+    let dir = scratch("dir-input");
+    let out = flightrec()
+        .args(["recv", "-q", "-o"])
+        .arg(dir.join("out"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("flightrec: {}: is a directory", dir.display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_max_payload_beyond_the_limit_is_refused() {
+    let dir = scratch("max-payload");
+    let capture = dir.join("capture.bin");
+    std::fs::write(&capture, b"").unwrap();
+    let out = flightrec()
+        .args(["recv", "-q", "--max-payload", "100000000000", "-o"])
+        .arg(&dir)
+        .arg(&capture)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than the limit of 67108864"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Peak resident memory of a running process, in KiB (Linux `VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn an_endless_input_is_read_in_bounded_memory() {
+    // `/dev/zero` is read far faster than it is decoded: with an unbounded
+    // queue recv grew by hundreds of MB a second.
+    let dir = scratch("zero");
+    let mut child = flightrec()
+        .args(["recv", "-q", "-o"])
+        .arg(&dir)
+        .arg("/dev/zero")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let peak = peak_kib(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(peak < 64 * 1024, "peak {peak} KiB");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn buffers_without_a_header_are_held_in_bounded_room_and_the_rest_counted() {
+    // 40 sources send a 1 MiB buffer each and never a header: 32 MiB are held
+    // (for a header that might still come), the other 8 buffers are dropped on
+    // arrival; all 40 are reported lost at the end.
+    let payload = vec![0x5a_u8; 1 << 20];
+    let frames: Vec<_> = (1..=40)
+        .map(|source| (FrameKind::FdrBuffer, source, &payload[..]))
+        .collect();
+    let dir = scratch("headerless");
+    let capture = dir.join("capture.bin");
+    std::fs::write(&capture, wire_of(&frames)).unwrap();
+    let out = flightrec()
+        .args(["recv", "-q", "-o"])
+        .arg(dir.join("out"))
+        .arg(&capture)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let held = "1 buffers lost without a file header\n";
+    let dropped =
+        "1 buffers lost without a file header (1 dropped on arrival: no room left to hold them)\n";
+    assert_eq!(err.matches(held).count(), 32, "{err}");
+    assert_eq!(err.matches(dropped).count(), 8, "{err}");
+    assert!(
+        err.contains(&format!(
+            "  source 40: 0 buffers -> no file; no counters received; {dropped}"
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

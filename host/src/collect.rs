@@ -6,9 +6,16 @@
 //! handed to the operating system at once: a run that is interrupted keeps every
 //! buffer it received, and the file is a valid FDR file after each one. Buffers that
 //! arrive before their source's header (a receiver that joined late) wait in memory
-//! for the header. Each buffer is checked with the core's verifier before it is
-//! written; one that does not verify is counted and left out, so it cannot spoil
-//! the file.
+//! for the header, within a bound ([`MAX_WAITING_BYTES`] over all sources): beyond
+//! it they are dropped on arrival and counted. Each buffer is checked with the
+//! core's verifier before it is written; one that does not verify is counted and
+//! left out, so it cannot spoil the file.
+//!
+//! At most [`MAX_OPEN_FILES`] source files are open at once: the one used least
+//! recently is closed to make room and reopened (for appending) when its source
+//! sends again. When the process runs out of file descriptors anyway (a low
+//! `ulimit -n`), open files are closed the same way until the open succeeds, so
+//! any number of sources can be received with a few descriptors.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -21,6 +28,31 @@ use flightrec_core::link::{Frame, FrameKind, LinkStats};
 
 /// Buffers held per source while its header has not arrived.
 const MAX_WAITING: usize = 256;
+
+/// Bytes of buffers held for all sources together while their headers have not
+/// arrived (32 MiB); buffers beyond it are dropped on arrival and counted in
+/// [`SourceReport::headerless_buffers`] and [`SourceReport::headerless_dropped`].
+///
+/// ```
+/// use flightrec_host::collect::{Collector, MAX_WAITING_BYTES};
+/// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let big = vec![0u8; MAX_WAITING_BYTES / 4];
+/// for source in 1..=6 {
+///     let head = FrameHead { kind: FrameKind::FdrBuffer, source, seq: 0 };
+///     c.frame(&Frame { head, payload: &big }).unwrap();
+/// }
+/// assert_eq!(c.waiting_bytes(), MAX_WAITING_BYTES);
+/// let dropped: u64 = c.sources().map(|(_, r)| r.headerless_dropped).sum();
+/// assert_eq!(dropped, 2);
+/// ```
+pub const MAX_WAITING_BYTES: usize = 32 << 20;
+
+/// Source files kept open at once; the least recently used is closed (and
+/// reopened when needed) beyond it. Example on [`Collector::open_files`].
+pub const MAX_OPEN_FILES: usize = 64;
 
 /// What was received from one source.
 ///
@@ -60,15 +92,25 @@ pub struct SourceReport {
     pub buffers: u64,
     /// Buffers that did not verify and were left out.
     pub invalid_buffers: u64,
-    /// Buffers still waiting for a header at the end (lost).
+    /// Buffers lost for want of a header: still waiting at the end, or dropped
+    /// on arrival because the room for waiting buffers was full.
     pub headerless_buffers: u64,
+    /// Of [`headerless_buffers`](Self::headerless_buffers), those dropped on
+    /// arrival (more than 256 for the source, or [`MAX_WAITING_BYTES`] in all).
+    pub headerless_dropped: u64,
     /// The latest counters the target sent.
     pub stats: Option<LinkStats>,
 }
 
 struct SourceState {
     header: Option<[u8; 32]>,
+    /// The file of the current header, once created (`report.path`).
+    started: bool,
+    /// Its open handle, when open (closed to bound the open files).
     file: Option<File>,
+    /// When the file was last written ([`Collector::tick`]), to close the one
+    /// used least recently.
+    last_used: u64,
     /// Files started for this source (a new header starts a new file).
     generation: u32,
     waiting: Vec<Vec<u8>>,
@@ -116,6 +158,12 @@ pub struct Collector {
     sources: BTreeMap<u32, SourceState>,
     bad_headers: u64,
     bad_stats: u64,
+    /// Bytes of all sources' `waiting` buffers.
+    waiting_bytes: usize,
+    /// Source files open now.
+    open_files: usize,
+    /// Counts writes, for `last_used`.
+    tick: u64,
 }
 
 impl Collector {
@@ -131,13 +179,18 @@ impl Collector {
             sources: BTreeMap::new(),
             bad_headers: 0,
             bad_stats: 0,
+            waiting_bytes: 0,
+            open_files: 0,
+            tick: 0,
         })
     }
 
     fn source(&mut self, id: u32) -> &mut SourceState {
         self.sources.entry(id).or_insert_with(|| SourceState {
             header: None,
+            started: false,
             file: None,
+            last_used: 0,
             generation: 0,
             waiting: Vec::new(),
             report: SourceReport::default(),
@@ -177,25 +230,102 @@ impl Collector {
                 // Another trace from the same source (the target restarted with
                 // other settings): it gets a new file.
                 src.header = Some(bytes);
-                src.file = None;
+                src.started = false;
+                if src.file.take().is_some() {
+                    self.open_files -= 1;
+                }
             }
             None => src.header = Some(bytes),
         }
         let waiting = std::mem::take(&mut self.source(id).waiting);
+        self.waiting_bytes -= waiting.iter().map(Vec::len).sum::<usize>();
         for b in waiting {
             self.buffer(id, b)?;
         }
         Ok(())
     }
 
+    /// Opens a file with `open`, closing the least recently used source files
+    /// while the process is out of file descriptors.
+    fn open_with_room(
+        &mut self,
+        path: &Path,
+        open: impl Fn(&Path) -> io::Result<File>,
+    ) -> io::Result<File> {
+        loop {
+            match open(path) {
+                Ok(f) => return Ok(f),
+                Err(e) if out_of_descriptors(&e) && self.close_least_recent() => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+            }
+        }
+    }
+
+    /// Closes the open source file used least recently; false when none is open.
+    fn close_least_recent(&mut self) -> bool {
+        let lru = self
+            .sources
+            .values_mut()
+            .filter(|s| s.file.is_some())
+            .min_by_key(|s| s.last_used);
+        match lru {
+            Some(s) => {
+                s.file = None;
+                self.open_files -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The open file of source `id`'s current header: created with the header
+    /// on first use, reopened for appending after it was closed.
+    fn source_file(&mut self, id: u32, header: &[u8; 32]) -> io::Result<&mut File> {
+        self.tick += 1;
+        let tick = self.tick;
+        let src = self.source(id);
+        src.last_used = tick;
+        if src.file.is_none() {
+            if self.open_files >= MAX_OPEN_FILES {
+                self.close_least_recent();
+            }
+            let src = self.source(id);
+            let file = if src.started {
+                let path = src.report.path.clone().expect("a started file has a path");
+                self.open_with_room(&path, |p| std::fs::OpenOptions::new().append(true).open(p))?
+            } else {
+                src.generation += 1;
+                let name = if src.generation == 1 {
+                    format!("source-{id}.xray")
+                } else {
+                    format!("source-{id}.{}.xray", src.generation)
+                };
+                let path = self.dir.join(name);
+                let mut f = self.open_with_room(&path, |p| File::create(p))?;
+                f.write_all(header)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+                let src = self.source(id);
+                src.report.path = Some(path);
+                src.started = true;
+                f
+            };
+            self.open_files += 1;
+            self.source(id).file = Some(file);
+        }
+        Ok(self.source(id).file.as_mut().expect("opened above"))
+    }
+
     fn buffer(&mut self, id: u32, bytes: Vec<u8>) -> io::Result<()> {
-        let dir = self.dir.clone();
+        let room = MAX_WAITING_BYTES - self.waiting_bytes;
         let src = self.source(id);
         let Some(header) = src.header else {
-            if src.waiting.len() < MAX_WAITING {
+            if src.waiting.len() < MAX_WAITING && bytes.len() <= room {
+                let len = bytes.len();
                 src.waiting.push(bytes);
+                self.waiting_bytes += len;
             } else {
                 src.report.headerless_buffers += 1;
+                src.report.headerless_dropped += 1;
             }
             return Ok(());
         };
@@ -205,38 +335,32 @@ impl Collector {
             src.report.invalid_buffers += 1;
             return Ok(());
         }
-        let file = match &mut src.file {
-            Some(f) => f,
-            None => {
-                src.generation += 1;
-                let name = if src.generation == 1 {
-                    format!("source-{id}.xray")
-                } else {
-                    format!("source-{id}.{}.xray", src.generation)
-                };
-                let path = dir.join(name);
-                let mut f = File::create(&path)?;
-                f.write_all(&header)?;
-                src.report.path = Some(path);
-                src.file.insert(f)
-            }
-        };
+        let file = self.source_file(id, &header)?;
         // Straight to the operating system: nothing waits in a user-space buffer.
-        file.write_all(&bytes)?;
+        let written = file.write_all(&bytes);
+        let src = self.source(id);
+        if let Err(e) = written {
+            let path = src.report.path.as_deref().unwrap_or(Path::new("?"));
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+        }
         src.report.buffers += 1;
         Ok(())
     }
 
     fn trace2_line(&mut self, line: &[u8]) -> io::Result<()> {
-        let file = match &mut self.trace2 {
-            Some(f) => f,
-            None => self.trace2.insert(File::create(&self.trace2_path)?),
-        };
+        if self.trace2.is_none() {
+            let path = self.trace2_path.clone();
+            let f = self.open_with_room(&path, |p| File::create(p))?;
+            self.trace2 = Some(f);
+        }
+        let file = self.trace2.as_mut().expect("created above");
         let mut out = line.to_vec();
         if !out.ends_with(b"\n") {
             out.push(b'\n');
         }
-        file.write_all(&out)?;
+        file.write_all(&out).map_err(|e| {
+            io::Error::new(e.kind(), format!("{}: {e}", self.trace2_path.display()))
+        })?;
         self.trace2_lines += 1;
         Ok(())
     }
@@ -260,17 +384,77 @@ impl Collector {
     /// assert!(c.had_problems());
     /// ```
     pub fn finish(&mut self) -> io::Result<()> {
+        let named = |path: &Path, e: io::Error| {
+            io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+        };
+        // Open files are synced and closed first, so that the files closed
+        // earlier to make room can be opened again (one at a time) to sync.
+        let mut closed = Vec::new();
         for src in self.sources.values_mut() {
             src.report.headerless_buffers += src.waiting.len() as u64;
             src.waiting.clear();
-            if let Some(f) = &mut src.file {
-                f.sync_data()?;
+            let Some(path) = src.report.path.as_deref().filter(|_| src.started) else {
+                continue;
+            };
+            match src.file.take() {
+                Some(f) => {
+                    self.open_files -= 1;
+                    f.sync_data().map_err(|e| named(path, e))?;
+                }
+                None => closed.push(path.to_path_buf()),
             }
         }
+        for path in closed {
+            File::open(&path)
+                .and_then(|f| f.sync_data())
+                .map_err(|e| named(&path, e))?;
+        }
+        self.waiting_bytes = 0;
         if let Some(f) = &mut self.trace2 {
-            f.sync_data()?;
+            f.sync_data().map_err(|e| named(&self.trace2_path, e))?;
         }
         Ok(())
+    }
+
+    /// Bytes of buffers waiting for their source's header now (at most
+    /// [`MAX_WAITING_BYTES`]). Example on [`MAX_WAITING_BYTES`].
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting_bytes
+    }
+
+    /// Source files open now (at most [`MAX_OPEN_FILES`]; none after
+    /// [`finish`](Self::finish)).
+    ///
+    /// ```
+    /// use flightrec_host::collect::{Collector, MAX_OPEN_FILES};
+    /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let sources = MAX_OPEN_FILES as u32 + 10;
+    /// for round in 0..2 {
+    ///     for source in 1..=sources {
+    ///         let frame = |kind, payload| Frame { head: FrameHead { kind, source, seq: 0 }, payload };
+    ///         if round == 0 {
+    ///             c.frame(&frame(FrameKind::FileHeader, &trace[..32])).unwrap();
+    ///         }
+    ///         c.frame(&frame(FrameKind::FdrBuffer, &trace[32..])).unwrap();
+    ///     }
+    /// }
+    /// assert_eq!(c.open_files(), MAX_OPEN_FILES);
+    /// c.finish().unwrap();
+    /// assert_eq!(c.open_files(), 0);
+    /// // Every source's file has its header and both buffers.
+    /// let mut twice = trace.to_vec();
+    /// twice.extend_from_slice(&trace[32..]);
+    /// for (_, report) in c.sources() {
+    ///     assert_eq!(report.buffers, 2);
+    ///     assert_eq!(std::fs::read(report.path.as_ref().unwrap()).unwrap(), twice);
+    /// }
+    /// ```
+    pub fn open_files(&self) -> usize {
+        self.open_files
     }
 
     /// Per-source results. Example on [`Collector`].
@@ -298,4 +482,11 @@ impl Collector {
                 .values()
                 .any(|s| s.report.invalid_buffers > 0 || s.report.headerless_buffers > 0)
     }
+}
+
+/// Whether `e` says the process (EMFILE) or the system (ENFILE) has no file
+/// descriptor left.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    // EMFILE and ENFILE on Linux, the BSDs and macOS.
+    cfg!(unix) && matches!(e.raw_os_error(), Some(23 | 24))
 }

@@ -119,6 +119,11 @@ fn function_id(id: u32, names: &Names) -> String {
 ///     line(Record::Function { action: FunctionAction::TailExit, id, delta: 7 }),
 ///     "<Function Tail Exit: #3 (uart_flush) delta = +7>\n"
 /// );
+/// // The seconds are unsigned, as llvm-xray prints them.
+/// assert_eq!(
+///     line(Record::Walltime { seconds: i64::MIN + 1, micros: 2 }),
+///     "<Wall Time: seconds = 9223372036854775809.000002>\n"
+/// );
 /// assert_eq!(
 ///     line(Record::CallArgument { value: 42 }),
 ///     "<Call Argument: data = 42 (hex = 0x2a)>\n"
@@ -134,6 +139,8 @@ pub fn write_record(record: &Record<'_>, names: &Names, out: &mut impl Write) ->
         Record::NewBuffer { tid } => writeln!(out, "<Thread ID: {tid}>"),
         Record::EndOfBuffer => writeln!(out, "<End of Buffer>"),
         Record::Walltime { seconds, micros } => {
+            // llvm-xray reads the field as unsigned (`uint64_t Seconds`).
+            let seconds = seconds as u64;
             writeln!(out, "<Wall Time: seconds = {seconds}.{micros:06}>")
         }
         Record::Pid { pid } => writeln!(out, "<PID: {pid}>"),

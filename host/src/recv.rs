@@ -2,14 +2,16 @@
 //! it carries with a [`Collector`].
 //!
 //! A reader thread moves bytes from the input to the decoding loop, which checks
-//! for Ctrl-C and the idle timeout between chunks. A serial device that fails or
+//! for Ctrl-C and the idle timeout between chunks. The queue between them holds
+//! at most 16 chunks (`QUEUE_CHUNKS`): an input faster than the decoder (a file,
+//! `/dev/zero`) waits for it instead of filling memory. A serial device that fails or
 //! disappears is reopened (by path) until it is back: the partial frame it was in is
 //! counted as skipped, and decoding goes on with the next frame.
 
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -75,6 +77,33 @@ pub enum Input {
     Serial(SerialSettings),
 }
 
+/// Chunks of input (up to 64 KiB each) queued between the reader thread and the
+/// decoder: 1 MiB at most.
+const QUEUE_CHUNKS: usize = 16;
+
+/// Largest [`RecvOptions::max_payload`] accepted (64 MiB): the decoder's frame
+/// buffer is allocated at this size, so a larger setting is refused.
+///
+/// ```
+/// use std::sync::{atomic::AtomicBool, Arc};
+/// use flightrec_host::collect::Collector;
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::recv::{run, Input, RecvOptions, MAX_PAYLOAD_LIMIT};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let opts = RecvOptions {
+///     input: Input::File(dir.path().join("capture.bin")),
+///     idle_timeout: None,
+///     max_payload: MAX_PAYLOAD_LIMIT + 1,
+/// };
+/// let mut collector = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// let stop = Arc::new(AtomicBool::new(false));
+/// let err = run(&opts, &mut collector, &stop, &Progress::new(true)).unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+/// assert!(err.to_string().contains("67108864"), "{err}");
+/// ```
+pub const MAX_PAYLOAD_LIMIT: usize = 64 << 20;
+
 /// How `recv` runs. Example on [`run`].
 #[derive(Clone, Debug)]
 pub struct RecvOptions {
@@ -82,7 +111,8 @@ pub struct RecvOptions {
     pub input: Input,
     /// Stop after this long without a byte (None: wait until the input ends).
     pub idle_timeout: Option<Duration>,
-    /// Largest payload accepted (frames beyond it are skipped).
+    /// Largest payload accepted (frames beyond it are skipped); at most
+    /// [`MAX_PAYLOAD_LIMIT`].
     pub max_payload: usize,
 }
 
@@ -108,7 +138,7 @@ enum Msg {
     Failed(io::Error),
 }
 
-fn read_loop(mut r: impl Read, tx: &Sender<Msg>) -> io::Result<()> {
+fn read_loop(mut r: impl Read, tx: &SyncSender<Msg>) -> io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match r.read(&mut buf) {
@@ -134,7 +164,7 @@ fn open_serial(s: &SerialSettings) -> serialport::Result<Box<dyn serialport::Ser
         .open()
 }
 
-fn serial_loop(s: &SerialSettings, tx: &Sender<Msg>) {
+fn serial_loop(s: &SerialSettings, tx: &SyncSender<Msg>) {
     let mut port = match open_serial(s) {
         Ok(p) => p,
         Err(e) => {
@@ -189,16 +219,26 @@ fn serial_loop(s: &SerialSettings, tx: &Sender<Msg>) {
 }
 
 fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE_CHUNKS);
     let len = match input {
         Input::File(path) => {
-            let f = std::fs::File::open(path)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-            let len = f.metadata().ok().map(|m| m.len());
+            let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+            let f = std::fs::File::open(path).map_err(named)?;
+            let meta = f.metadata().map_err(named)?;
+            if meta.is_dir() {
+                return Err(named(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "is a directory, not a captured link",
+                )));
+            }
+            let len = meta.is_file().then_some(meta.len());
+            let path = path.clone();
             std::thread::spawn(move || {
                 let m = match read_loop(f, &tx) {
                     Ok(()) => Msg::End,
-                    Err(e) => Msg::Failed(e),
+                    Err(e) => {
+                        Msg::Failed(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+                    }
                 };
                 let _ = tx.send(m);
             });
@@ -208,7 +248,7 @@ fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
             std::thread::spawn(move || {
                 let m = match read_loop(io::stdin().lock(), &tx) {
                     Ok(()) => Msg::End,
-                    Err(e) => Msg::Failed(e),
+                    Err(e) => Msg::Failed(io::Error::new(e.kind(), format!("stdin: {e}"))),
                 };
                 let _ = tx.send(m);
             });
@@ -271,6 +311,15 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &Progress,
 ) -> io::Result<RecvReport> {
+    if opts.max_payload > MAX_PAYLOAD_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a maximum payload of {} bytes is more than the limit of {MAX_PAYLOAD_LIMIT}",
+                opts.max_payload
+            ),
+        ));
+    }
     let (rx, len) = spawn_reader(&opts.input)?;
     progress.start(len);
     let mut buf = vec![0u8; FrameEncoder::max_encoded_len(opts.max_payload)];

@@ -79,7 +79,36 @@ pub struct RenderReport {
     pub events: usize,
     /// Input lines skipped because they are not valid Trace2 JSON (1-based).
     pub skipped: Vec<usize>,
+    /// Perf lines whose region padding was capped at [`MAX_PAD_NESTING`]
+    /// levels (the first one is reported on `diag` as a warning).
+    pub nesting_capped: usize,
 }
+
+/// Deepest region nesting the perf output pads for: `(MAX_PAD_NESTING - 1) * 2`
+/// = 198 dots at most. Lines nested deeper are written with that padding (their
+/// other columns unchanged), and the first one is reported once as a warning.
+///
+/// Git has no limit of its own (2.47.3 keeps `nr_open_regions` in a C `int`
+/// and grows the region stack as needed), but its event target drops regions
+/// deeper than `trace2.eventNesting` (default 2), and git's own code nests a few
+/// levels (3 in every capture under `testdata/trace2`). Without a cap, one
+/// 145-byte line with `"nesting":100000000` would render to 200 MB, and each
+/// `region_enter` without a `nesting` field would add two dots to every later
+/// line (100,000 of them: 10 GB).
+///
+/// ```
+/// use flightrec_host::core::trace2::Target;
+/// use flightrec_host::trace2_render::{render, RenderOptions, MAX_PAD_NESTING};
+/// let input = br#"{"event":"region_enter","sid":"S","thread":"main","nesting":100000000,"label":"deep"}"#;
+/// let (mut out, mut diag) = (Vec::new(), Vec::new());
+/// let report = render(&input[..], &mut out, &mut diag, &RenderOptions::new(Target::Perf, true)).unwrap();
+/// assert_eq!(report.nesting_capped, 1);
+/// let text = String::from_utf8(out).unwrap();
+/// let payload = text.rsplit(" | ").next().unwrap();
+/// assert_eq!(payload, format!("{}label:deep\n", ".".repeat((MAX_PAD_NESTING as usize - 1) * 2)));
+/// assert!(String::from_utf8(diag).unwrap().starts_with("line 1: warning: region nesting 100000000 "));
+/// ```
+pub const MAX_PAD_NESTING: u32 = 100;
 
 /// Reads Trace2 JSON lines from `input`, writes them in `opts`' format to `output`
 /// and reports every line it cannot convert on `diag` as `line N: reason`.
@@ -123,18 +152,73 @@ pub fn render<R: BufRead, W: Write, D: Write>(
             continue;
         }
         match convert_line(text, &mut state, opts, &mut out) {
-            Ok(n) => {
+            Ok(Converted { len, capped_from }) => {
                 report.events += 1;
-                output.write_all(&out[..n])?;
+                if let Some(nesting) = capped_from {
+                    if report.nesting_capped == 0 {
+                        writeln!(
+                            diag,
+                            "line {}: warning: region nesting {nesting} is deeper than {MAX_PAD_NESTING}; \
+                             perf lines are padded for at most {MAX_PAD_NESTING} levels from here on",
+                            report.lines
+                        )?;
+                    }
+                    report.nesting_capped += 1;
+                }
+                output.write_all(&out[..len])?;
             }
             Err(reason) => {
                 report.skipped.push(report.lines);
-                writeln!(diag, "line {}: {}", report.lines, reason)?;
+                writeln!(
+                    diag,
+                    "line {}: {}",
+                    report.lines,
+                    escape_controls(&reason, false)
+                )?;
             }
         }
     }
     output.flush()?;
     Ok(report)
+}
+
+/// `text` with every control character (C0, DEL, C1) written as an escape, so
+/// that a diagnostic stays one line and no terminal sequence of the input
+/// reaches the terminal. With `quoted`, `\\` and `"` are escaped too and the
+/// stand-ins for raw non-UTF-8 bytes are written as `\xNN` (for text from the
+/// input shown between quotes).
+fn escape_controls(text: &str, quoted: bool) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    let needs =
+        |c: char| c.is_control() || (quoted && (c == '\\' || c == '"' || raw_byte(c).is_some()));
+    if !text.chars().any(needs) {
+        return text.into();
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                let _ = write!(s, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(s, "\\u{{{:x}}}", c as u32);
+            }
+            '\\' | '"' if quoted => {
+                s.push('\\');
+                s.push(c);
+            }
+            c => match raw_byte(c) {
+                Some(b) if quoted => {
+                    let _ = write!(s, "\\x{b:02x}");
+                }
+                _ => s.push(c),
+            },
+        }
+    }
+    s.into()
 }
 
 fn strip_eol(raw: &[u8]) -> &[u8] {
@@ -195,13 +279,20 @@ fn to_lossless_str(bytes: &[u8]) -> String {
     s
 }
 
+/// The raw byte a stand-in character of [`to_lossless_str`] stands for.
+fn raw_byte(c: char) -> Option<u8> {
+    let u = c as u32;
+    (RAW_BYTE_BASE..=RAW_BYTE_BASE + 0xff)
+        .contains(&u)
+        .then(|| (u - RAW_BYTE_BASE) as u8)
+}
+
 /// Inverse of [`to_lossless_str`] for one string value.
 fn to_raw_bytes(s: &str) -> Vec<u8> {
     let mut v = Vec::with_capacity(s.len());
     for c in s.chars() {
-        let u = c as u32;
-        if (RAW_BYTE_BASE..=RAW_BYTE_BASE + 0xff).contains(&u) {
-            v.push((u - RAW_BYTE_BASE) as u8);
+        if let Some(b) = raw_byte(c) {
+            v.push(b);
         } else {
             let mut b = [0u8; 4];
             v.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
@@ -354,12 +445,19 @@ fn strerror(code: i32) -> Vec<u8> {
 /// Largest output line the converter builds (a bound against absurd input).
 const MAX_LINE: usize = 1 << 30;
 
+/// One converted line: its length in the output buffer, and the nesting it had
+/// when its perf padding was capped at [`MAX_PAD_NESTING`].
+struct Converted {
+    len: usize,
+    capped_from: Option<u32>,
+}
+
 fn convert_line(
     text: &[u8],
     state: &mut StreamState,
     opts: &RenderOptions,
     out: &mut Vec<u8>,
-) -> Result<usize, String> {
+) -> Result<Converted, String> {
     let json = to_lossless_str(text);
     let value: Value = serde_json::from_str(&json).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(map) = &value else {
@@ -431,6 +529,11 @@ fn convert_line(
         _ => (tracked, tracked),
     };
     state.nesting.insert(key, after);
+    // Only perf pads by nesting; the event target prints the number as it is.
+    let (nesting, capped_from) = match opts.format.target {
+        Target::Perf if nesting > MAX_PAD_NESTING => (MAX_PAD_NESTING, Some(nesting)),
+        _ => (nesting, None),
+    };
 
     // Owned copies of every field the event borrows from.
     let s = |k: &str| o.str(k);
@@ -616,7 +719,12 @@ fn convert_line(
             name: &strs[1],
             value: o.u64("count")?,
         },
-        other => return Err(format!("unknown Trace2 event \"{other}\"")),
+        other => {
+            return Err(format!(
+                "unknown Trace2 event \"{}\"",
+                escape_controls(other, true)
+            ))
+        }
     };
     let ctx = LineCtx {
         time,
@@ -632,7 +740,7 @@ fn convert_line(
     };
     loop {
         match opts.format.write_line(&ctx, &ev, out) {
-            Ok(n) => return Ok(n),
+            Ok(len) => return Ok(Converted { len, capped_from }),
             Err(BufferTooSmall) if out.len() >= MAX_LINE => {
                 return Err("line too long to render".into())
             }

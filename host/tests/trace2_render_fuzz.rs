@@ -22,8 +22,16 @@ fn sample_lines() -> Vec<Vec<u8>> {
     lines
 }
 
+/// 500 cases, or `PROPTEST_CASES` when set (for longer runs).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn damaged_lines_are_converted_or_reported(
