@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Cortex-M cost (benches/cortex-m): builds the bench firmware for thumbv6m-none-eabi
+# and thumbv7em-none-eabihf (opt-level "s", fat LTO), executes its hot paths in
+# Unicorn (as a Cortex-M0 and a Cortex-M4), counts instructions and modelled cycles,
+# and fails when one rose more than 3 % above benches/cortex-m/baseline.txt. Then
+# prints flash and RAM, with and without flightrec, of the bench firmware and of the
+# firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate.
+# `--update` rewrites the baseline instead of checking it. Run from the repository root.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+need_apt=()
+command -v llvm-nm >/dev/null 2>&1 || need_apt+=(llvm)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if ((${#need_apt[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+for t in thumbv6m-none-eabi thumbv7em-none-eabihf thumbv7m-none-eabi; do
+  rustup target list --installed | grep -qx "$t" || rustup target add "$t"
+done
+
+# The emulator, the decoder and the ELF reader, pinned: counts must not move with them.
+venv=target/cortex-m-venv
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import unicorn, capstone, elftools' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q unicorn==2.1.4 capstone==5.0.9 pyelftools==0.33
+fi
+py=$venv/bin/python
+
+bench=benches/cortex-m
+fw=examples/firmware-qemu
+elf=release/flightrec-cortex-m-bench
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "--- build the bench firmware (with and without flightrec)"
+(
+  cd "$bench"
+  for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+    cargo build -q --release --target "$t" --no-default-features
+    cp "target/$t/$elf" "$work/bench-none-$t.elf"
+    cargo build -q --release --target "$t"
+  done
+)
+
+echo "--- instructions and cycles per operation against $bench/baseline.txt"
+"$py" "$bench/run.py" "$bench/target/thumbv6m-none-eabi/$elf" \
+  "$bench/target/thumbv7em-none-eabihf/$elf" "$@"
+
+echo "--- build the firmware example (with and without flightrec)"
+(
+  cd "$fw"
+  cargo build -q --release --no-default-features
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-none.elf"
+  cargo build -q --release --no-default-features --features trace
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-fdr.elf"
+  cargo build -q --release
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-full.elf"
+)
+
+echo "--- flash and RAM (release builds)"
+nm=$(command -v llvm-nm)
+"$py" "$bench/sizes.py" "$nm" \
+  "bench firmware thumbv6m, floor only (no flightrec)=$work/bench-none-thumbv6m-none-eabi.elf" \
+  "bench firmware thumbv6m, FDR rings + link=$bench/target/thumbv6m-none-eabi/$elf" \
+  "bench firmware thumbv7em, floor only (no flightrec)=$work/bench-none-thumbv7em-none-eabihf.elf" \
+  "bench firmware thumbv7em, FDR rings + link=$bench/target/thumbv7em-none-eabihf/$elf" \
+  "firmware-qemu thumbv7m, no tracing=$work/fw-none.elf" \
+  "firmware-qemu thumbv7m, FDR + link (trace)=$work/fw-fdr.elf" \
+  "firmware-qemu thumbv7m, FDR + link + Trace2 (default)=$work/fw-full.elf"

@@ -1,0 +1,9 @@
+//! Puts `bench.x` (the memory layout the emulator maps) on the linker's path.
+use std::path::PathBuf;
+
+fn main() {
+    let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"));
+    println!("cargo:rustc-link-search={}", dir.display());
+    println!("cargo:rustc-link-arg=-Tbench.x");
+    println!("cargo:rerun-if-changed=bench.x");
+}

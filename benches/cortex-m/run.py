@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Counts the instructions (and cycles, from a stated per-instruction model) of
+flightrec's hot paths on Cortex-M by executing the bench firmware in Unicorn, and
+checks them against baseline.txt.
+
+    run.py ELF_V6M ELF_V7EM              # check against baseline.txt
+    run.py ELF_V6M ELF_V7EM --update     # rewrite baseline.txt
+
+Each ELF is the bench firmware (src/) built for thumbv6m-none-eabi (run as a
+Cortex-M0) or thumbv7em-none-eabihf (run as a Cortex-M4). Every run starts from a
+fresh machine: the ELF's PT_LOAD segments at their virtual addresses, a stack at the
+top of RAM, and the three registers of src/main.rs (COUNTER returns a value 3 higher
+at every read; MARK; UART_DATA). An entry is called with n in r0 and runs until it
+returns. Per-operation figures are (count at 2n - count at n) / n, so ring setup and
+the entry's prologue drop out and the loop's own instructions stay in; the link's
+figure counts only between the marks around `LinkWriter::flush_one`.
+
+Cycle model (in-order, no wait states, no pipelining of neighbouring loads):
+  M0: LDR*/STR* 2; LDM/STM/PUSH/POP 1+N; POP with PC 3+N; B, BX, BLX and a taken
+      conditional branch 3, not taken 1; BL 4; everything else 1 (MULS 1).
+  M4: LDR* 2, LDRD 3; STR* 1, STRD 3; LDM/STM/PUSH/POP 1+N; POP or LDM with PC
+      1+N+P; taken branch (B, Bcc, CBZ/CBNZ, BX, BLX, BL) 1+P, not taken 1;
+      TBB/TBH 2+P; UDIV/SDIV 12 (worst case); everything else 1. P, the pipeline
+      refill, is 2 (the TRM gives 1 to 3), so a taken branch costs 3.
+"""
+
+import argparse
+import os
+import sys
+
+from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
+from elftools.elf.elffile import ELFFile
+from unicorn import UC_ARCH_ARM, UC_HOOK_CODE, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+from unicorn import arm_const as A
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASELINE = os.path.join(HERE, "baseline.txt")
+
+FLASH, FLASH_SIZE = 0x0000_0000, 256 * 1024
+RAM, RAM_SIZE = 0x2000_0000, 128 * 1024
+MMIO, MMIO_SIZE = 0x4000_0000, 0x1000
+RETURN = FLASH + FLASH_SIZE - 16  # LR points here; the run stops when PC gets here
+COUNTER_STEP = 3
+LIMIT = 50_000_000  # instructions; a panic loops forever
+
+CONDS = {"eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls",
+         "ge", "lt", "gt", "le", "al"}
+
+
+class Machine:
+    """One fresh emulated Cortex-M with the bench firmware loaded."""
+
+    def __init__(self, elf_path, cpu):
+        self.uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+        self.uc.ctl_set_cpu_model(cpu)
+        self.uc.mem_map(FLASH, FLASH_SIZE)
+        self.uc.mem_map(RAM, RAM_SIZE)
+        self.uc.mmio_map(MMIO, MMIO_SIZE, self._read, None, self._write, None)
+        with open(elf_path, "rb") as f:
+            elf = ELFFile(f)
+            for seg in elf.iter_segments():
+                if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]:
+                    self.uc.mem_write(seg["p_vaddr"], seg.data())
+        self.uc.mem_write(RETURN, b"\x00\xbe" * 4)  # bkpt, never executed
+        self.counter = 0
+        self.counting = False
+        self.marked = False
+        self.counts = {}
+        self.taken = {}
+        self.sizes = {}
+        self.prev = None
+        self.executed = 0
+        self.uart_bytes = 0
+        self.uc.hook_add(UC_HOOK_CODE, self._code)
+
+    def _read(self, uc, offset, size, _):
+        if offset == 0:
+            self.counter = (self.counter + COUNTER_STEP) & 0xFFFF_FFFF
+            return self.counter
+        return 0
+
+    def _write(self, uc, offset, size, value, _):
+        if offset == 4 and self.marked:
+            self.counting = value != 0
+            self.prev = None
+        elif offset == 8:
+            self.uart_bytes += 1
+
+    def _code(self, uc, address, size, _):
+        self.executed += 1
+        if self.executed > LIMIT:
+            uc.emu_stop()
+        if not self.counting:
+            return
+        prev = self.prev
+        if prev is not None and address != prev + self.sizes[prev]:
+            self.taken[prev] = self.taken.get(prev, 0) + 1
+        self.counts[address] = self.counts.get(address, 0) + 1
+        self.sizes[address] = size
+        self.prev = address
+
+    def call(self, addr, n, marked=False):
+        """Runs the entry at `addr` with r0 = n; returns its r0."""
+        self.marked = marked
+        self.counting = not marked
+        self.uc.reg_write(A.UC_ARM_REG_SP, RAM + RAM_SIZE)
+        self.uc.reg_write(A.UC_ARM_REG_LR, RETURN | 1)
+        self.uc.reg_write(A.UC_ARM_REG_R0, n)
+        self.uc.emu_start(addr | 1, RETURN)
+        pc = self.uc.reg_read(A.UC_ARM_REG_PC)
+        if pc != RETURN or self.executed > LIMIT:
+            sys.exit(f"entry at {addr:#x} did not return (pc {pc:#x})")
+        if self.counting and self.prev is not None:
+            self.taken[self.prev] = self.taken.get(self.prev, 0) + 1  # the return
+        return self.uc.reg_read(A.UC_ARM_REG_R0)
+
+
+def reg_count(op_str):
+    """Registers in a {…} list, ranges expanded."""
+    inside = op_str[op_str.index("{") + 1:op_str.index("}")]
+    n = 0
+    for part in inside.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-")
+            n += int(hi.strip()[1:]) - int(lo.strip()[1:]) + 1
+        else:
+            n += 1
+    return n
+
+
+def cycles(insn, executed, taken):
+    """(M0 cycles, M4 cycles) of an instruction executed `executed` times, `taken`
+    of them followed by a non-sequential instruction."""
+    m = insn.mnemonic.split(".")[0]
+    ops = insn.op_str
+    not_taken = executed - taken
+    if m in ("b", "bx", "blx") or (len(m) == 3 and m[0] == "b" and m[1:] in CONDS):
+        return 3 * taken + not_taken, 3 * taken + not_taken
+    if m == "bl":
+        return 4 * executed, 3 * executed
+    if m in ("cbz", "cbnz"):
+        return 3 * taken + not_taken, 3 * taken + not_taken
+    if m in ("tbb", "tbh"):
+        return 4 * executed, 4 * executed
+    if m in ("push", "pop") or m.startswith("ldm") or m.startswith("stm"):
+        n = reg_count(ops)
+        if "pc" in ops and (m == "pop" or m.startswith("ldm")):
+            return (3 + n) * executed, (3 + n) * executed
+        return (1 + n) * executed, (1 + n) * executed
+    if m.startswith("ldr"):
+        if ops.startswith("pc"):
+            return 5 * executed, 4 * executed
+        return 2 * executed, (3 if m.startswith("ldrd") else 2) * executed
+    if m.startswith("str"):
+        return 2 * executed, (3 if m.startswith("strd") else 1) * executed
+    if m in ("udiv", "sdiv"):
+        return 12 * executed, 12 * executed
+    if (m.startswith("mov") or m.startswith("add")) and ops.startswith("pc"):
+        return 3 * executed, 3 * executed
+    return executed, executed
+
+
+def tally(machine, cs):
+    """(instructions, M0 cycles, M4 cycles) counted by `machine`."""
+    insns = m0 = m4 = 0
+    for addr, n in machine.counts.items():
+        code = bytes(machine.uc.mem_read(addr, machine.sizes[addr]))
+        insn = next(cs.disasm(code, addr, 1))
+        c0, c4 = cycles(insn, n, machine.taken.get(addr, 0))
+        insns += n
+        m0 += c0
+        m4 += c4
+    return insns, m0, m4
+
+
+class Target:
+    def __init__(self, name, elf, cpu):
+        self.name, self.elf, self.cpu = name, elf, cpu
+        self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
+        with open(elf, "rb") as f:
+            symtab = ELFFile(f).get_section_by_name(".symtab")
+            self.symbols = {s.name: s["st_value"] & ~1 for s in symtab.iter_symbols()
+                            if s.name.startswith("bench_")}
+
+    def run(self, entry, n, marked=False):
+        m = Machine(self.elf, self.cpu)
+        ret = m.call(self.symbols[entry], n, marked)
+        self.uart_bytes = m.uart_bytes
+        return tally(m, self.cs), ret
+
+    def per_op(self, entry, n):
+        """Per-operation (instructions, M0, M4) from runs of n and 2n, with both r0s."""
+        a, ra = self.run(entry, n)
+        b, rb = self.run(entry, 2 * n)
+        return tuple((y - x) / n for x, y in zip(a, b)), (a, b), (ra, rb)
+
+
+def measure(t):
+    """The figures of one target: name -> (instructions, cycles on its core, what)."""
+    core = 1 if t.name == "thumbv6m" else 2  # M0 cycles for v6m, M4 for v7em
+    out = {}
+
+    def put(key, vals, what):
+        out[key] = (vals[0], vals[core], what)
+
+    floor, _, _ = t.per_op("bench_floor", 256)
+    put("floor_pair", floor, "floor: 2 × (counter read + 8-byte store)")
+    enter, _, (e1, e2) = t.per_op("bench_enter", 256)
+    assert e1 == e2 == 0, "the steady-state enter run switched buffers"
+    put("enter", enter, "one enter (counter read included), steady state")
+    pair, _, (p1, p2) = t.per_op("bench_pair", 256)
+    assert p1 == p2 == 0, "the steady-state pair run switched buffers"
+    put("pair", pair, "enter + exit, steady state")
+    put("record", tuple(v / 2 for v in pair), "per record (enter + exit) / 2, steady state")
+    n = 1024
+    sw, (a, b), (s1, s2) = t.per_op("bench_switch", n)
+    switches = s2 - s1
+    assert switches > 0
+    per_switch = tuple((y - x - n * p) / switches for x, y, p in zip(a, b, pair))
+    put("switch", per_switch, f"one buffer switch (1 KiB buffers, {switches} switches counted)")
+    put("switch_per_record", tuple((s - p) / 2 for s, p in zip(sw, pair)),
+        "buffer switch amortised per record over 1 KiB buffers")
+    per_buffer = t.run("bench_fill_1k", 0)[1]
+    buffers = 32
+    flush, records = t.run("bench_flush_one", buffers, marked=True)
+    put("flush_one_per_record", tuple(v / records for v in flush),
+        f"link: LinkWriter::flush_one per function record ({buffers} buffers, "
+        f"{records} records, header + counters every 16 buffers)")
+    return out, per_buffer, t.uart_bytes / records
+
+
+def read_baseline():
+    base = {}
+    if os.path.exists(BASELINE):
+        for line in open(BASELINE):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                k, v = line.split()
+                base[k] = float(v)
+    return base
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("v6m_elf")
+    p.add_argument("v7em_elf")
+    p.add_argument("--update", action="store_true", help="rewrite baseline.txt")
+    p.add_argument("--tolerance", type=float, default=3.0, help="percent (default 3)")
+    args = p.parse_args()
+
+    base = read_baseline()
+    measured = {}
+    ok = True
+    for name, elf, cpu, core in (("thumbv6m", args.v6m_elf, A.UC_CPU_ARM_CORTEX_M0, "M0"),
+                                 ("thumbv7em", args.v7em_elf, A.UC_CPU_ARM_CORTEX_M4, "M4")):
+        figures, per_buffer, wire = measure(Target(name, elf, cpu))
+        floor_pair = figures["floor_pair"]
+        print(f"\n{name}-none-eabi{'hf' if name == 'thumbv7em' else ''} on a Cortex-{core} "
+              f"(1 KiB buffer = {per_buffer} function records)\n")
+        print(f"| path | instructions | {core} cycles | baseline insns | change |")
+        print("|---|---:|---:|---:|---:|")
+        for key, (insns, cyc, what) in figures.items():
+            for suffix, val in (("insns", insns), ("cycles", cyc)):
+                measured[f"{name}.{key}.{suffix}"] = val
+            b = base.get(f"{name}.{key}.insns")
+            bc = base.get(f"{name}.{key}.cycles")
+            status = ""
+            if b is None or bc is None:
+                status = "no baseline"
+                ok = ok and args.update
+            else:
+                pct = 100.0 * (insns - b) / b if b else 0.0
+                pctc = 100.0 * (cyc - bc) / bc if bc else 0.0
+                worst = max(pct, pctc)
+                status = f"{pct:+.1f} %"
+                if worst > args.tolerance:
+                    status += " REGRESSED"
+                    ok = ok and args.update
+                elif min(pct, pctc) < -args.tolerance:
+                    status += " (update the baseline)"
+            bs = "—" if b is None else f"{b:.2f}"
+            print(f"| `{key}`: {what} | {insns:.2f} | {cyc:.2f} | {bs} | {status} |")
+        print(f"\nfloor for an enter + exit: {floor_pair[0]:.2f} instructions, "
+              f"{floor_pair[1]:.2f} {core} cycles; link: {wire:.2f} wire bytes per "
+              "function record (frames, COBS and CRC included)")
+    if args.update:
+        with open(BASELINE, "w") as f:
+            f.write("# Cortex-M instructions and cycles (M0 for thumbv6m, M4 for thumbv7em)\n"
+                    "# per operation of each path, counted in Unicorn by run.py.\n"
+                    "# Written by `bash .ci/steps/cortex-m-cost.sh --update`.\n")
+            for k in sorted(measured):
+                f.write(f"{k} {measured[k]:.2f}\n")
+        print("\nbaseline written: benches/cortex-m/baseline.txt")
+    elif not ok:
+        print(f"\na count rose more than {args.tolerance} % above its baseline (or has none)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+//! The flightrec entries: each builds its ring over static storage, then runs `n`
+//! operations. Ring setup is a fixed cost the runner removes (it runs `n` and `2n`
+//! and takes the difference) or leaves outside the marks.
+
+use core::convert::Infallible;
+use core::ptr::{addr_of_mut, write_volatile};
+
+use flightrec_core::clock::Timestamp;
+use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+use flightrec_core::fdr::writer::WriterConfig;
+use flightrec_core::fdr::FunctionId;
+use flightrec_core::link::{LinkWriter, Source};
+
+use crate::{mark, now, UART_DATA};
+
+/// The number of entries in [`ENTRIES`].
+pub const COUNT: usize = 5;
+/// Every flightrec entry.
+pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
+    bench_enter,
+    bench_pair,
+    bench_switch,
+    bench_flush_one,
+    bench_fill_1k,
+];
+
+/// Storage of every ring (one entry runs at a time): 64 KiB.
+static mut STORAGE: [u8; 64 * 1024] = [0; 64 * 1024];
+/// Slots of the steady ring (2 × 32 KiB: no buffer switch in a run).
+static BIG_SLOTS: [Slot; 2] = [Slot::NEW; 2];
+/// Slots of the small ring (4 × 1 KiB, the firmware example's geometry).
+static SMALL_SLOTS: [Slot; 4] = [Slot::NEW; 4];
+
+const ID: FunctionId = match FunctionId::new(5) {
+    Ok(f) => f,
+    Err(_) => panic!("function ids have 28 bits"),
+};
+
+fn ts() -> Timestamp {
+    Timestamp { tsc: now(), cpu: 0 }
+}
+
+fn config() -> RecorderConfig {
+    RecorderConfig::new(WriterConfig::new(1).with_pid(1), 48_000_000)
+}
+
+/// A ring over [`STORAGE`]: `big` gives 2 × 32 KiB, otherwise 4 × 1 KiB.
+fn ring(big: bool, policy: Policy) -> Ring<'static> {
+    // SAFETY: entries run one at a time and each makes one ring, so this is the only
+    // reference to STORAGE while it lives.
+    let storage = unsafe { &mut *addr_of_mut!(STORAGE) };
+    let (storage, slots): (&mut [u8], &'static [Slot]) = if big {
+        (&mut storage[..], &BIG_SLOTS)
+    } else {
+        (&mut storage[..4 * 1024], &SMALL_SLOTS)
+    };
+    Ring::new(storage, slots, policy).unwrap_or_else(|_| panic!())
+}
+
+/// `n` function entries, steady state (the run fits in one buffer). Returns the
+/// buffers finished, which the runner checks is 0.
+#[no_mangle]
+pub extern "C" fn bench_enter(n: u32) -> u32 {
+    let mut ring = ring(true, Policy::FlightRecorder);
+    let (mut rec, _consumer) = ring.split(config());
+    for _ in 0..n {
+        let _ = rec.enter(ID, ts());
+    }
+    rec.stats().buffers_finished
+}
+
+/// `n` enter + exit pairs, steady state. Returns the buffers finished (0).
+#[no_mangle]
+pub extern "C" fn bench_pair(n: u32) -> u32 {
+    let mut ring = ring(true, Policy::FlightRecorder);
+    let (mut rec, _consumer) = ring.split(config());
+    for _ in 0..n {
+        let _ = rec.enter(ID, ts());
+        let _ = rec.exit(ID, ts());
+    }
+    rec.stats().buffers_finished
+}
+
+/// `n` enter + exit pairs into 1 KiB buffers (flight recorder, 4 buffers), so the
+/// recorder switches buffers as it goes. Returns the buffers finished.
+#[no_mangle]
+pub extern "C" fn bench_switch(n: u32) -> u32 {
+    let mut ring = ring(false, Policy::FlightRecorder);
+    let (mut rec, _consumer) = ring.split(config());
+    for _ in 0..n {
+        let _ = rec.enter(ID, ts());
+        let _ = rec.exit(ID, ts());
+    }
+    rec.stats().buffers_finished
+}
+
+/// The transmit register as an `embedded_io` sink: one store per byte, no wait.
+struct Uart;
+
+impl embedded_io::ErrorType for Uart {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Uart {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        for &b in buf {
+            // SAFETY: UART_DATA is a writable register on the emulated machine.
+            unsafe { write_volatile(UART_DATA as *mut u32, u32::from(b)) }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// A streaming 4 × 1 KiB ring and its link: `n` times, records function records
+/// until a buffer is finished, then sends it with `LinkWriter::flush_one` between
+/// marks (only the send is counted; the header and counters frames every 16 buffers
+/// included). Returns the function records in the sent buffers.
+#[no_mangle]
+pub extern "C" fn bench_flush_one(n: u32) -> u32 {
+    let mut ring = ring(false, Policy::Streaming);
+    let cfg = config();
+    let mut source = Source::new(1, cfg.file_header(ring.buffer_size()));
+    let (mut rec, mut consumer) = ring.split(cfg);
+    let mut link = LinkWriter::new(Uart);
+    let mut records = 0u32;
+    let mut sent = 0u32;
+    for _ in 0..n {
+        // The record that finishes a buffer goes into the next one.
+        while consumer.pending() == 0 {
+            let _ = rec.enter(ID, ts());
+            records += 1;
+            if consumer.pending() == 0 {
+                let _ = rec.exit(ID, ts());
+                records += 1;
+            }
+        }
+        sent = records - 1;
+        mark(true);
+        let _ = link.flush_one(&mut source, &mut consumer);
+        mark(false);
+    }
+    sent
+}
+
+/// Fills one 1 KiB buffer of a streaming ring with enter + exit pairs and returns the
+/// function records it holds (the size of a buffer in records, for the report).
+#[no_mangle]
+pub extern "C" fn bench_fill_1k(_n: u32) -> u32 {
+    let mut ring = ring(false, Policy::Streaming);
+    let (mut rec, consumer) = ring.split(config());
+    let mut records = 0u32;
+    while consumer.pending() == 0 {
+        let _ = rec.enter(ID, ts());
+        records += 1;
+    }
+    records - 1
+}
