@@ -2,8 +2,7 @@
 //! values sit at the edges of their fields. Without `llvm-xray` the comparison is
 //! skipped with a message, except under `CI=true`, where it fails.
 
-#[path = "../../std-shell/tests/xray_common/mod.rs"]
-mod xray_common;
+use flightrec_testkit::xray_tool;
 
 use flightrec_host::dump::dump;
 use flightrec_host::names::Names;
@@ -45,7 +44,7 @@ fn walltime_seconds_print_unsigned() {
 
 #[test]
 fn walltime_edges_match_llvm_xray() {
-    let Some(tool) = xray_common::llvm_xray() else {
+    let Some(tool) = xray_tool::llvm_xray() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -53,7 +52,7 @@ fn walltime_edges_match_llvm_xray() {
         let file = with_walltime(seconds, micros);
         let path = dir.path().join(format!("walltime{seconds}.xray"));
         std::fs::write(&path, &file).unwrap();
-        let (ok, theirs, err) = xray_common::xray(&tool, &["fdr-dump", path.to_str().unwrap()]);
+        let (ok, theirs, err) = xray_tool::xray(&tool, &["fdr-dump", path.to_str().unwrap()]);
         assert!(ok, "llvm-xray fdr-dump: {err}");
         assert_eq!(ours(&file), theirs, "seconds {seconds}");
     }
