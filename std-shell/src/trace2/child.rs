@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 
 use flightrec_core::trace2::{Args, Event, Micros};
 
-use super::api::{emit, redact_all, views};
+use super::emit::{emit, emit_in};
+use super::redact::{redact_all, views};
 use super::runtime::{runtime, Loc, Runtime};
 use super::tls::with_ctx;
 
@@ -350,7 +351,7 @@ impl ChildRecord {
         with_ctx(rt, |c| {
             let now = rt.now();
             let e = ev(now.saturating_sub(self.start));
-            c.emit(rt, Loc::from(loc), &e);
+            emit_in(rt, c, Loc::from(loc), &e);
         });
     }
 }

@@ -11,15 +11,23 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Instant;
 
-use flightrec_core::trace2::{Args, Event, Format, IdCounter, Msg, ProcessStats, Target};
+use flightrec_core::trace2::{Args, Event, IdCounter, Msg, ProcessStats};
 
-use super::api::{emit, error_event, start_event};
+use super::ancestry::ancestry;
+use super::command::start_event;
 use super::config::Trace2Config;
-use super::runtime::{runtime_any, warn, ConfigParamsFn, Loc, Output, Runtime, Shared};
+use super::config_param::ConfigParamsFn;
+use super::emit::{emit, emit_in, emit_where};
+use super::message::error_event;
+use super::outputs::{open_outputs, Output};
+use super::runtime::{runtime, runtime_any, source_path, Loc, Runtime, Shared};
 use super::sid::SessionId;
-use super::stats::{with_counter_defs, with_timer_defs};
-use super::target::{BackgroundWriter, Destination, OpenOutcome, WriteMode};
+use super::signal::install_sigpipe_handler;
+use super::stat_defs::{with_counter_defs, with_timer_defs};
+use super::stats::report_thread;
+use super::target::{strerror, BackgroundWriter, WriteMode};
 use super::tls::{install_main, with_ctx};
+use super::warning::warn;
 
 /// How to start Trace2: the environment prefix, the version reported in the
 /// `version` event, the settings and the argv of `start`.
@@ -260,25 +268,7 @@ impl Builder {
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned());
         let sid = SessionId::for_this_process(parent.as_deref());
-        let mut outputs = Vec::new();
-        for (kind, setting) in [
-            (Target::Normal, &cfg.normal),
-            (Target::Perf, &cfg.perf),
-            (Target::Event, &cfg.event),
-        ] {
-            match Destination::open(kind, &cfg, &sid.own) {
-                Ok(dest) => outputs.push(Output {
-                    dest: Arc::new(dest),
-                    format: Format {
-                        target: kind,
-                        brief: setting.brief,
-                        event_nesting: cfg.event_nesting,
-                    },
-                }),
-                Err(OpenOutcome::Failed { warning: Some(w) }) => warn(&w),
-                Err(_) => {}
-            }
-        }
+        let outputs = open_outputs(&cfg, &sid.own);
         if outputs.is_empty() {
             return inert;
         }
@@ -312,7 +302,7 @@ impl Builder {
         install_main(rt);
         register_exit_handler();
         install_panic_hook();
-        super::signal::install_sigpipe_handler();
+        install_sigpipe_handler();
         let l = Loc::from(loc);
         emit(
             rt,
@@ -325,7 +315,7 @@ impl Builder {
         // sentinel, and the event target says so right after `version`.
         if rt.outputs.iter().any(|o| o.dest.too_many_files()) {
             with_ctx(rt, |c| {
-                c.emit_where(rt, l, &Event::TooManyFiles, |o| o.dest.too_many_files())
+                emit_where(rt, c, l, &Event::TooManyFiles, |o| o.dest.too_many_files())
             });
         }
         match &self.argv {
@@ -335,7 +325,7 @@ impl Builder {
                 start_event(rt, l, a.iter().map(|s| s.as_bytes()));
             }
         }
-        let names = super::ancestry::ancestry();
+        let names = ancestry();
         if !names.is_empty() {
             let v: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
             emit(
@@ -370,7 +360,7 @@ fn start_background(mode: Option<WriteMode>, outputs: &[Output]) -> Option<Backg
         Err(e) => {
             warn(&format!(
                 "trace2: could not start the background writer: {}; writing directly",
-                super::target::strerror(&e)
+                strerror(&e)
             ));
             None
         }
@@ -539,20 +529,20 @@ fn run_atexit(rt: &Runtime) {
     let loc = Loc::caller();
     with_ctx(rt, |c| {
         c.state.regions.unwind();
-        c.report_and_merge(rt);
+        report_thread(rt, c);
         let totals = rt.shared().totals;
         with_timer_defs(|defs| {
             for ev in totals.timer_events(defs) {
-                c.emit(rt, loc, &ev);
+                emit_in(rt, c, loc, &ev);
             }
         });
         with_counter_defs(|defs| {
             for ev in totals.counter_events(defs) {
-                c.emit(rt, loc, &ev);
+                emit_in(rt, c, loc, &ev);
             }
         });
         let code = rt.exit_code.load(Ordering::Acquire);
-        c.emit(rt, loc, &Event::Atexit { code });
+        emit_in(rt, c, loc, &Event::Atexit { code });
     });
     Runtime::disable();
     rt.finish_background();
@@ -618,7 +608,7 @@ fn install_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if let Some(rt) = super::runtime::runtime() {
+            if let Some(rt) = runtime() {
                 let msg: &str = if let Some(s) = info.payload().downcast_ref::<&str>() {
                     s
                 } else if let Some(s) = info.payload().downcast_ref::<String>() {
@@ -627,7 +617,7 @@ fn install_panic_hook() {
                     "Box<dyn Any>"
                 };
                 let loc = info.location().map_or(Loc::caller(), |l| Loc {
-                    file: super::runtime::source_path(l.file()),
+                    file: source_path(l.file()),
                     line: l.line(),
                 });
                 error_event(rt, loc, msg.as_bytes(), Msg::Bytes(msg.as_bytes()));

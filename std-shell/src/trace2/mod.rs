@@ -55,30 +55,63 @@
 //! buffer and written with one `write()` per destination, in the order
 //! normal, perf, event; or, in the opt-in background mode
 //! ([`target::WriteMode`], [`flush`]), queued for a writer thread.
+//!
+//! # Layers
+//!
+//! The runtime's modules import in one direction only: a module uses the
+//! modules of the layers listed before its own, and those listed before it on
+//! its own line; never one after it. `.ci/steps/module-layers.sh` reads this
+//! list and checks every `super::` and `crate::trace2::` path against it.
+//!
+//! 1. Leaves: `clock`, [`sid`], `ancestry`, `warning`, `write_mark`,
+//!    [`target`], [`config`], `stat_defs`, `config_param`.
+//! 2. Runtime state (settings, outputs, session id, the on/off flag):
+//!    `outputs`, `runtime`.
+//! 3. Thread context: `tls`.
+//! 4. Emit (line inputs, formatting, writing to the outputs): `emit`,
+//!    `redact`.
+//! 5. Public API: `repo`, `region`, `data`, `message`, `params`, `command`,
+//!    `stats`, `thread`, `child`.
+//! 6. Lifecycle (start, exit, `atexit`, panics, signals): [`signal`],
+//!    `lifecycle`.
 
 mod ancestry;
-mod api;
 mod child;
 mod clock;
+mod command;
 pub mod config;
+mod config_param;
+mod data;
+mod emit;
 mod lifecycle;
+mod message;
+mod outputs;
+mod params;
+mod redact;
 mod region;
+mod repo;
 mod runtime;
 pub mod sid;
 pub mod signal;
+mod stat_defs;
 mod stats;
 pub mod target;
+mod thread;
 mod tls;
+mod warning;
+mod write_mark;
 
 pub use ancestry::ancestry;
-pub use api::{
-    alias, cmd_mode, cmd_name, cmd_path, cmd_start, config_params_from_files, data, data_fmt,
-    data_in, data_json, def_param, def_param_scoped, def_repo, error, error_fmt, flush, printf,
-    ConfigParam, Repo,
-};
 pub use child::{child, exec, exec_event, exec_result, ChildRecord, ChildSpec, TracedChild};
+pub use command::{alias, cmd_mode, cmd_name, cmd_path, cmd_start};
+pub use config_param::{config_params_from_files, ConfigParam, ConfigParamsFn};
+pub use data::{data, data_fmt, data_in, data_json};
 pub use lifecycle::{exit, init, Builder, Session};
+pub use message::{error, error_fmt, printf};
+pub use params::{def_param, def_param_scoped};
 pub use region::{region, region_in, region_msg, Region};
-pub use runtime::{enabled, source_path, ConfigParamsFn};
-pub use stats::{Counter, Timer, TimerScope, MAX_COUNTERS, MAX_TIMERS};
-pub use tls::{thread_start, ThreadGuard};
+pub use repo::{def_repo, Repo};
+pub use runtime::{enabled, flush, source_path};
+pub use stat_defs::{MAX_COUNTERS, MAX_TIMERS};
+pub use stats::{Counter, Timer, TimerScope};
+pub use thread::{thread_start, ThreadGuard};

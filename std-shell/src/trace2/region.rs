@@ -5,9 +5,10 @@ use std::panic::Location;
 
 use flightrec_core::trace2::{Event, Msg};
 
-use super::runtime::{runtime, Loc, Runtime};
+use super::emit::emit_at;
+use super::repo::Repo;
+use super::runtime::{enabled, runtime, Loc, Runtime};
 use super::tls::with_ctx;
-use super::Repo;
 
 /// An open region; dropping it leaves the region (`region_leave`, with the
 /// time spent in it). Made by [`region`], [`region_in`] or
@@ -155,7 +156,7 @@ fn region_with<'a>(
     msg: Option<fmt::Arguments<'_>>,
 ) -> Region<'a> {
     let loc = Location::caller();
-    if super::runtime::enabled() {
+    if enabled() {
         return enter_guard(loc, repo, category, label, msg);
     }
     Region {
@@ -240,8 +241,9 @@ pub(crate) fn enter_raw(
     with_ctx(rt, |c| {
         let now = rt.now();
         let nesting = c.state.region_enter(now);
-        c.emit_at(
+        emit_at(
             rt,
+            c,
             loc,
             nesting,
             repo,
@@ -269,8 +271,9 @@ pub(crate) fn leave_raw(
     with_ctx(rt, |c| {
         let now = rt.now();
         if let Ok((t_rel, nesting)) = c.state.region_leave(now) {
-            c.emit_at(
+            emit_at(
                 rt,
+                c,
                 loc,
                 nesting,
                 repo,

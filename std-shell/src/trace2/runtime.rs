@@ -1,31 +1,30 @@
-//! The process-wide Trace2 runtime: the open destinations, the session id, the
-//! shared counters, and the one function every event goes through.
+//! The process-wide Trace2 runtime state: the settings, the open outputs, the
+//! session id, the shared counters and ids, and whether Trace2 is on.
 //!
 //! Whether Trace2 is on is a single relaxed atomic load ([`enabled`]); every
 //! public call checks it first, so with no target configured tracing costs one
 //! load and a branch.
 
-use std::io::Write as _;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use flightrec_core::trace2::{Event, Format, IdCounter, LineCtx, Micros, ProcessStats, WallTime};
+use flightrec_core::trace2::{IdCounter, Micros, ProcessStats};
 
 use super::clock;
 use super::config::Trace2Config;
+use super::config_param::ConfigParamsFn;
+use super::outputs::Output;
 use super::sid::SessionId;
-use super::stats::{MAX_COUNTERS, MAX_TIMERS};
-use super::target::{BackgroundWriter, Destination, Pushed};
+use super::stat_defs::{MAX_COUNTERS, MAX_TIMERS};
+use super::target::BackgroundWriter;
+use super::warning::warn;
 
 /// Set once a runtime with at least one open destination exists, cleared after
 /// `atexit`.
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-
-/// Longest line the runtime formats (a line that does not fit is dropped).
-const MAX_LINE: usize = 16 << 20;
 
 /// Whether Trace2 is on in this process: one relaxed atomic load.
 ///
@@ -102,14 +101,6 @@ pub fn source_path(file: &str) -> &str {
     }
 }
 
-/// One open destination with its line format.
-#[derive(Debug)]
-pub(crate) struct Output {
-    /// Shared with the background writer, when there is one.
-    pub dest: Arc<Destination>,
-    pub format: Format,
-}
-
 /// State shared by all threads, behind one lock (used only off the hot path:
 /// cmd_name, thread creation and exit, atexit).
 pub(crate) struct Shared {
@@ -119,22 +110,6 @@ pub(crate) struct Shared {
     pub thread_ids: IdCounter,
     pub repo_ids: IdCounter,
 }
-
-/// A function that lists the config entries `trace2.configParams` asks for,
-/// given to [`Builder::config_params`](super::Builder::config_params). It runs
-/// once, at the first [`cmd_name`](super::cmd_name).
-///
-/// ```
-/// use flightrec::trace2::config::Trace2Config;
-/// use flightrec::trace2::{ConfigParam, ConfigParamsFn};
-/// fn none(_: &Trace2Config) -> Vec<ConfigParam> {
-///     Vec::new()
-/// }
-/// let lister: ConfigParamsFn = none;
-/// let cfg = Trace2Config::load_from("MYAPP_TRACE2", |_| None);
-/// assert!(lister(&cfg).is_empty());
-/// ```
-pub type ConfigParamsFn = fn(&Trace2Config) -> Vec<super::ConfigParam>;
 
 /// Everything a traced process shares.
 pub(crate) struct Runtime {
@@ -190,82 +165,6 @@ impl Runtime {
         u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// The common line inputs for an event formatted now.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub(crate) fn line_ctx<'a>(
-        &'a self,
-        thread: &'a [u8],
-        loc: Loc<'a>,
-        nesting: u32,
-        repo: Option<i32>,
-        t_abs: Micros,
-        time: WallTime,
-    ) -> LineCtx<'a> {
-        LineCtx {
-            time,
-            utc_offset_secs: clock::utc_offset_cached(time.secs),
-            file: loc.file.as_bytes(),
-            line: loc.line,
-            thread,
-            sid: self.sid.full.as_bytes(),
-            sid_depth: self.depth,
-            nesting,
-            repo,
-            t_abs,
-        }
-    }
-
-    /// Formats `ev` for every open destination (normal, perf, event) into
-    /// `buf` and writes each line with one `write()`, or queues it for the
-    /// background writer. A destination that fails disables itself and its
-    /// warning (if any) is printed once.
-    pub(crate) fn write_event(&self, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
-        self.write_event_where(buf, ctx, ev, |_| true);
-    }
-
-    /// [`Self::write_event`] for the outputs `pick` selects.
-    pub(crate) fn write_event_where(
-        &self,
-        buf: &mut Vec<u8>,
-        ctx: &LineCtx<'_>,
-        ev: &Event<'_>,
-        pick: impl Fn(&Output) -> bool,
-    ) {
-        // A signal handler must not take the queue's lock: `signal` is
-        // written directly, as in the default mode.
-        let queue = match &self.background {
-            Some(bg) if !matches!(ev, Event::Signal { .. }) => Some(bg),
-            _ => None,
-        };
-        if let (Some(q), Event::Exit { .. }) = (queue, ev) {
-            q.keep_all();
-        }
-        for (slot, out) in self.outputs.iter().enumerate() {
-            if !out.dest.is_enabled() || !pick(out) {
-                continue;
-            }
-            let n = format_into(&out.format, ctx, ev, buf);
-            if n == 0 {
-                continue;
-            }
-            let line = &buf[..n];
-            if queue.is_some_and(|q| q.push(slot, line) != Pushed::Closed) {
-                continue;
-            }
-            let warning = super::signal::while_writing(|| out.dest.write_line(line));
-            if let Some(w) = warning {
-                warn(&w);
-            }
-        }
-        // What a child or the exec'd program writes must come after these.
-        if let Some(q) = queue {
-            if matches!(ev, Event::ChildStart { .. } | Event::Exec { .. }) {
-                q.flush();
-            }
-        }
-    }
-
     /// Waits until the background writer (if any) has written every line
     /// queued so far.
     pub(crate) fn flush(&self) {
@@ -287,25 +186,35 @@ impl Runtime {
     }
 }
 
-/// Formats one line, growing `buf` until it fits (up to [`MAX_LINE`]); 0 when
-/// the target writes nothing or the line is too long.
-fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>) -> usize {
-    if buf.len() < 512 {
-        buf.resize(512, 0);
+/// Waits until every line traced so far is written to its destinations.
+///
+/// In the default [`WriteMode::Direct`](super::target::WriteMode::Direct)
+/// every line is written before its call returns and this does nothing. In
+/// [`WriteMode::Background`](super::target::WriteMode::Background) it waits
+/// for the writer thread: call it before handing the trace file to someone
+/// else, or before starting a child process without [`child`](super::child)
+/// (which flushes after `child_start` itself). Exit paths flush on their own.
+///
+/// ```
+/// use flightrec::trace2::target::WriteMode;
+/// # let dir = tempfile::tempdir()?;
+/// # let trace = dir.path().join("trace");
+/// # std::env::set_var("MYAPP_TRACE2", &trace);
+/// # std::env::set_var("MYAPP_TRACE2_BRIEF", "1");
+/// // MYAPP_TRACE2 names the file `trace` (brief).
+/// let t2 = flightrec::trace2::Builder::new()
+///     .prefix("MYAPP_TRACE2")
+///     .write_mode(WriteMode::background())
+///     .init();
+/// flightrec::trace2::cmd_name("report");
+/// flightrec::trace2::flush();
+/// let normal = std::fs::read_to_string(&trace)?;
+/// assert!(normal.ends_with("\ncmd_name report (report)\n"));
+/// drop(t2);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn flush() {
+    if let Some(rt) = runtime() {
+        rt.flush();
     }
-    loop {
-        match f.write_line(ctx, ev, buf) {
-            Ok(n) => return n,
-            Err(_) if buf.len() < MAX_LINE => {
-                let len = (buf.len() * 2).min(MAX_LINE);
-                buf.resize(len, 0);
-            }
-            Err(_) => return 0,
-        }
-    }
-}
-
-/// Prints `warning: <text>` on stderr, ignoring a failing stderr.
-pub(crate) fn warn(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "warning: {text}");
 }

@@ -9,37 +9,17 @@
 //! destination disables itself instead of killing the process. Changing the
 //! disposition twice per line costs two system calls, so the handler instead
 //! recognises a `SIGPIPE` raised by Trace2's own write on the same thread
-//! (it is delivered synchronously to the writing thread) and returns, leaving
-//! the write to fail with `EPIPE`.
+//! (it is delivered synchronously to the writing thread; see `write_mark.rs`)
+//! and returns, leaving the write to fail with `EPIPE`.
 //!
 //! Other signals (`SIGTERM`, `SIGINT`, ...) get no event, as in git; an
 //! `abort()` or a crash ends the trace at the last written line.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use flightrec_core::trace2::Event;
 
+use super::emit::emit;
 use super::runtime::{runtime, Loc, Runtime};
-use super::tls::with_ctx;
-
-static HOOKED: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    static WRITING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs a destination write, marking it as Trace2's own for the handler.
-#[inline]
-pub(crate) fn while_writing<R>(f: impl FnOnce() -> R) -> R {
-    if !HOOKED.load(Ordering::Relaxed) {
-        return f();
-    }
-    WRITING.with(|w| w.set(true));
-    let r = f();
-    WRITING.with(|w| w.set(false));
-    r
-}
+use super::write_mark;
 
 /// Installs the handler when `SIGPIPE` has its default disposition.
 pub(crate) fn install_sigpipe_handler() {
@@ -59,13 +39,13 @@ pub(crate) fn install_sigpipe_handler() {
     unsafe {
         libc::sigemptyset(&mut new.sa_mask);
         if libc::sigaction(libc::SIGPIPE, &new, std::ptr::null_mut()) == 0 {
-            HOOKED.store(true, Ordering::Relaxed);
+            write_mark::arm();
         }
     }
 }
 
 extern "C" fn handler(signo: libc::c_int) {
-    if WRITING.with(Cell::get) {
+    if write_mark::writing() {
         return;
     }
     if let Some(rt) = runtime() {
@@ -81,6 +61,5 @@ extern "C" fn handler(signo: libc::c_int) {
 }
 
 fn emit_signal(rt: &Runtime, signo: i32) {
-    let loc = Loc::caller();
-    with_ctx(rt, |c| c.emit(rt, loc, &Event::Signal { signo }));
+    emit(rt, Loc::caller(), &Event::Signal { signo });
 }

@@ -4,114 +4,15 @@
 //! are merged into the process totals when it exits, and the totals are
 //! reported as `timer`/`counter` events at `atexit`, like git.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::panic::Location;
+use std::sync::atomic::AtomicUsize;
 
 use flightrec_core::trace2::StatDef;
 
-use super::runtime::runtime;
-use super::tls::with_ctx;
-
-/// Most timers a process can register (later ones are ignored).
-///
-/// ```
-/// use flightrec::trace2::{Timer, MAX_TIMERS};
-/// static TIMERS: [Timer; MAX_TIMERS + 1] = [const { Timer::new("test", "t", false) }; MAX_TIMERS + 1];
-/// # let dir = tempfile::tempdir()?;
-/// # let trace = dir.path().join("trace");
-/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
-/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
-/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
-/// for timer in &TIMERS {
-///     timer.start(); // the first use registers the timer
-///     timer.stop();
-/// }
-/// drop(t2);
-/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
-///     .lines()
-///     .map(serde_json::from_str)
-///     .collect::<Result<_, _>>()?;
-/// assert_eq!(events.iter().filter(|e| e["event"] == "timer").count(), MAX_TIMERS);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub const MAX_TIMERS: usize = 32;
-/// Most counters a process can register (later ones are ignored).
-///
-/// ```
-/// use flightrec::trace2::{Counter, MAX_COUNTERS};
-/// static COUNTERS: [Counter; MAX_COUNTERS + 1] =
-///     [const { Counter::new("test", "c", false) }; MAX_COUNTERS + 1];
-/// # let dir = tempfile::tempdir()?;
-/// # let trace = dir.path().join("trace");
-/// # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
-/// // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
-/// let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
-/// for counter in &COUNTERS {
-///     counter.add(1); // the first use registers the counter
-/// }
-/// drop(t2);
-/// let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
-///     .lines()
-///     .map(serde_json::from_str)
-///     .collect::<Result<_, _>>()?;
-/// assert_eq!(events.iter().filter(|e| e["event"] == "counter").count(), MAX_COUNTERS);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub const MAX_COUNTERS: usize = 32;
-
-static TIMER_DEFS: Mutex<Vec<StatDef>> = Mutex::new(Vec::new());
-static COUNTER_DEFS: Mutex<Vec<StatDef>> = Mutex::new(Vec::new());
-
-/// Id slot value: not registered yet.
-const UNREGISTERED: usize = 0;
-/// Id slot value: the table was full.
-const FULL: usize = usize::MAX;
-
-fn register(
-    slot: &AtomicUsize,
-    table: &Mutex<Vec<StatDef>>,
-    def: StatDef,
-    max: usize,
-) -> Option<usize> {
-    let mut defs = table.lock().unwrap_or_else(|e| e.into_inner());
-    // Another thread may have registered it while we waited for the lock.
-    match slot.load(Ordering::Acquire) {
-        UNREGISTERED => {}
-        FULL => return None,
-        v => return Some(v - 1),
-    }
-    if defs.len() >= max {
-        slot.store(FULL, Ordering::Release);
-        return None;
-    }
-    defs.push(def);
-    slot.store(defs.len(), Ordering::Release);
-    Some(defs.len() - 1)
-}
-
-#[inline]
-fn id_of(
-    slot: &AtomicUsize,
-    table: &Mutex<Vec<StatDef>>,
-    def: StatDef,
-    max: usize,
-) -> Option<usize> {
-    match slot.load(Ordering::Acquire) {
-        UNREGISTERED => register(slot, table, def, max),
-        FULL => None,
-        v => Some(v - 1),
-    }
-}
-
-/// Runs `f` with the registered timer definitions (in id order).
-pub(crate) fn with_timer_defs<R>(f: impl FnOnce(&[StatDef]) -> R) -> R {
-    f(&TIMER_DEFS.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// Runs `f` with the registered counter definitions (in id order).
-pub(crate) fn with_counter_defs<R>(f: impl FnOnce(&[StatDef]) -> R) -> R {
-    f(&COUNTER_DEFS.lock().unwrap_or_else(|e| e.into_inner()))
-}
+use super::emit::emit_in;
+use super::runtime::{runtime, Loc, Runtime};
+use super::stat_defs::{counter_id, timer_id, with_counter_defs, with_timer_defs, UNREGISTERED};
+use super::tls::{with_ctx, ThreadCtx};
 
 /// A stopwatch timer (git's `trace2_timer_start`/`stop`). Nested starts on one
 /// thread count as one interval (the outermost pair).
@@ -198,7 +99,7 @@ impl Timer {
     }
 
     fn id(&self) -> Option<usize> {
-        id_of(&self.id, &TIMER_DEFS, self.def, MAX_TIMERS)
+        timer_id(&self.id, self.def)
     }
 
     /// Starts an interval on this thread. Example on [`Timer`].
@@ -329,9 +230,32 @@ impl Counter {
     #[inline]
     pub fn add(&self, value: u64) {
         let Some(rt) = runtime() else { return };
-        let Some(id) = id_of(&self.id, &COUNTER_DEFS, self.def, MAX_COUNTERS) else {
+        let Some(id) = counter_id(&self.id, self.def) else {
             return;
         };
         with_ctx(rt, |c| c.counters.add(id, value));
     }
+}
+
+/// Emits the thread's `th_timer` and `th_counter` events and merges its
+/// timers and counters into the process totals (once per thread).
+pub(crate) fn report_thread(rt: &Runtime, c: &mut ThreadCtx) {
+    if c.merged {
+        return;
+    }
+    c.merged = true;
+    let loc = Loc::from(Location::caller());
+    let timers = c.timers;
+    let counters = c.counters;
+    with_timer_defs(|defs| {
+        for ev in timers.thread_events(defs) {
+            emit_in(rt, c, loc, &ev);
+        }
+    });
+    with_counter_defs(|defs| {
+        for ev in counters.thread_events(defs) {
+            emit_in(rt, c, loc, &ev);
+        }
+    });
+    rt.shared().totals.merge_thread(&timers, &counters);
 }

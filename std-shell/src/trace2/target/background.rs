@@ -305,11 +305,11 @@ fn writer_loop(inner: &Inner) {
         drop(st);
         for (dest, batch) in inner.dests.iter().zip(spares.iter_mut()) {
             if !batch.is_empty() {
-                let warning = crate::trace2::signal::while_writing(|| {
+                let warning = crate::trace2::write_mark::while_writing(|| {
                     dest.write_lines(&batch.bytes, &batch.ends)
                 });
                 if let Some(w) = warning {
-                    crate::trace2::runtime::warn(&w);
+                    crate::trace2::warning::warn(&w);
                 }
                 batch.clear();
             }

@@ -3,8 +3,11 @@
 //! `write()`, or in batches by a writer thread.
 //!
 //! * [`TargetValue`] and [`UnixSocketSpec`]: the grammar, without I/O.
-//! * [`Destination::open`]: opens a target from a [`Trace2Config`], with git's
-//!   warning texts in [`OpenOutcome::Failed`].
+//! * [`Destination::open`]: opens a target from a
+//!   [`Trace2Config`](super::config::Trace2Config), with git's warning texts
+//!   in [`OpenOutcome::Failed`]. It is defined with the runtime's outputs
+//!   (`outputs.rs`): the settings read this module's grammar, so the
+//!   destinations do not import the settings back.
 //! * [`Destination::write_line`]: one `write()` per line; a failing
 //!   destination disables itself and hands back at most one warning.
 //! * [`WriteMode`]: how the runtime writes, directly (git's way, the default)
@@ -60,7 +63,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use flightrec_core::trace2::Target as Kind;
 
-use super::config::Trace2Config;
 pub(crate) use background::{BackgroundWriter, Pushed};
 pub use dir::{DISCARD_SENTINEL, MAX_ATTEMPTS};
 pub use mode::{WriteMode, DEFAULT_QUEUE_BYTES, WRITE_MODE_VAR};
@@ -190,50 +192,6 @@ pub struct OpenParams<'a> {
 }
 
 impl Destination {
-    /// Opens the destination of target `kind` from `cfg`. `own_sid` is this
-    /// process's session id (its last `/` component names the file of a
-    /// directory target; the whole id may be passed).
-    ///
-    /// ```
-    /// use flightrec::core::trace2::Target;
-    /// use flightrec::trace2::config::Trace2Config;
-    /// use flightrec::trace2::target::{Destination, OpenOutcome, SocketType};
-    /// use std::ffi::OsString;
-    /// use std::os::unix::net::UnixDatagram;
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let sock = dir.path().join("t2.sock");
-    /// let server = UnixDatagram::bind(&sock).unwrap();
-    /// let value = OsString::from(format!("af_unix:{}", sock.display()));
-    /// let cfg = Trace2Config::load_from("MYAPP_TRACE2", |name| {
-    ///     (name == "MYAPP_TRACE2_EVENT").then(|| value.clone())
-    /// });
-    /// // `af_unix:` tries a stream first, then a datagram socket.
-    /// let dest = Destination::open(Target::Event, &cfg, "sid").unwrap();
-    /// assert_eq!(dest.socket_type(), Some(SocketType::Dgram));
-    /// assert_eq!(dest.var(), "MYAPP_TRACE2_EVENT");
-    /// assert_eq!(dest.write_line(b"{}\n"), None);
-    /// let mut got = [0u8; 8];
-    /// assert_eq!(server.recv(&mut got).unwrap(), 3);
-    /// assert_eq!(Destination::open(Target::Perf, &cfg, "sid").unwrap_err(), OpenOutcome::Off);
-    /// ```
-    pub fn open(kind: Kind, cfg: &Trace2Config, own_sid: &str) -> Result<Self, OpenOutcome> {
-        let Some(value) = cfg.setting(kind).value.as_deref() else {
-            return Err(OpenOutcome::Off);
-        };
-        let var = cfg.var_name(kind);
-        Self::open_value(
-            value,
-            OpenParams {
-                kind,
-                var: &var,
-                dst_debug: cfg.dst_debug,
-                max_files: cfg.max_files,
-                sid: own_sid,
-            },
-        )
-    }
-
     /// Opens one target value with explicit parameters (what [`Self::open`]
     /// does after looking the value up). Example on [`Destination`].
     pub fn open_value(value: &OsStr, p: OpenParams<'_>) -> Result<Self, OpenOutcome> {
@@ -397,8 +355,30 @@ impl Destination {
         self.path.as_deref()
     }
 
-    /// The socket type connected, for `af_unix:` targets. Example on
-    /// [`Destination::open`].
+    /// The socket type connected, for `af_unix:` targets (`None` for the
+    /// others).
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2::target::{Destination, OpenParams, SocketType};
+    /// use std::os::unix::net::UnixDatagram;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let sock = dir.path().join("t2.sock");
+    /// let _server = UnixDatagram::bind(&sock).unwrap();
+    /// let params = OpenParams {
+    ///     kind: Target::Event,
+    ///     var: "GIT_TRACE2_EVENT",
+    ///     dst_debug: false,
+    ///     max_files: 0,
+    ///     sid: "sid",
+    /// };
+    /// let value = format!("af_unix:dgram:{}", sock.display());
+    /// let socket = Destination::open_value(value.as_ref(), params).unwrap();
+    /// assert_eq!(socket.socket_type(), Some(SocketType::Dgram));
+    /// let file = Destination::open_value(dir.path().join("f").as_os_str(), params).unwrap();
+    /// assert_eq!(file.socket_type(), None);
+    /// ```
     pub fn socket_type(&self) -> Option<SocketType> {
         self.socket
     }

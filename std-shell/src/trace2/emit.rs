@@ -1,0 +1,174 @@
+//! Emitting an event: the line inputs ([`LineCtx`]) from the runtime and the
+//! thread's context, one line per open output formatted into the thread's
+//! buffer, and one `write()` per destination (or a push onto the background
+//! writer's queue).
+//!
+//! Every event of the runtime goes through [`emit_at`]; the others are its
+//! shorthands.
+
+use flightrec_core::trace2::{Event, Format, LineCtx, Micros, WallTime};
+
+use super::clock;
+use super::outputs::Output;
+use super::runtime::{Loc, Runtime};
+use super::target::Pushed;
+use super::tls::{with_ctx, ThreadCtx};
+use super::warning::warn;
+use super::write_mark::while_writing;
+
+/// Longest line the runtime formats (a line that does not fit is dropped).
+const MAX_LINE: usize = 16 << 20;
+
+/// Emits `ev` on this thread at the current nesting.
+#[inline]
+pub(crate) fn emit(rt: &Runtime, loc: Loc<'_>, ev: &Event<'_>) {
+    with_ctx(rt, |c| emit_in(rt, c, loc, ev));
+}
+
+/// Emits `ev` from the thread context `c` at its current nesting, `t_abs` =
+/// now.
+#[inline]
+pub(crate) fn emit_in(rt: &Runtime, c: &mut ThreadCtx, loc: Loc<'_>, ev: &Event<'_>) {
+    let nesting = c.state.nesting();
+    emit_at(rt, c, loc, nesting, None, rt.now(), ev);
+}
+
+/// Formats and writes `ev` from the thread context `c` at `nesting`, for
+/// repository `repo`, at `t_abs`.
+#[inline]
+pub(crate) fn emit_at(
+    rt: &Runtime,
+    c: &mut ThreadCtx,
+    loc: Loc<'_>,
+    nesting: u32,
+    repo: Option<i32>,
+    t_abs: Micros,
+    ev: &Event<'_>,
+) {
+    let ThreadCtx { state, buf, .. } = c;
+    let ctx = line_ctx(
+        rt,
+        state.name.as_bytes(),
+        loc,
+        nesting,
+        repo,
+        t_abs,
+        clock::wall_now(),
+    );
+    write_event(rt, buf, &ctx, ev);
+}
+
+/// [`emit_in`] to the outputs `pick` selects.
+pub(crate) fn emit_where(
+    rt: &Runtime,
+    c: &mut ThreadCtx,
+    loc: Loc<'_>,
+    ev: &Event<'_>,
+    pick: impl Fn(&Output) -> bool,
+) {
+    let nesting = c.state.nesting();
+    let ThreadCtx { state, buf, .. } = c;
+    let ctx = line_ctx(
+        rt,
+        state.name.as_bytes(),
+        loc,
+        nesting,
+        None,
+        rt.now(),
+        clock::wall_now(),
+    );
+    write_event_where(rt, buf, &ctx, ev, pick);
+}
+
+/// The common line inputs for an event formatted now.
+#[inline]
+fn line_ctx<'a>(
+    rt: &'a Runtime,
+    thread: &'a [u8],
+    loc: Loc<'a>,
+    nesting: u32,
+    repo: Option<i32>,
+    t_abs: Micros,
+    time: WallTime,
+) -> LineCtx<'a> {
+    LineCtx {
+        time,
+        utc_offset_secs: clock::utc_offset_cached(time.secs),
+        file: loc.file.as_bytes(),
+        line: loc.line,
+        thread,
+        sid: rt.sid.full.as_bytes(),
+        sid_depth: rt.depth,
+        nesting,
+        repo,
+        t_abs,
+    }
+}
+
+/// Formats `ev` for every open destination (normal, perf, event) into `buf`
+/// and writes each line with one `write()`, or queues it for the background
+/// writer. A destination that fails disables itself and its warning (if any)
+/// is printed once.
+fn write_event(rt: &Runtime, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
+    write_event_where(rt, buf, ctx, ev, |_| true);
+}
+
+/// [`write_event`] for the outputs `pick` selects.
+fn write_event_where(
+    rt: &Runtime,
+    buf: &mut Vec<u8>,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+    pick: impl Fn(&Output) -> bool,
+) {
+    // A signal handler must not take the queue's lock: `signal` is
+    // written directly, as in the default mode.
+    let queue = match &rt.background {
+        Some(bg) if !matches!(ev, Event::Signal { .. }) => Some(bg),
+        _ => None,
+    };
+    if let (Some(q), Event::Exit { .. }) = (queue, ev) {
+        q.keep_all();
+    }
+    for (slot, out) in rt.outputs.iter().enumerate() {
+        if !out.dest.is_enabled() || !pick(out) {
+            continue;
+        }
+        let n = format_into(&out.format, ctx, ev, buf);
+        if n == 0 {
+            continue;
+        }
+        let line = &buf[..n];
+        if queue.is_some_and(|q| q.push(slot, line) != Pushed::Closed) {
+            continue;
+        }
+        let warning = while_writing(|| out.dest.write_line(line));
+        if let Some(w) = warning {
+            warn(&w);
+        }
+    }
+    // What a child or the exec'd program writes must come after these.
+    if let Some(q) = queue {
+        if matches!(ev, Event::ChildStart { .. } | Event::Exec { .. }) {
+            q.flush();
+        }
+    }
+}
+
+/// Formats one line, growing `buf` until it fits (up to [`MAX_LINE`]); 0 when
+/// the target writes nothing or the line is too long.
+fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>) -> usize {
+    if buf.len() < 512 {
+        buf.resize(512, 0);
+    }
+    loop {
+        match f.write_line(ctx, ev, buf) {
+            Ok(n) => return n,
+            Err(_) if buf.len() < MAX_LINE => {
+                let len = (buf.len() * 2).min(MAX_LINE);
+                buf.resize(len, 0);
+            }
+            Err(_) => return 0,
+        }
+    }
+}
