@@ -215,7 +215,10 @@ fn patching_while_four_threads_run_the_sleds() {
         String::from_utf8_lossy(&out.stdout),
         stderr(&out)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("wrong 0"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("wrong 0"), "{stdout}");
+    // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
+    assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
     let trace = only_trace(&dir, "x-");
     let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
     assert!(dump.contains("<Function Enter: "), "{dump:.2000}");

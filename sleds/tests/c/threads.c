@@ -17,6 +17,8 @@ extern int __xray_unpatch(void);
 extern int __xray_patch_function(int32_t id);
 extern int __xray_unpatch_function(int32_t id);
 extern size_t __xray_max_function_id(void);
+extern int __xray_set_handler(void (*handler)(int32_t id, int kind));
+extern int __xray_remove_handler(void);
 
 static atomic_int done;
 static atomic_long wrong;
@@ -36,6 +38,14 @@ __attribute__((noinline)) int64_t sum6(int64_t a, int64_t b, int64_t c, int64_t 
 __attribute__((noinline)) int64_t relay(int64_t a, int64_t b) {
     __asm__ volatile("" : "+r"(a));
     return sum6(a, b, a, b, a, b);
+}
+
+/* Kinds seen by the program's own handler: enter, exit, tail exit. */
+static atomic_long seen[3];
+
+__attribute__((xray_never_instrument)) static void count(int32_t id, int kind) {
+    (void)id;
+    if (kind >= 0 && kind < 3) atomic_fetch_add(&seen[kind], 1);
 }
 
 __attribute__((xray_never_instrument)) static void *worker(void *arg) {
@@ -72,6 +82,14 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
     __xray_patch();
     atomic_store(&done, 1);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-    printf("calls %ld wrong %ld max_id %d\n", atomic_load(&calls), atomic_load(&wrong), max_id);
+    /* A handler of the program's own replaces recording: relay's entry and tail
+     * exit, sum6's entry and exit. */
+    if (__xray_set_handler(count) != 1) return 3;
+    int64_t r = relay(1, 2);
+    __xray_remove_handler();
+    printf("calls %ld wrong %ld max_id %d handler %ld %ld %ld\n", atomic_load(&calls),
+           atomic_load(&wrong), max_id, atomic_load(&seen[0]), atomic_load(&seen[1]),
+           atomic_load(&seen[2]));
+    if (r != 9) return 1;
     return atomic_load(&wrong) == 0 ? 0 : 1;
 }
