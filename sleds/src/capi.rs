@@ -194,15 +194,9 @@ pub extern "C" fn __xray_log_finalize() -> c_int {
 /// `XRAY_LOG_FLUSHED`, or `XRAY_LOG_NOT_FLUSHING` if there was nothing to write.
 #[no_mangle]
 pub extern "C" fn __xray_log_flushLog() -> c_int {
+    // flightrec reports the file's name itself (verbosity=1).
     match flightrec::xray::shutdown() {
-        Ok(report) => {
-            if let Some(path) = report.path {
-                if flightrec::xray::Config::from_env().is_ok_and(|p| p.config.verbosity > 0) {
-                    eprintln!("XRay: flightrec-sleds: trace written to {}", path.display());
-                }
-            }
-            LOG_FLUSHED
-        }
+        Ok(_) => LOG_FLUSHED,
         Err(_) => LOG_NOT_FLUSHING,
     }
 }
