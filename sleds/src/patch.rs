@@ -168,3 +168,131 @@ fn protect(start: usize, len: usize, prot: libc::c_int) -> Result<(), PatchError
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// A 9-byte `nopw 0(%rax,%rax,1)` with a 32-bit displacement.
+    const NOP9: [u8; 9] = [0x66, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0];
+
+    /// Two hand-assembled functions with an entry and an exit sled each, laid out
+    /// as the compiler lays them out:
+    /// `sum(a, b) = a + b` (`lea (%rdi,%rsi),%rax`) at 0 and
+    /// `add(x, y) = x + y` (`addsd %xmm1,%xmm0`) at 32.
+    fn code() -> Vec<u8> {
+        let mut c = Vec::new();
+        let mut function = |body: &[u8], at: usize| {
+            c.resize(at, 0xcc);
+            c.extend_from_slice(&JMP_OVER_SLED);
+            c.extend_from_slice(&NOP9);
+            c.push(0x90); // the exit sled stays 2-byte aligned
+            c.extend_from_slice(body);
+            c.push(RET);
+            c.extend_from_slice(&NOP9);
+            c.push(0x90);
+        };
+        function(&[0x48, 0x8d, 0x04, 0x37], 0);
+        function(&[0xf2, 0x0f, 0x58, 0xc1], 32);
+        c
+    }
+
+    /// Maps `code` executable within ±2 GiB of the trampolines (a sled's `call`
+    /// has a 32-bit displacement).
+    fn map_near_trampolines(code: &[u8]) -> usize {
+        let page = page_size();
+        let near = trampoline::entry_trampoline() & !(page - 1);
+        for step in 1..64usize {
+            let hint = near - step * (16 << 20);
+            // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+            let p = unsafe {
+                libc::mmap(
+                    hint as *mut libc::c_void,
+                    page,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
+            if p as usize == hint {
+                // SAFETY: a fresh writable page of our own, larger than `code`.
+                unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), p.cast(), code.len()) };
+                protect(hint, page, libc::PROT_READ | libc::PROT_EXEC).unwrap();
+                return hint;
+            }
+        }
+        panic!("no free page near the trampolines");
+    }
+
+    static ENTRIES: AtomicUsize = AtomicUsize::new(0);
+    static EXITS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn count(id: i32, kind: u32) {
+        assert!(id == 7 || id == 8);
+        match kind {
+            0 => ENTRIES.fetch_add(1, Ordering::Relaxed),
+            1 => EXITS.fetch_add(1, Ordering::Relaxed),
+            _ => panic!("kind {kind}"),
+        };
+    }
+
+    #[test]
+    fn patched_sleds_call_the_handler_and_keep_arguments_and_results() {
+        let base = map_near_trampolines(&code());
+        let sled = |address, kind, function_id| Sled {
+            address,
+            function: base,
+            kind,
+            function_id,
+        };
+        let sleds = [
+            sled(base, SledKind::Entry, 7),
+            sled(base + 16, SledKind::Exit, 7),
+            sled(base + 32, SledKind::Entry, 8),
+            sled(base + 48, SledKind::Exit, 8),
+        ];
+        // SAFETY: the code above follows the SysV ABI for these signatures.
+        let sum: extern "C" fn(u64, u64) -> u64 = unsafe { std::mem::transmute(base) };
+        // SAFETY: as above.
+        let add: extern "C" fn(f64, f64) -> f64 = unsafe { std::mem::transmute(base + 32) };
+        assert_eq!((sum(40, 2), add(1.5, 2.25)), (42, 3.75));
+
+        trampoline::set_handler(Some(count));
+        assert_eq!(set_patched(sleds.iter(), true), Ok(4));
+        // SAFETY: the page is mapped and readable.
+        let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, 64) };
+        assert_eq!(&bytes[..6], &[0x41, 0xba, 7, 0, 0, 0]); // mov $7, %r10d
+        assert_eq!(bytes[6], CALL_REL32);
+        assert_eq!(&bytes[16..18], &MOV_R10D);
+        assert_eq!(bytes[22], JMP_REL32);
+        for i in 0..100u64 {
+            assert_eq!(sum(i, 2 * i), 3 * i);
+            assert_eq!(add(i as f64, 0.5), i as f64 + 0.5);
+        }
+        assert_eq!(ENTRIES.load(Ordering::Relaxed), 200);
+        assert_eq!(EXITS.load(Ordering::Relaxed), 200);
+
+        assert_eq!(set_patched(sleds.iter(), false), Ok(4));
+        assert_eq!(&bytes[..2], &JMP_OVER_SLED);
+        assert_eq!(bytes[16], RET);
+        assert_eq!((sum(1, 2), add(0.25, 0.5)), (3, 0.75));
+        assert_eq!(ENTRIES.load(Ordering::Relaxed), 200);
+        trampoline::set_handler(None);
+        // SAFETY: the page is ours and nothing runs it any more.
+        unsafe { libc::munmap(base as *mut libc::c_void, page_size()) };
+    }
+
+    #[test]
+    fn event_sleds_are_left_alone() {
+        let s = Sled {
+            address: 0x1000,
+            function: 0x1000,
+            kind: SledKind::CustomEvent,
+            function_id: 1,
+        };
+        assert_eq!(set_patched([s].iter(), true), Ok(0));
+    }
+}
