@@ -1,0 +1,177 @@
+//! compiler-rt's XRay FDR runtime and flightrec-sleds side by side on the same C
+//! program (`benches/compare/xray-c/xray_loop.c`, one instrumented call per
+//! iteration), compiled once with clang-14 and linked twice: with compiler-rt's
+//! runtime, and with `-fnoxray-link-deps` and this crate's release staticlib.
+//!
+//! `cargo bench -p flightrec-sleds --bench side_by_side -- [ROUNDS [BATCHES [CALLS]]]`
+//! (defaults 3, 10, 200000). Each round runs, in turn, each runtime with its sleds
+//! patched (FDR mode, the FDR options of `benches/compare`: 8 buffers of 64 KiB,
+//! no duration threshold) and unpatched; each process does one warm-up batch and
+//! BATCHES timed batches (thread CPU time per call). Prints every round's median
+//! per row and the ratio compiler-rt / flightrec-sleds.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FDR_OPTIONS: &str =
+    "func_duration_threshold_us=0 buffer_size=65536 buffer_max=8 grace_period_ms=0";
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let rounds = args.first().copied().unwrap_or(3);
+    let batches = args.get(1).copied().unwrap_or(10);
+    let calls = args.get(2).copied().unwrap_or(200_000);
+
+    if !Command::new("clang-14")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: clang-14 not available (Debian: clang-14 libclang-rt-14-dev)");
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sleds-side-by-side");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/compare/xray-c/xray_loop.c");
+    let object = dir.join("xray_loop.o");
+    cc(&[
+        "-O2",
+        "-fxray-instrument",
+        "-fno-omit-frame-pointer",
+        "-c",
+        source.to_str().unwrap(),
+        "-o",
+        object.to_str().unwrap(),
+    ]);
+    let compiler_rt = dir.join("loop-compiler-rt");
+    cc(&[
+        "-fxray-instrument",
+        object.to_str().unwrap(),
+        "-o",
+        compiler_rt.to_str().unwrap(),
+    ]);
+    let sleds = dir.join("loop-flightrec-sleds");
+    cc(&[
+        "-fxray-instrument",
+        "-fnoxray-link-deps",
+        object.to_str().unwrap(),
+        staticlib().to_str().unwrap(),
+        "-lpthread",
+        "-ldl",
+        "-lm",
+        "-o",
+        sleds.to_str().unwrap(),
+    ]);
+
+    let rows: [(&str, &Path, bool); 4] = [
+        ("compiler-rt FDR, sleds patched", &compiler_rt, true),
+        ("flightrec-sleds FDR, sleds patched", &sleds, true),
+        ("compiler-rt, sleds unpatched", &compiler_rt, false),
+        ("flightrec-sleds, sleds unpatched", &sleds, false),
+    ];
+    let mut medians = vec![Vec::new(); rows.len()];
+    for _ in 0..rounds {
+        for (i, (_, prog, fdr)) in rows.iter().enumerate() {
+            medians[i].push(run(prog, *fdr, calls, batches, &dir));
+        }
+    }
+    println!("ns per call, median of {batches} batches of {calls} calls, per round:");
+    for ((name, _, _), m) in rows.iter().zip(&medians) {
+        let v: Vec<String> = m.iter().map(|x| format!("{x:.1}")).collect();
+        println!("  {name:<36} {}", v.join(" / "));
+    }
+    let ratios: Vec<String> = medians[0]
+        .iter()
+        .zip(&medians[1])
+        .map(|(c, s)| format!("{:.2}", c / s))
+        .collect();
+    println!(
+        "  {:<36} {}",
+        "compiler-rt / flightrec-sleds",
+        ratios.join(" / ")
+    );
+}
+
+fn cc(args: &[&str]) {
+    let o = Command::new("clang-14").args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "clang-14 {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The release staticlib, built into this bench's target directory.
+fn staticlib() -> PathBuf {
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "--release", "--lib", "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    target_dir.join("release/libflightrec_sleds.a")
+}
+
+/// Median ns per call of one process.
+fn run(prog: &Path, fdr: bool, calls: u64, batches: u64, dir: &Path) -> f64 {
+    let mut cmd = Command::new(prog);
+    let base = dir.join("trace-");
+    if fdr {
+        cmd.args(["fdr", &calls.to_string(), &batches.to_string()])
+            .env(
+                "XRAY_OPTIONS",
+                format!(
+                    "patch_premain=true xray_mode=xray-fdr verbosity=0 xray_logfile_base={}",
+                    base.display()
+                ),
+            )
+            .env("XRAY_FDR_OPTIONS", FDR_OPTIONS);
+    } else {
+        cmd.args(["off", &calls.to_string(), &batches.to_string()])
+            .env("XRAY_OPTIONS", "patch_premain=false")
+            .env_remove("XRAY_FDR_OPTIONS");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        prog.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut ns: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(ns.len() as u64, batches);
+    ns.sort_by(f64::total_cmp);
+    // A runtime that silently recorded nothing would look fast: the FDR runs
+    // must leave a trace of at least one full buffer.
+    let mut trace_bytes = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("trace-") {
+            if !name.ends_with(".names") {
+                trace_bytes = trace_bytes.max(std::fs::metadata(&p).unwrap().len());
+            }
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    assert_eq!(
+        fdr,
+        trace_bytes > 65536,
+        "{}: trace of {trace_bytes} bytes",
+        prog.display()
+    );
+    ns[ns.len() / 2]
+}

@@ -1,0 +1,238 @@
+//! An LLVM XRay runtime for x86_64 Linux that patches the compiler's sleds and
+//! records into flightrec's FDR rings.
+//!
+//! Programs built with `clang -fxray-instrument` or `rustc -Zinstrument-xray`
+//! carry a patchable sled at every instrumented function's entry and exits, and a
+//! map of them (the `xray_instr_map` section). This crate finds the map of the
+//! running executable, gives each function the id `llvm-xray` gives it (so
+//! `llvm-xray account -m ./program` names every function without a names file),
+//! patches the sleds to call its own trampolines, and records each call with
+//! [`flightrec::xray::record_enter`] and friends into the per-thread rings of
+//! flightrec's desktop XRay runtime, which writes the FDR trace.
+//!
+//! Configured by `XRAY_OPTIONS` / `XRAY_FDR_OPTIONS` as compiler-rt and flightrec
+//! are: `xray_mode=xray-fdr` starts flightrec's runtime, `patch_premain=true`
+//! patches the sleds before `main` (the runtime initialises itself from the
+//! executable's `.init_array`, for C programs that never call it).
+//!
+//! ```no_run
+//! fn main() {
+//!     // Built with RUSTFLAGS="-Zinstrument-xray=always" on nightly, run with
+//!     // XRAY_OPTIONS="xray_mode=xray-fdr patch_premain=true".
+//!     flightrec_sleds::init_from_env().expect("XRay sleds");
+//!     work();
+//!     // At exit the trace is written to xray-log.<program>.XXXXXX.
+//! }
+//! fn work() {}
+//! ```
+//!
+//! C programs link the `staticlib` (`libflightrec_sleds.a`) in place of
+//! compiler-rt's runtime; it exports compiler-rt's C API (`__xray_patch`,
+//! `__xray_log_init_mode`, ...). See `docs/desktop-fdr.md`, "Automatic
+//! instrumentation with XRay sleds".
+//!
+//! Only x86_64 Linux executables are handled (not shared libraries' sleds).
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+compile_error!("flightrec-sleds supports x86_64 Linux only");
+
+mod capi;
+pub mod map;
+mod patch;
+mod section;
+mod trampoline;
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+pub use map::{MapError, Sled, SledKind, SledMap};
+pub use patch::PatchError;
+pub use trampoline::Handler;
+
+/// Why sleds could not be used or the runtime not started. Tracing stays off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The executable's instrumentation map is missing or not understood.
+    Map(MapError),
+    /// Sleds could not be written.
+    Patch(PatchError),
+    /// flightrec's runtime refused to start.
+    Runtime(flightrec::xray::Error),
+    /// No function has this id.
+    NoSuchFunction(i32),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Map(e) => write!(f, "{e}"),
+            Error::Patch(e) => write!(f, "{e}"),
+            Error::Runtime(e) => write!(f, "{e}"),
+            Error::NoSuchFunction(id) => write!(f, "no instrumented function has id {id}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The executable's sleds, read once.
+static MAP: OnceLock<Result<SledMap, MapError>> = OnceLock::new();
+/// Whether the map's problem was reported on stderr (once per process).
+static REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// The instrumentation map of the running executable, read on first use.
+///
+/// ```
+/// // Test programs are built without sleds.
+/// let err = flightrec_sleds::sleds().unwrap_err();
+/// assert_eq!(err, flightrec_sleds::Error::Map(flightrec_sleds::MapError::NoSleds));
+/// ```
+pub fn sleds() -> Result<&'static SledMap, Error> {
+    MAP.get_or_init(|| match section::instr_map() {
+        None => Err(MapError::NoSleds),
+        Some((bytes, base)) => SledMap::parse(bytes, base),
+    })
+    .as_ref()
+    .map_err(|e| Error::Map(e.clone()))
+}
+
+/// [`sleds`], reporting a problem on stderr the first time.
+fn sleds_or_report() -> Result<&'static SledMap, Error> {
+    sleds().inspect_err(|e| {
+        if !REPORTED.swap(true, Ordering::Relaxed) {
+            eprintln!("XRay: flightrec-sleds: {e}; running untraced");
+        }
+    })
+}
+
+/// Patches every entry, exit and tail-exit sled to record, and starts flightrec's
+/// recording if its runtime was initialised (compiler-rt: `__xray_patch`).
+/// Returns how many sleds were written. Safe while other threads run the
+/// instrumented code.
+///
+/// ```
+/// // Without sleds: an error, reported once on stderr; the program runs untraced.
+/// assert!(flightrec_sleds::patch().is_err());
+/// assert!(flightrec_sleds::unpatch().is_err());
+/// ```
+pub fn patch() -> Result<usize, Error> {
+    let map = sleds_or_report()?;
+    let n = patch::set_patched(map.sleds().iter(), true).map_err(Error::Patch)?;
+    flightrec::xray::start();
+    Ok(n)
+}
+
+/// Restores every sled to its unpatched form (compiler-rt: `__xray_unpatch`):
+/// instrumented code then costs a jump over the sled. Example on [`patch`].
+pub fn unpatch() -> Result<usize, Error> {
+    let map = sleds_or_report()?;
+    patch::set_patched(map.sleds().iter(), false).map_err(Error::Patch)
+}
+
+/// Patches (`on`) or unpatches the sleds of one function
+/// (compiler-rt: `__xray_patch_function` / `__xray_unpatch_function`).
+///
+/// ```
+/// assert!(flightrec_sleds::set_function_patched(1, true).is_err()); // no sleds here
+/// ```
+pub fn set_function_patched(id: i32, on: bool) -> Result<usize, Error> {
+    let map = sleds_or_report()?;
+    let wanted = u32::try_from(id).map_err(|_| Error::NoSuchFunction(id))?;
+    if map.function_address(wanted).is_none() {
+        return Err(Error::NoSuchFunction(id));
+    }
+    let of_function = map.sleds().iter().filter(|s| s.function_id == wanted);
+    patch::set_patched(of_function, on).map_err(Error::Patch)
+}
+
+/// Installs a handler that patched sleds call instead of recording (function id
+/// and kind, compiler-rt's `XRayEntryType` numbering); `None` records again
+/// (compiler-rt: `__xray_set_handler` / `__xray_remove_handler`). The handler
+/// runs with sleds disabled on its thread, so it may call instrumented code.
+///
+/// ```
+/// unsafe extern "C" fn count(_id: i32, _kind: u32) {}
+/// flightrec_sleds::set_handler(Some(count));
+/// flightrec_sleds::set_handler(None);
+/// ```
+pub fn set_handler(handler: Option<Handler>) {
+    trampoline::set_handler(handler);
+}
+
+/// Starts flightrec's XRay runtime with `config` and, if `config.patch_premain`
+/// is set, patches the sleds. If patching fails, the runtime keeps running (the
+/// program's own `xray_fn!` guards still record) and the error is returned.
+///
+/// ```
+/// use flightrec::xray::Config;
+/// let config = Config::builder().no_file_flush(true).build()?;
+/// // No sleds in this test program: the runtime starts, patching fails.
+/// let err = flightrec_sleds::init(config).unwrap_err();
+/// assert!(matches!(err, flightrec_sleds::Error::Map(_)));
+/// assert!(flightrec::xray::is_recording());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
+    let patch_now = config.patch_premain;
+    flightrec::xray::init(config).map_err(Error::Runtime)?;
+    if patch_now {
+        patch()?;
+    }
+    Ok(())
+}
+
+/// What [`init_from_env`] did, once per process (the `.init_array` hook and the
+/// program may both call it).
+static FROM_ENV: Mutex<Option<Result<bool, Error>>> = Mutex::new(None);
+
+/// Reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS` as compiler-rt does: starts
+/// flightrec's runtime if they select `xray-fdr` (recording from then on if
+/// `patch_premain=true`, else from [`patch`]), and patches the sleds if
+/// `patch_premain=true`. `Ok(true)` if the runtime runs. Runs once; later calls
+/// return the first result. Errors are also reported on stderr.
+///
+/// ```
+/// // Without XRAY_OPTIONS nothing happens.
+/// std::env::remove_var("XRAY_OPTIONS");
+/// assert_eq!(flightrec_sleds::init_from_env(), Ok(false));
+/// ```
+pub fn init_from_env() -> Result<bool, Error> {
+    let mut done = FROM_ENV.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = &*done {
+        return r.clone();
+    }
+    let r = init_from_env_once();
+    *done = Some(r.clone());
+    r
+}
+
+fn init_from_env_once() -> Result<bool, Error> {
+    let parsed = match flightrec::xray::Config::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
+            return Err(Error::Runtime(flightrec::xray::Error::Config(e)));
+        }
+    };
+    if !parsed.unknown_flags.is_empty() {
+        eprintln!(
+            "WARNING: found {} unrecognized flag(s):",
+            parsed.unknown_flags.len()
+        );
+        for name in &parsed.unknown_flags {
+            eprintln!("    {name}");
+        }
+    }
+    let patch_now = parsed.config.patch_premain;
+    if parsed.selected {
+        if let Err(e) = flightrec::xray::init(parsed.config) {
+            eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
+            return Err(Error::Runtime(e));
+        }
+    }
+    if patch_now {
+        patch()?;
+    }
+    Ok(parsed.selected)
+}

@@ -1,0 +1,285 @@
+//! C programs built with `clang-14 -fxray-instrument -fnoxray-link-deps` and
+//! linked with this crate's staticlib in place of compiler-rt's runtime: their
+//! traces pass `llvm-xray fdr-dump --verify`, `convert`, `account -m ./binary`
+//! and `stack`; patching is safe while threads run the sleds; a program without
+//! sleds, or with sleds of an unknown version, says so once and runs untraced.
+//!
+//! Needs clang-14 and llvm-xray: without them the tests are skipped with a
+//! message, except under `CI=true`, where they fail (`.ci/steps/sleds.sh`
+//! installs them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use flightrec_testkit::xray_tool::{llvm_xray, traces_in, xray_ok};
+
+const CLANG: &str = "clang-14";
+
+fn tools_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn work_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sleds-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// clang-14 and llvm-xray, or `None` (skip) outside CI.
+fn tools() -> Option<PathBuf> {
+    let clang = Command::new(CLANG).arg("--version").output();
+    if !clang.is_ok_and(|o| o.status.success()) {
+        assert!(
+            !tools_required(),
+            "{CLANG} is not installed; CI must run these tests"
+        );
+        eprintln!("skipped: {CLANG} not available");
+        return None;
+    }
+    llvm_xray()
+}
+
+/// Builds `libflightrec_sleds.a` with the running test's profile and target
+/// directory (cargo does not build a staticlib for integration tests).
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "-q", "--lib", "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    assert!(build.status().expect("cargo runs").success());
+    let lib = profile_dir.join("libflightrec_sleds.a");
+    assert!(lib.is_file(), "{}", lib.display());
+    lib
+}
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
+}
+
+/// Compiles `src` into `out` with clang-14, `xray` selecting instrumentation,
+/// linked with the staticlib (pulled in whole by `-u __xray_init`).
+fn build(src: &Path, out: &Path, xray: bool) {
+    let mut cc = Command::new(CLANG);
+    cc.args(["-O2", "-fno-omit-frame-pointer"]);
+    if xray {
+        cc.args([
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+            "-fnoxray-link-deps",
+        ]);
+    }
+    cc.arg(src)
+        .arg(staticlib())
+        .args(["-Wl,-u,__xray_init", "-lpthread", "-ldl", "-lm", "-o"])
+        .arg(out);
+    let o = cc.output().expect("clang-14 runs");
+    assert!(
+        o.status.success(),
+        "{CLANG} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn run(prog: &Path, args: &[&str], xray_options: &str) -> Output {
+    Command::new(prog)
+        .args(args)
+        .env("XRAY_OPTIONS", xray_options)
+        .env("XRAY_FDR_OPTIONS", "func_duration_threshold_us=0")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn only_trace(dir: &Path, prefix: &str) -> PathBuf {
+    let traces = traces_in(dir, prefix);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    traces.into_iter().next().unwrap()
+}
+
+#[test]
+fn benchmark_loop_links_unchanged_and_llvm_xray_accepts_its_trace() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("loop");
+    let prog = dir.join("xray_loop");
+    let loop_c =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/compare/xray-c/xray_loop.c");
+    build(&loop_c, &prog, true);
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&prog, &["fdr", "1000", "2"], &opts);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = only_trace(&dir, "x-");
+    let t = trace.to_str().unwrap();
+    let p = prog.to_str().unwrap();
+
+    let dump = xray_ok(&xray, &["fdr-dump", "--verify", t]);
+    // A warm-up batch and two measured batches of 1000 calls each.
+    assert_eq!(dump.matches("<Function Enter: #1 ").count(), 3000);
+    assert_eq!(dump.matches("<Function Exit: #1 ").count(), 3000);
+
+    let account = xray_ok(&xray, &["account", "-m", p, t]);
+    let row = account
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
+    assert!(
+        row.contains(" 3000 ") && row.ends_with(" work"),
+        "{account}"
+    );
+
+    let yaml = xray_ok(
+        &xray,
+        &["convert", "-m", p, "--symbolize", "--output-format=yaml", t],
+    );
+    assert_eq!(
+        yaml.matches("function: work, ").count(),
+        6000,
+        "{yaml:.2000}"
+    );
+    let stack = xray_ok(&xray, &["stack", "-m", p, t]);
+    assert!(stack.contains("work"), "{stack}");
+}
+
+#[test]
+fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("plain");
+    let prog = dir.join("plain");
+    build(&source("plain.c"), &prog, true);
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&prog, &["500"], &opts);
+    // The program checks its own results: registers survived the trampolines.
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = only_trace(&dir, "x-");
+    let (t, p) = (trace.to_str().unwrap(), prog.to_str().unwrap());
+    let dump = xray_ok(&xray, &["fdr-dump", "--verify", t]);
+    assert_eq!(
+        dump.matches("<Function Enter: ").count(),
+        1500,
+        "{dump:.2000}"
+    );
+    // `forward` ends in a tail call of `mix`.
+    assert_eq!(dump.matches("<Function Tail Exit: ").count(), 500);
+    let account = xray_ok(&xray, &["account", "-m", p, t]);
+    for name in ["scale", "mix", "forward"] {
+        let row = account
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name} not named:\n{account}"));
+        assert!(row.contains(" 500 "), "{row}");
+    }
+    xray_ok(&xray, &["stack", "-m", p, t]);
+
+    // Unpatched (no patch_premain): no trace records, same results.
+    let quiet = work_dir("plain-unpatched");
+    let opts = format!(
+        "xray_mode=xray-fdr xray_logfile_base={}/x-",
+        quiet.display()
+    );
+    let out = run(&prog, &["500"], &opts);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(traces_in(&quiet, "x-").is_empty());
+}
+
+#[test]
+fn patching_while_four_threads_run_the_sleds() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("threads");
+    let prog = dir.join("threads");
+    build(&source("threads.c"), &prog, true);
+    let opts = format!("xray_mode=xray-fdr xray_logfile_base={}/x-", dir.display());
+    let out = run(&prog, &["300"], &opts);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("wrong 0"), "{stdout}");
+    // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
+    assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
+    let trace = only_trace(&dir, "x-");
+    let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
+    assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
+}
+
+#[test]
+fn without_sleds_or_with_an_unknown_version_one_message_and_no_trace() {
+    if tools().is_none() {
+        return;
+    }
+    let opts_in = |dir: &Path| {
+        format!(
+            "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+            dir.display()
+        )
+    };
+    // Built without -fxray-instrument.
+    let dir = work_dir("nosleds");
+    let prog = dir.join("plain");
+    build(&source("plain.c"), &prog, false);
+    let out = run(&prog, &["100"], &opts_in(&dir));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("XRay: flightrec-sleds: ").count(), 1, "{err}");
+    assert!(err.contains("has no XRay sleds"), "{err}");
+    assert!(traces_in(&dir, "x-").is_empty());
+
+    // Sleds whose map entries claim version 9.
+    let dir = work_dir("badversion");
+    let prog = dir.join("plain");
+    build(&source("plain.c"), &prog, true);
+    let map = dir.join("map.bin");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        let s = Command::new("objcopy")
+            .args(args)
+            .status()
+            .expect("objcopy runs");
+        assert!(s.success());
+    };
+    objcopy(&[
+        "--dump-section".as_ref(),
+        format!("xray_instr_map={}", map.display()).as_ref(),
+        prog.as_os_str(),
+    ]);
+    let mut bytes = std::fs::read(&map).unwrap();
+    assert!(!bytes.is_empty() && bytes.len() % 32 == 0);
+    for entry in bytes.chunks_exact_mut(32) {
+        entry[18] = 9;
+    }
+    std::fs::write(&map, &bytes).unwrap();
+    let bad = dir.join("plain-v9");
+    objcopy(&[
+        "--update-section".as_ref(),
+        format!("xray_instr_map={}", map.display()).as_ref(),
+        prog.as_os_str(),
+        bad.as_os_str(),
+    ]);
+    let out = run(&bad, &["100"], &opts_in(&dir));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("XRay: flightrec-sleds: ").count(), 1, "{err}");
+    assert!(err.contains("has version 9"), "{err}");
+    assert!(traces_in(&dir, "x-").is_empty());
+}
