@@ -11,6 +11,7 @@
 
 pub use flightrec_core as core;
 
+#[cfg(feature = "trace2")]
 pub mod trace2;
 
 /// Enters a Trace2 region; the returned guard leaves it when dropped.
@@ -39,6 +40,7 @@ pub mod trace2;
 /// assert_eq!(events.iter().filter(|e| e["event"] == "region_leave").count(), 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "trace2")]
 #[macro_export]
 macro_rules! region {
     ($category:expr, $label:expr $(,)?) => {
@@ -76,6 +78,7 @@ macro_rules! region {
 /// assert!(events.iter().any(|e| e["event"] == "data" && e["key"] == "entries" && e["value"] == "1024"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "trace2")]
 #[macro_export]
 macro_rules! data {
     ($category:expr, $key:expr, $($fmt:tt)+) => {
@@ -100,6 +103,7 @@ macro_rules! data {
 /// assert!(normal.contains("\nrefreshed 12 entries\n"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[cfg(feature = "trace2")]
 #[macro_export]
 macro_rules! printf {
     ($($fmt:tt)+) => {
@@ -128,6 +132,7 @@ macro_rules! printf {
 /// assert_eq!(error["fmt"], "unknown option `{}'"); // the literal, as git's event target shows
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "trace2")]
 #[macro_export]
 macro_rules! error {
     ($fmt:literal $(, $arg:expr)* $(,)?) => {
@@ -136,7 +141,7 @@ macro_rules! error {
         }
     };
 }
-#[cfg(unix)]
+#[cfg(all(unix, feature = "xray"))]
 pub mod xray;
 
 /// The README's Rust examples (the core's and the std shell's), compiled and run

@@ -2,7 +2,6 @@
 //! `[<parent sid>/]YYYYMMDDTHHMMSS.uuuuuuZ-H<8 hex of SHA-1(hostname)>-P<8 hex pid>`.
 
 use flightrec_core::trace2::{write_sid_timestamp, LineBuf, WallTime};
-use sha1::{Digest, Sha1};
 
 /// A process's session id: its own component and the full id with the
 /// inherited parent part.
@@ -83,7 +82,7 @@ impl SessionId {
 pub fn host_part(hostname: Option<&[u8]>) -> String {
     match hostname {
         Some(h) => {
-            let digest = Sha1::digest(h);
+            let digest = sha1_smol::Sha1::from(h).digest().bytes();
             let mut s = String::with_capacity(9);
             s.push('H');
             for b in &digest[..4] {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::reader::{ConfigEntry, MAX_INCLUDE_DEPTH};
+use super::entry::{ConfigEntry, MAX_INCLUDE_DEPTH};
 
 /// A config file git would refuse: git prints [`ConfigError::git_messages`]
 /// and exits with 128. flightrec never exits the host program: the caller

@@ -3,61 +3,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::entry::{ConfigEntry, Scope};
 use super::error::ConfigError;
-use super::parse_maybe_bool;
-use super::reader::{ConfigEntry, Reader, Visit};
-
-/// Where a config entry comes from; the names are git's `def_param` scopes.
-///
-/// ```
-/// use flightrec::trace2::config::{ConfigFiles, Scope};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// let (system, global) = (dir.path().join("system"), dir.path().join("global"));
-/// std::fs::write(&system, "[core]\n\tpager = less\n").unwrap();
-/// std::fs::write(&global, "[user]\n\tname = U\n").unwrap();
-/// std::fs::write(dir.path().join("config"), "[core]\n\tbare = true\n").unwrap();
-/// let files = ConfigFiles { system: Some(system), global: vec![global], home: None };
-///
-/// let scopes: Vec<&str> = files
-///     .entries(Some(dir.path()))
-///     .unwrap()
-///     .iter()
-///     .map(|e| e.scope.as_str())
-///     .collect();
-/// assert_eq!(scopes, ["system", "global", "local"]);
-/// assert_eq!(Scope::Worktree.as_str(), "worktree");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scope {
-    /// The system file (`/etc/gitconfig` or `$GIT_CONFIG_SYSTEM`).
-    System,
-    /// `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig` (or `$GIT_CONFIG_GLOBAL`).
-    Global,
-    /// A repository's `config`.
-    Local,
-    /// A worktree's `config.worktree` (with `extensions.worktreeConfig`).
-    Worktree,
-    /// Command-line values (`git -c`); flightrec reads none itself.
-    Command,
-}
-
-impl Scope {
-    /// git's name of the scope.
-    ///
-    /// ```
-    /// assert_eq!(flightrec::trace2::config::Scope::Global.as_str(), "global");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::System => "system",
-            Scope::Global => "global",
-            Scope::Local => "local",
-            Scope::Worktree => "worktree",
-            Scope::Command => "command",
-        }
-    }
-}
+use super::reader::{Reader, Visit};
+use super::value::parse_maybe_bool;
 
 /// The system file git reads (`$(prefix)/etc/gitconfig` with git's usual
 /// prefix `/usr`, which distributions build with `sysconfdir=/etc`).
@@ -126,7 +75,13 @@ impl ConfigFiles {
     /// environment lookup `env`: `GIT_CONFIG_NOSYSTEM` (a git boolean),
     /// `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_GLOBAL`, `XDG_CONFIG_HOME`, `HOME`.
     /// Example on [`ConfigFiles`].
+    ///
+    /// Without the `git-config` feature no file is located (the result is
+    /// [`ConfigFiles::none`]), so only the environment configures Trace2.
     pub fn from_env(env: impl Fn(&str) -> Option<OsString>) -> Self {
+        if !cfg!(feature = "git-config") {
+            return Self::none();
+        }
         let nosystem = env("GIT_CONFIG_NOSYSTEM")
             .and_then(|v| parse_maybe_bool(&v.to_string_lossy()))
             .unwrap_or(false);

@@ -2,90 +2,24 @@
 //! `include.path` where the directive stands.
 //!
 //! The syntax (sections, quoting, escapes, continuation lines, comments) is
-//! parsed by `gix-config`'s event parser. On top of the events this module
-//! does what git's `config.c` does and `gix_config::File` does not: it keeps
-//! every entry in reading order with its file and line (for git's "bad config
-//! line N" message), inserts an included file exactly at its `include.path`
-//! entry (gix-config appends it after the whole section), and reports a key
-//! written without `=` as having no value.
+//! parsed the way git's `config.c` parses it (`git_parse_source`,
+//! `get_base_var`, `get_value`, `parse_value`), character by character, so
+//! the entries, their line numbers and the line git calls bad are git's: every
+//! entry in reading order with its file and line (for git's "bad config line N"
+//! message), an included file read exactly at its `include.path` entry, and a
+//! key written without `=` reported as having no value.
+//!
+//! This used to sit on `gix-config`'s event parser. That crate brought about
+//! sixty crates into every program that traces; git's grammar is small and the
+//! tests compare this reader with git itself, so it is written out here.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use gix_config::parse::{EventRef, Events};
-
+use super::entry::{ConfigEntry, Scope, MAX_INCLUDE_DEPTH};
 use super::error::ConfigError;
-use super::files::Scope;
-
-/// git's `MAX_INCLUDE_DEPTH`.
-///
-/// Ten nested includes are read; an eleventh level is an error.
-///
-/// ```
-/// use flightrec::trace2::config::{ConfigError, ConfigFiles, MAX_INCLUDE_DEPTH};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// // f0 includes f1, ..., f(n-1) includes fn, which holds the value.
-/// let chain = |n: u32| {
-///     for i in 0..n {
-///         let text = format!("[include]\n\tpath = f{}\n", i + 1);
-///         std::fs::write(dir.path().join(format!("f{i}")), text).unwrap();
-///     }
-///     std::fs::write(dir.path().join(format!("f{n}")), "[a]\n\tb = 1\n").unwrap();
-///     let files = ConfigFiles { global: vec![dir.path().join("f0")], ..ConfigFiles::none() };
-///     files.entries(None)
-/// };
-/// let deepest = chain(MAX_INCLUDE_DEPTH).unwrap();
-/// assert_eq!(deepest.last().unwrap().key, b"a.b");
-/// let e = chain(MAX_INCLUDE_DEPTH + 1).unwrap_err();
-/// assert!(matches!(e, ConfigError::IncludeDepth { .. }));
-/// assert!(e.to_string().contains(&format!("({MAX_INCLUDE_DEPTH})")));
-/// ```
-pub const MAX_INCLUDE_DEPTH: u32 = 10;
-
-/// One `key = value` of a config file.
-///
-/// ```
-/// use flightrec::trace2::config::{ConfigFiles, Scope};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// let file = dir.path().join("gitconfig");
-/// std::fs::write(&file, "# remotes\n[Remote \"Origin\"]\n\tURL = \"x y\"\n\tPrune\n").unwrap();
-/// let files = ConfigFiles { global: vec![file.clone()], ..ConfigFiles::none() };
-/// let all = files.entries(None).unwrap();
-///
-/// // Section and key lowercased, the quoted subsection kept as written.
-/// assert_eq!(all[0].key_str(), "remote.Origin.url");
-/// assert_eq!(all[0].value.as_deref(), Some(&b"x y"[..]));
-/// assert_eq!((all[0].scope, all[0].line), (Scope::Global, 3));
-/// assert_eq!(all[0].path, file);
-/// // A key without `=` has no value (git's implicit true).
-/// assert_eq!((all[1].key_str(), all[1].value.as_deref()), ("remote.Origin.prune".into(), None));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigEntry {
-    /// Where the entry comes from (`system`, `global`, `local`, `worktree`).
-    pub scope: Scope,
-    /// git's canonical key: `section.subsection.key` with section and key
-    /// lowercased (the subsection too in the old `[section.sub]` syntax).
-    pub key: Vec<u8>,
-    /// The value, unquoted and unescaped; `None` for a key written without
-    /// `=` (git's implicit `true`).
-    pub value: Option<Vec<u8>>,
-    /// The file that holds the entry (an included file for included entries).
-    pub path: PathBuf,
-    /// The line the entry ends on (1-based), as git counts it.
-    pub line: usize,
-}
-
-impl ConfigEntry {
-    /// The key as text (lossy for non-UTF-8 subsections). Example on
-    /// [`ConfigEntry`].
-    pub fn key_str(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.key)
-    }
-}
+use super::value::is_git_space;
 
 /// Reading context: `$HOME` for `~/` in include paths.
 pub(crate) struct Reader<'h> {
@@ -119,99 +53,33 @@ impl Reader<'_> {
         depth: u32,
         visit: &mut Visit<'_>,
     ) -> Result<(), ConfigError> {
-        match Events::from_bytes(bytes, None) {
-            Ok(events) => self.walk(&events, path, scope, depth, visit),
-            Err(e) => {
-                // git reports every entry before the bad line, then dies; do
-                // the same with the lines before the one the parser rejects.
-                let line = e.line_number();
-                let before = line_start(bytes, line);
-                if let Ok(events) = Events::from_bytes(&bytes[..before], None) {
-                    self.walk(&events, path, scope, depth, visit)?;
+        let mut parse = Parser::new(bytes);
+        loop {
+            match parse.next_entry() {
+                Ok(Some((key, value, line))) => {
+                    let entry = ConfigEntry {
+                        scope,
+                        key,
+                        value,
+                        path: path.to_path_buf(),
+                        line,
+                    };
+                    visit(&entry)?;
+                    if entry.key == b"include.path" {
+                        self.include(&entry, depth, visit)?;
+                    }
                 }
-                Err(ConfigError::BadLine {
-                    cause: None,
-                    line,
-                    path: path.to_path_buf(),
-                })
+                Ok(None) => return Ok(()),
+                // git reports every entry before the bad line, then dies.
+                Err(line) => {
+                    return Err(ConfigError::BadLine {
+                        cause: None,
+                        line,
+                        path: path.to_path_buf(),
+                    })
+                }
             }
         }
-    }
-
-    fn walk(
-        &self,
-        events: &Events,
-        path: &Path,
-        scope: Scope,
-        depth: u32,
-        visit: &mut Visit<'_>,
-    ) -> Result<(), ConfigError> {
-        let mut line = 1usize;
-        let mut section: Vec<u8> = Vec::new();
-        let mut key: Option<Vec<u8>> = None;
-        let mut separator = false;
-        let mut parts: Vec<u8> = Vec::new();
-        let mut done = |key: Vec<u8>, value: Option<Vec<u8>>, line: usize| {
-            let entry = ConfigEntry {
-                scope,
-                key,
-                value,
-                path: path.to_path_buf(),
-                line,
-            };
-            visit(&entry)?;
-            if entry.key == b"include.path" {
-                self.include(&entry, depth, visit)?;
-            }
-            Ok::<(), ConfigError>(())
-        };
-        for event in events.iter() {
-            match event {
-                EventRef::SectionHeader {
-                    name,
-                    separator: sep,
-                    subsection_name,
-                } => {
-                    section = name.to_ascii_lowercase();
-                    if let Some(sub) = subsection_name {
-                        section.push(b'.');
-                        if sep.is_some_and(|s| s == ".") {
-                            section.extend(sub.to_ascii_lowercase());
-                        } else {
-                            section.extend_from_slice(sub);
-                        }
-                    }
-                }
-                EventRef::SectionValueName(name) => {
-                    let mut k = section.clone();
-                    k.push(b'.');
-                    k.extend(name.to_ascii_lowercase());
-                    key = Some(k);
-                    separator = false;
-                    parts.clear();
-                }
-                EventRef::KeyValueSeparator => separator = true,
-                EventRef::Value(v) => {
-                    if let Some(k) = key.take() {
-                        let value = separator.then(|| normalize(v));
-                        done(k, value, line)?;
-                    }
-                }
-                EventRef::ValueNotDone(v) => parts.extend_from_slice(v),
-                EventRef::ValueDone(v) => {
-                    parts.extend_from_slice(v);
-                    if let Some(k) = key.take() {
-                        done(k, Some(normalize(&parts)), line)?;
-                    }
-                    parts.clear();
-                }
-                EventRef::Newline(n) => {
-                    line += n.iter().filter(|&&b| b == b'\n').count();
-                }
-                EventRef::Comment { .. } | EventRef::Whitespace(_) => {}
-            }
-        }
-        Ok(())
     }
 
     /// git's `handle_path_include`: `~/` expansion, relative paths against
@@ -268,21 +136,244 @@ fn expand_user_path(path: &[u8], home: Option<&Path>) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn normalize(raw: &[u8]) -> Vec<u8> {
-    gix_config::value::normalize(bstr::BStr::new(raw)).to_vec()
+/// git's `iskeychar`: what a section or key name may hold.
+fn is_key_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'-'
 }
 
-/// Byte offset where 1-based line `line` starts (the end if it does not).
-fn line_start(bytes: &[u8], line: usize) -> usize {
-    if line <= 1 {
-        return 0;
+/// What [`Parser::next_entry`] gives: the key, the value (`None` without `=`)
+/// and the line the entry ends on; or the line git calls bad.
+type Parsed = Result<Option<(Vec<u8>, Option<Vec<u8>>, usize)>, usize>;
+
+/// git's config parser over one file's bytes: `git_parse_source` and the
+/// functions it calls, with git's line counting (`linenr` counts a line feed
+/// as it is read, and once more at the end of the file).
+struct Parser<'b> {
+    bytes: &'b [u8],
+    pos: usize,
+    /// git's `linenr`.
+    line: usize,
+    /// The end of the file was read (`get_next_char` then gives `\n`).
+    eof: bool,
+    /// `section.` or `section.subsection.` of the entries that follow.
+    section: Vec<u8>,
+}
+
+impl<'b> Parser<'b> {
+    fn new(bytes: &'b [u8]) -> Self {
+        // A UTF-8 byte order mark at the start is skipped; a partial one is a
+        // bad first line, as its first byte is not a letter.
+        let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+        Self {
+            bytes,
+            pos: 0,
+            line: 1,
+            eof: false,
+            section: Vec::new(),
+        }
     }
-    bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, &b)| b == b'\n')
-        .nth(line - 2)
-        .map_or(bytes.len(), |(i, _)| i + 1)
+
+    /// git's `get_next_char`: CR LF reads as LF, the end of the file as LF.
+    fn next_char(&mut self) -> u8 {
+        let Some(&c) = self.bytes.get(self.pos) else {
+            self.eof = true;
+            self.line += 1;
+            return b'\n';
+        };
+        self.pos += 1;
+        if c == b'\r' && self.bytes.get(self.pos) == Some(&b'\n') {
+            self.pos += 1;
+            self.line += 1;
+            return b'\n';
+        }
+        if c == b'\n' {
+            self.line += 1;
+        }
+        c
+    }
+
+    /// The next `key = value` (git's `git_parse_source` loop up to its
+    /// callback), `Ok(None)` at the end of the file.
+    fn next_entry(&mut self) -> Parsed {
+        let mut comment = false;
+        loop {
+            let c = self.next_char();
+            if c == b'\n' {
+                if self.eof {
+                    return Ok(None);
+                }
+                comment = false;
+                continue;
+            }
+            if comment || is_git_space(c) {
+                continue;
+            }
+            if c == b'#' || c == b';' {
+                comment = true;
+                continue;
+            }
+            if c == b'[' {
+                self.section.clear();
+                if self.base_var().is_none() || self.section.is_empty() {
+                    return Err(self.line);
+                }
+                self.section.push(b'.');
+                continue;
+            }
+            if !c.is_ascii_alphabetic() {
+                return Err(self.line);
+            }
+            let mut key = self.section.clone();
+            key.push(c.to_ascii_lowercase());
+            return self.value(key);
+        }
+    }
+
+    /// git's `get_base_var`: `[section]`, `[section.sub]` (all lowercased) or
+    /// `[section "sub"]` (the subsection kept as written).
+    fn base_var(&mut self) -> Option<()> {
+        loop {
+            let c = self.next_char();
+            if self.eof {
+                return None;
+            }
+            if c == b']' {
+                return Some(());
+            }
+            if is_git_space(c) {
+                return self.extended_base_var(c);
+            }
+            if !is_key_char(c) && c != b'.' {
+                return None;
+            }
+            self.section.push(c.to_ascii_lowercase());
+        }
+    }
+
+    /// git's `get_extended_base_var`: ` "subsection"]` after the name.
+    fn extended_base_var(&mut self, mut c: u8) -> Option<()> {
+        loop {
+            if c == b'\n' {
+                return self.incomplete_line();
+            }
+            c = self.next_char();
+            if !is_git_space(c) {
+                break;
+            }
+        }
+        if c != b'"' {
+            return None;
+        }
+        self.section.push(b'.');
+        loop {
+            let mut c = self.next_char();
+            if c == b'\n' {
+                return self.incomplete_line();
+            }
+            if c == b'"' {
+                break;
+            }
+            if c == b'\\' {
+                c = self.next_char();
+                if c == b'\n' {
+                    return self.incomplete_line();
+                }
+            }
+            self.section.push(c);
+        }
+        (self.next_char() == b']').then_some(())
+    }
+
+    /// git's `error_incomplete_line`: the line feed just read is not counted.
+    fn incomplete_line(&mut self) -> Option<()> {
+        self.line -= 1;
+        None
+    }
+
+    /// git's `get_value`: the rest of the key, then `= value` or nothing.
+    fn value(&mut self, mut key: Vec<u8>) -> Parsed {
+        let mut c;
+        loop {
+            c = self.next_char();
+            if self.eof || !is_key_char(c) {
+                break;
+            }
+            key.push(c.to_ascii_lowercase());
+        }
+        while c == b' ' || c == b'\t' {
+            c = self.next_char();
+        }
+        let mut value = None;
+        if c != b'\n' {
+            if c != b'=' {
+                return Err(self.line);
+            }
+            match self.parse_value() {
+                Some(v) => value = Some(v),
+                None => return Err(self.line),
+            }
+        }
+        // The line feed that ended the entry is already read; the entry
+        // belongs to the line before it.
+        Ok(Some((key, value, self.line - 1)))
+    }
+
+    /// git's `parse_value`: quotes, the escapes `\t \b \n \\ \"`, a backslash
+    /// before the line feed continuing the value, comments outside quotes,
+    /// and white space kept inside the value but trimmed at its end.
+    fn parse_value(&mut self) -> Option<Vec<u8>> {
+        let mut value = Vec::new();
+        let (mut quote, mut comment) = (false, false);
+        // Where trailing white space started (0: none pending).
+        let mut trim_len = 0;
+        loop {
+            let mut c = self.next_char();
+            if c == b'\n' {
+                if quote {
+                    self.line -= 1;
+                    return None;
+                }
+                if trim_len != 0 {
+                    value.truncate(trim_len);
+                }
+                return Some(value);
+            }
+            if comment {
+                continue;
+            }
+            if is_git_space(c) && !quote {
+                if trim_len == 0 {
+                    trim_len = value.len();
+                }
+                if !value.is_empty() {
+                    value.push(c);
+                }
+                continue;
+            }
+            if !quote && (c == b';' || c == b'#') {
+                comment = true;
+                continue;
+            }
+            trim_len = 0;
+            if c == b'\\' {
+                c = match self.next_char() {
+                    b'\n' => continue,
+                    b't' => b'\t',
+                    b'b' => 0x08,
+                    b'n' => b'\n',
+                    c @ (b'\\' | b'"') => c,
+                    _ => return None,
+                };
+                value.push(c);
+                continue;
+            }
+            if c == b'"' {
+                quote = !quote;
+                continue;
+            }
+            value.push(c);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -358,8 +449,5 @@ mod tests {
         assert_eq!(expand_user_path(b"~/x", None), None);
         assert_eq!(expand_user_path(b"~bob/x", Some(home)), None);
         assert_eq!(expand_user_path(b"rel/x", None).unwrap(), b"rel/x");
-        assert_eq!(line_start(b"a\nb\nc", 1), 0);
-        assert_eq!(line_start(b"a\nb\nc", 3), 4);
-        assert_eq!(line_start(b"a\n", 5), 2);
     }
 }
