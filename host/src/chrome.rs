@@ -388,9 +388,9 @@ pub fn write_chrome_events(
         line.extend_from_slice(b"},\"cat\":\"function\",\"dur\":");
         f64_json(line, us(end) - us(o.tsc));
         line.extend_from_slice(b",\"name\":");
-        let name = names_json.entry(o.func_id).or_insert_with(|| {
-            serde_json::to_vec(&names.display(o.func_id)).unwrap_or_default()
-        });
+        let name = names_json
+            .entry(o.func_id)
+            .or_insert_with(|| serde_json::to_vec(&names.display(o.func_id)).unwrap_or_default());
         line.extend_from_slice(name);
         if names_json.len() > 1 << 16 {
             names_json.clear();

@@ -138,7 +138,8 @@ impl Input {
                     }
                     merged.next_event()
                 };
-                done.events = crate::yaml::write_yaml_events(self.index.header(), next, names, out)?;
+                done.events =
+                    crate::yaml::write_yaml_events(self.index.header(), next, names, out)?;
             }
             Format::Chrome => {
                 progress.pass(len, "surveying");
@@ -212,4 +213,3 @@ pub(crate) fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, 
         progress.advance(at as u64);
     })
 }
-

@@ -13,7 +13,7 @@
 //! still open at the end of the trace end at their thread's last event). Custom
 //! and typed events are instants with their payload, CPU and type as debug
 //! annotations. Timestamps are nanoseconds, the TSC divided by the header's
-//! cycle frequency.
+//! cycle frequency, held at the thread's last time where its clock goes back.
 //!
 //! The encoder is the few protobuf primitives the format needs (varints and
 //! length-delimited fields); field numbers are those of Perfetto's
@@ -216,7 +216,11 @@ pub fn write_perfetto_events(
                         uint_field(d, TRACK_UUID, u);
                         message(d, TRACK_PROCESS, |p| {
                             uint_field(p, PROCESS_PID, u64::from(e.process));
-                            bytes_field(p, PROCESS_NAME, format!("process {}", e.process).as_bytes());
+                            bytes_field(
+                                p,
+                                PROCESS_NAME,
+                                format!("process {}", e.process).as_bytes(),
+                            );
                         });
                     });
                     emit(out, &mut frame, &packet)?;
@@ -253,7 +257,10 @@ pub fn write_perfetto_events(
         let Some(seq) = threads.get_mut(&key) else {
             continue;
         };
-        let at = ns(e.tsc);
+        // Perfetto's slices must nest in time: a clock that goes back within a
+        // thread (a CPU migration between unsynchronized TSCs) is held at the
+        // thread's last time.
+        let at = ns(e.tsc).max(seq.last_ns);
         seq.last_ns = at;
         match e.kind {
             k if k.is_enter() => {
@@ -292,7 +299,11 @@ pub fn write_perfetto_events(
                 uint_field(&mut event, EVENT_NAME_IID, iid);
                 message(&mut event, EVENT_DEBUG_ANNOTATIONS, |a| {
                     uint_field(a, ANNOTATION_NAME_IID, 2);
-                    bytes_field(a, ANNOTATION_STRING, String::from_utf8_lossy(&e.data).as_bytes());
+                    bytes_field(
+                        a,
+                        ANNOTATION_STRING,
+                        String::from_utf8_lossy(&e.data).as_bytes(),
+                    );
                 });
                 annotation_uint(&mut event, 3, u64::from(e.cpu));
                 if kind == Kind::TypedEvent {
@@ -387,7 +398,12 @@ fn write_event(
         );
         let mut names = Vec::new();
         let args = (0..MAX_ARGS).map(|i| format!("arg{i}"));
-        for (i, name) in ANNOTATIONS.iter().map(|s| s.to_string()).chain(args).enumerate() {
+        for (i, name) in ANNOTATIONS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(args)
+            .enumerate()
+        {
             message(&mut names, INTERNED_ANNOTATION_NAMES, |n| {
                 uint_field(n, INTERNED_IID, i as u64 + 1);
                 bytes_field(n, INTERNED_NAME, name.as_bytes());

@@ -149,8 +149,10 @@ impl Progress {
             self.start(Some(len));
         } else {
             self.bar.set_style(
-                ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             self.bar.set_length(len);
         }

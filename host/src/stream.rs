@@ -492,7 +492,10 @@ mod tests {
             got.push(e);
         }
         // The file really has runs (times going back within a thread).
-        let back = trace.events.windows(2).filter(|w| w[0].thread == w[1].thread && w[1].tsc < w[0].tsc);
+        let back = trace
+            .events
+            .windows(2)
+            .filter(|w| w[0].thread == w[1].thread && w[1].tsc < w[0].tsc);
         assert!(back.count() > 3);
         assert_eq!(got, sorted);
     }

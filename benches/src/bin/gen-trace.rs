@@ -60,7 +60,9 @@ impl Thread {
                 done
             } else {
                 let f = *self.stack.last().expect("open call");
-                let ok = w.exit(FunctionId::new(f).expect("id"), ts(self.tsc)).is_ok();
+                let ok = w
+                    .exit(FunctionId::new(f).expect("id"), ts(self.tsc))
+                    .is_ok();
                 if ok {
                     self.stack.pop();
                 }
@@ -90,7 +92,8 @@ fn main() {
         })
         .collect();
     let mut out = BufWriter::new(File::create(&args[1]).expect("create"));
-    out.write_all(&ts[0].cfg.file_header(BUFFER).to_bytes()).expect("write");
+    out.write_all(&ts[0].cfg.file_header(BUFFER).to_bytes())
+        .expect("write");
     let mut written = 0u64;
     let mut buf = vec![0u8; BUFFER];
     let mut i = 0;
