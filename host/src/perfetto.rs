@@ -204,6 +204,7 @@ pub fn write_perfetto_events(
 
     while let Some(e) = next() {
         let key = (e.process, e.thread);
+        #[allow(clippy::map_entry)] // the descriptor packets are written before the insert
         if !threads.contains_key(&key) {
             let process_uuid = match processes.get(&e.process) {
                 Some(&u) => u,
