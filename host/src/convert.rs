@@ -63,6 +63,7 @@ pub enum ConvertError {
 /// let err = Input::open(&path, &progress).unwrap_err();
 /// assert!(matches!(err, flightrec_host::convert::ConvertError::Invalid(e) if e.offset == 112));
 /// ```
+#[derive(Debug)]
 pub struct Input {
     file: TraceFile,
     index: Index,
@@ -124,7 +125,9 @@ impl Input {
         match format {
             Format::Yaml => {
                 progress.pass(len, "sorting");
-                let mut merged = self.index.merged(bytes);
+                let mut merged = self
+                    .index
+                    .merged_releasing(bytes, &mut |n| self.file.consumed(n));
                 progress.pass(len, "writing");
                 let mut read = 0u64;
                 let mut n = 0u64;

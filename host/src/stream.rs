@@ -233,6 +233,17 @@ impl Index {
     /// Memory: one cursor per run of non-decreasing TSC in a thread; finding the
     /// runs costs one extra expansion pass over the file.
     pub fn merged<'a>(&'a self, bytes: &'a [u8]) -> Merged<'a> {
+        self.merged_releasing(bytes, &mut |_| {})
+    }
+
+    /// [`Index::merged`], calling `read` with the bytes read by the walks that
+    /// find the runs (for [`crate::input::TraceFile::consumed`]). Example on
+    /// [`Index`].
+    pub fn merged_releasing<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        read: &mut dyn FnMut(usize),
+    ) -> Merged<'a> {
         let mut runs: Vec<ThreadCursor<'a>> = Vec::new();
         for t in 0..self.threads.len() {
             // Where this thread's TSC goes down: the ordinals of run starts.
@@ -244,6 +255,9 @@ impl Index {
                     starts.push(cursor.produced - 1);
                 }
                 last = Some(e.tsc);
+                if cursor.produced % 4096 == 0 {
+                    read(cursor.take_read());
+                }
             }
             // One cursor at each run start, taken along a second walk.
             let mut cursor = self.thread_events(bytes, t);
@@ -251,6 +265,9 @@ impl Index {
             for start in starts {
                 while cursor.produced < start {
                     cursor.next_event();
+                    if cursor.produced % 4096 == 0 {
+                        read(cursor.take_read());
+                    }
                 }
                 runs.push(cursor.clone());
             }
