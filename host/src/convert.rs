@@ -21,7 +21,7 @@ use crate::stream::{scan, Index};
 /// Events between two page releases of the input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 
-/// What `convert` writes.
+/// What `convert` writes. Example on [`Input`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// `llvm-xray convert --output-format=yaml`'s YAML.
@@ -32,7 +32,7 @@ pub enum Format {
     Perfetto,
 }
 
-/// Why a file was not converted.
+/// Why a file was not converted. Example on [`Input`].
 #[derive(Debug)]
 pub enum ConvertError {
     /// The input could not be opened or read.
@@ -44,7 +44,7 @@ pub enum ConvertError {
 /// A verified, indexed input, ready to be written in any format.
 ///
 /// ```
-/// use flightrec_host::convert::{Format, Input};
+/// use flightrec_host::convert::{ConvertError, Converted, Format, Input};
 /// use flightrec_host::names::Names;
 /// use flightrec_host::progress::Progress;
 ///
@@ -56,12 +56,23 @@ pub enum ConvertError {
 /// let mut yaml = Vec::new();
 /// let done = input.write(Format::Yaml, &Names::empty(), &mut yaml, &progress).unwrap();
 /// assert_eq!(done.events, 6);
+/// let done: Converted = done;
+/// assert_eq!((done.input_bytes as usize, input.index().threads()), (std::fs::metadata(&path).unwrap().len() as usize, 2));
 /// assert!(done.summary_line(std::time::Duration::from_secs(1)).contains("6 records"));
 ///
 /// // A bad file: its offset and reason.
 /// std::fs::write(&path, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
 /// let err = Input::open(&path, &progress).unwrap_err();
-/// assert!(matches!(err, flightrec_host::convert::ConvertError::Invalid(e) if e.offset == 112));
+/// assert!(matches!(err, ConvertError::Invalid(e) if e.offset == 112));
+/// let missing = Input::open(&dir.path().join("missing"), &progress).unwrap_err();
+/// assert!(matches!(missing, ConvertError::Unreadable(_)));
+/// let mut json = Vec::new();
+/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let input = Input::open(&path, &progress).unwrap();
+/// let done = input.write(Format::Chrome, &Names::empty(), &mut json, &progress).unwrap();
+/// assert_eq!(done.calls.unwrap().calls, 3);
+/// let mut pf = Vec::new();
+/// assert!(input.write(Format::Perfetto, &Names::empty(), &mut pf, &progress).is_ok());
 /// ```
 #[derive(Debug)]
 pub struct Input {

@@ -17,7 +17,9 @@
 //!
 //! The encoder is the few protobuf primitives the format needs (varints and
 //! length-delimited fields); field numbers are those of Perfetto's
-//! `protos/perfetto/trace/` schema, named in [`field`].
+//! `protos/perfetto/trace/` schema (checked against the `perfetto` PyPI
+//! package's `perfetto_trace_pb2` descriptors), named in the private `field`
+//! module.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -29,73 +31,73 @@ use crate::expand::{Kind, XEvent};
 use crate::names::Names;
 
 /// Field numbers of Perfetto's trace protos used here.
-pub mod field {
+mod field {
     /// `Trace.packet`.
-    pub const TRACE_PACKET: u32 = 1;
+    pub(super) const TRACE_PACKET: u32 = 1;
     /// `TracePacket.timestamp` (ns).
-    pub const PACKET_TIMESTAMP: u32 = 8;
+    pub(super) const PACKET_TIMESTAMP: u32 = 8;
     /// `TracePacket.trusted_packet_sequence_id`.
-    pub const PACKET_SEQUENCE_ID: u32 = 10;
+    pub(super) const PACKET_SEQUENCE_ID: u32 = 10;
     /// `TracePacket.track_event`.
-    pub const PACKET_TRACK_EVENT: u32 = 11;
+    pub(super) const PACKET_TRACK_EVENT: u32 = 11;
     /// `TracePacket.interned_data`.
-    pub const PACKET_INTERNED_DATA: u32 = 12;
+    pub(super) const PACKET_INTERNED_DATA: u32 = 12;
     /// `TracePacket.sequence_flags`.
-    pub const PACKET_SEQUENCE_FLAGS: u32 = 13;
+    pub(super) const PACKET_SEQUENCE_FLAGS: u32 = 13;
     /// `TracePacket.track_descriptor`.
-    pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+    pub(super) const PACKET_TRACK_DESCRIPTOR: u32 = 60;
     /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
-    pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+    pub(super) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
     /// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
-    pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+    pub(super) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
     /// `TrackDescriptor.uuid`.
-    pub const TRACK_UUID: u32 = 1;
+    pub(super) const TRACK_UUID: u32 = 1;
     /// `TrackDescriptor.name`.
-    pub const TRACK_NAME: u32 = 2;
+    pub(super) const TRACK_NAME: u32 = 2;
     /// `TrackDescriptor.process`.
-    pub const TRACK_PROCESS: u32 = 3;
+    pub(super) const TRACK_PROCESS: u32 = 3;
     /// `TrackDescriptor.thread`.
-    pub const TRACK_THREAD: u32 = 4;
+    pub(super) const TRACK_THREAD: u32 = 4;
     /// `TrackDescriptor.parent_uuid`.
-    pub const TRACK_PARENT_UUID: u32 = 5;
+    pub(super) const TRACK_PARENT_UUID: u32 = 5;
     /// `ProcessDescriptor.pid`.
-    pub const PROCESS_PID: u32 = 1;
+    pub(super) const PROCESS_PID: u32 = 1;
     /// `ProcessDescriptor.process_name`.
-    pub const PROCESS_NAME: u32 = 6;
+    pub(super) const PROCESS_NAME: u32 = 6;
     /// `ThreadDescriptor.pid`.
-    pub const THREAD_PID: u32 = 1;
+    pub(super) const THREAD_PID: u32 = 1;
     /// `ThreadDescriptor.tid`.
-    pub const THREAD_TID: u32 = 2;
+    pub(super) const THREAD_TID: u32 = 2;
     /// `ThreadDescriptor.thread_name`.
-    pub const THREAD_NAME: u32 = 5;
+    pub(super) const THREAD_NAME: u32 = 5;
     /// `TrackEvent.debug_annotations`.
-    pub const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+    pub(super) const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
     /// `TrackEvent.type`.
-    pub const EVENT_TYPE: u32 = 9;
+    pub(super) const EVENT_TYPE: u32 = 9;
     /// `TrackEvent.name_iid`.
-    pub const EVENT_NAME_IID: u32 = 10;
+    pub(super) const EVENT_NAME_IID: u32 = 10;
     /// `TrackEvent.track_uuid`.
-    pub const EVENT_TRACK_UUID: u32 = 11;
+    pub(super) const EVENT_TRACK_UUID: u32 = 11;
     /// `TrackEvent.Type.TYPE_SLICE_BEGIN`.
-    pub const TYPE_SLICE_BEGIN: u64 = 1;
+    pub(super) const TYPE_SLICE_BEGIN: u64 = 1;
     /// `TrackEvent.Type.TYPE_SLICE_END`.
-    pub const TYPE_SLICE_END: u64 = 2;
+    pub(super) const TYPE_SLICE_END: u64 = 2;
     /// `TrackEvent.Type.TYPE_INSTANT`.
-    pub const TYPE_INSTANT: u64 = 3;
+    pub(super) const TYPE_INSTANT: u64 = 3;
     /// `DebugAnnotation.name_iid`.
-    pub const ANNOTATION_NAME_IID: u32 = 1;
+    pub(super) const ANNOTATION_NAME_IID: u32 = 1;
     /// `DebugAnnotation.uint_value`.
-    pub const ANNOTATION_UINT: u32 = 3;
+    pub(super) const ANNOTATION_UINT: u32 = 3;
     /// `DebugAnnotation.string_value`.
-    pub const ANNOTATION_STRING: u32 = 6;
+    pub(super) const ANNOTATION_STRING: u32 = 6;
     /// `InternedData.event_names`.
-    pub const INTERNED_EVENT_NAMES: u32 = 2;
+    pub(super) const INTERNED_EVENT_NAMES: u32 = 2;
     /// `InternedData.debug_annotation_names`.
-    pub const INTERNED_ANNOTATION_NAMES: u32 = 3;
+    pub(super) const INTERNED_ANNOTATION_NAMES: u32 = 3;
     /// `EventName.iid` and `DebugAnnotationName.iid`.
-    pub const INTERNED_IID: u32 = 1;
+    pub(super) const INTERNED_IID: u32 = 1;
     /// `EventName.name` and `DebugAnnotationName.name`.
-    pub const INTERNED_NAME: u32 = 2;
+    pub(super) const INTERNED_NAME: u32 = 2;
 }
 
 use field::*;

@@ -51,26 +51,33 @@ struct ThreadBlocks {
 /// A verified file's summary and block index.
 ///
 /// ```
-/// use flightrec_host::stream::scan;
+/// use flightrec_host::stream::{scan, Merged, ThreadCursor};
 ///
 /// let bytes = include_bytes!("../../testdata/xray/crafted-v5-2threads.xray");
 /// let index = scan(bytes, &mut |_| {}).unwrap();
 /// assert_eq!((index.summary().buffers, index.threads()), (3, 2));
+/// assert_eq!(index.header().version.number(), 5);
 /// // Threads one after the other (what `expand::load` lists)...
 /// let mut tids = Vec::new();
 /// for t in 0..index.threads() {
-///     let mut cursor = index.thread_events(bytes, t);
+///     let mut cursor: ThreadCursor = index.thread_events(bytes, t);
 ///     while let Some(e) = cursor.next_event() {
 ///         tids.push(e.thread);
 ///     }
+///     assert!(cursor.take_read() > 0); // record bytes read, for page release
 /// }
 /// assert_eq!(tids, [101, 101, 101, 101, 202, 202]);
 /// // ...or merged in TSC order (what `llvm-xray convert` prints).
-/// let mut merged = index.merged(bytes);
+/// let mut merged: Merged = index.merged(bytes);
 /// let mut tscs = Vec::new();
 /// while let Some(e) = merged.next_event() {
 ///     tscs.push(e.tsc);
 /// }
+/// assert!(merged.take_read() > 0);
+/// // The same, counting the bytes the run-finding walks read.
+/// let mut read = 0;
+/// let mut again = index.merged_releasing(bytes, &mut |n| read += n);
+/// assert_eq!(again.next_event().unwrap().tsc, 1_000_000);
 /// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
 ///
 /// // A file the verifier rejects is not indexed.
