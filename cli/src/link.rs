@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::output::reader_gone;
 use flightrec_host::collect::Collector;
+use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
 use flightrec_host::dump::{dump, DumpError};
-use flightrec_host::expand::load;
 use flightrec_host::names::{names_beside, Names};
 use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
@@ -316,6 +316,8 @@ enum ConvertFormat {
     /// The YAML of `llvm-xray convert --output-format=yaml` (with names:
     /// `--symbolize --instr_map NAMES`).
     Yaml,
+    /// Perfetto's protobuf trace (ui.perfetto.dev, trace_processor).
+    Perfetto,
 }
 
 /// Arguments of `convert`.
@@ -478,54 +480,56 @@ fn convert(a: ConvertArgs) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    let started = Instant::now();
     let progress = Progress::new(a.quiet);
-    let bytes = match progress.read_file(&a.file) {
-        Ok(b) => b,
-        Err(e) => {
+    let input = match TraceInput::open(&a.file, &progress) {
+        Ok(i) => i,
+        Err(ConvertError::Unreadable(e)) => {
             progress.finish();
             return fail(format_args!("{}: {e}", a.file.display()));
         }
-    };
-    progress.stage("decoding");
-    let trace = match load(&bytes) {
-        Ok(t) => t,
-        Err(e) => {
+        Err(ConvertError::Invalid(e)) => {
             progress.finish();
             eprintln!("flightrec: {}: {e}", a.file.display());
             return ExitCode::from(BAD_INPUT);
         }
     };
-    drop(bytes);
     let mut out: Box<dyn Write> = match &a.output {
         Some(p) => match File::create(p) {
-            Ok(f) => Box::new(BufWriter::new(f)),
+            Ok(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
             Err(e) => {
                 progress.finish();
                 return fail(format_args!("{}: {e}", p.display()));
             }
         },
-        None => Box::new(BufWriter::new(io::stdout().lock())),
+        None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
     };
-    progress.stage("writing");
-    let written = match a.format {
-        ConvertFormat::Yaml => {
-            flightrec_host::yaml::write_yaml(&trace, &names, &mut out).map(|()| None)
-        }
-        ConvertFormat::Chrome => {
-            flightrec_host::chrome::write_chrome(&trace, &names, &mut out).map(Some)
-        }
+    let format = match a.format {
+        ConvertFormat::Yaml => Format::Yaml,
+        ConvertFormat::Chrome => Format::Chrome,
+        ConvertFormat::Perfetto => Format::Perfetto,
     };
+    let written = input.write(format, &names, &mut out, &progress);
     let result = written.and_then(|r| out.flush().map(|()| r));
     progress.finish();
     match result {
-        Ok(Some(r)) if r.unmatched_exits > 0 || r.unfinished_calls > 0 => {
-            eprintln!(
-                "flightrec: {} exits without an entry left out, {} calls still open at the end",
-                r.unmatched_exits, r.unfinished_calls
-            );
+        Ok(done) => {
+            if let Some(r) = done.calls {
+                if r.unmatched_exits > 0 || r.unfinished_calls > 0 {
+                    eprintln!(
+                        "flightrec: {} exits without an entry left out, {} calls still open at the end",
+                        r.unmatched_exits, r.unfinished_calls
+                    );
+                }
+            }
+            if !a.quiet {
+                eprintln!(
+                    "flightrec: converted {}",
+                    done.summary_line(started.elapsed())
+                );
+            }
             ExitCode::SUCCESS
         }
-        Ok(_) => ExitCode::SUCCESS,
         Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }

@@ -14,6 +14,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use flightrec_core::fdr::FileHeader;
+
 use super::expand::{Kind, Trace, XEvent};
 use super::names::Names;
 
@@ -187,7 +189,9 @@ fn instant(e: &XEvent, ts: f64, key: (u32, u32)) -> Value {
     })
 }
 
-/// Writes the JSON document, one line.
+/// Writes the JSON document, one line. The same bytes as serializing
+/// [`to_chrome`]'s document, written as the events go: see
+/// [`write_chrome_events`].
 ///
 /// ```
 /// use flightrec_host::chrome::write_chrome;
@@ -210,14 +214,240 @@ fn instant(e: &XEvent, ts: f64, key: (u32, u32)) -> Value {
 ///     .map(|e| e["args"]["name"].as_str().unwrap())
 ///     .collect();
 /// assert_eq!(threads, ["thread 101", "thread 202"]);
+///
+/// // Byte for byte what serde_json writes for the document in memory.
+/// let (doc, _) = flightrec_host::chrome::to_chrome(&trace, &Names::empty());
+/// let mut whole = serde_json::to_vec(&doc).unwrap();
+/// whole.push(b'\n');
+/// assert_eq!(out, whole);
 /// ```
 pub fn write_chrome(
     trace: &Trace,
     names: &Names,
     out: &mut impl Write,
 ) -> io::Result<ChromeReport> {
-    let (doc, report) = to_chrome(trace, names);
-    serde_json::to_writer(&mut *out, &doc)?;
-    out.write_all(b"\n")?;
+    let layout = ChromeLayout::survey(trace.events.iter().cloned());
+    let mut events = trace.events.iter();
+    write_chrome_events(
+        &trace.header,
+        &layout,
+        || events.next().cloned(),
+        names,
+        out,
+    )
+}
+
+/// What must be known before the first event is written: the first event's time
+/// (the origin of every timestamp) and the tracks, in order of first appearance.
+///
+/// ```
+/// use flightrec_host::chrome::ChromeLayout;
+/// use flightrec_host::expand::load;
+///
+/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let layout = ChromeLayout::survey(trace.events.iter().cloned());
+/// assert_eq!(layout.origin, 1_000_000);
+/// assert_eq!(layout.tracks, [(4242, 101), (4242, 202)]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChromeLayout {
+    /// The smallest TSC of the trace (0 without events).
+    pub origin: u64,
+    /// (process, thread) pairs in order of first appearance.
+    pub tracks: Vec<(u32, u32)>,
+}
+
+impl ChromeLayout {
+    /// Reads the events once (in thread order) to find the layout. Example on
+    /// [`ChromeLayout`].
+    pub fn survey(events: impl IntoIterator<Item = XEvent>) -> Self {
+        let mut layout = Self::default();
+        let mut origin: Option<u64> = None;
+        for e in events {
+            layout.add(&e, &mut origin);
+        }
+        layout.origin = origin.unwrap_or(0);
+        layout
+    }
+
+    fn add(&mut self, e: &XEvent, origin: &mut Option<u64>) {
+        *origin = Some(origin.map_or(e.tsc, |o| o.min(e.tsc)));
+        let key = (e.process, e.thread);
+        if self.tracks.last() != Some(&key) && !self.tracks.contains(&key) {
+            self.tracks.push(key);
+        }
+    }
+
+    /// Like [`ChromeLayout::survey`], one event at a time from `next`. Example
+    /// on [`write_chrome_events`].
+    pub fn survey_with(mut next: impl FnMut() -> Option<XEvent>) -> Self {
+        let mut layout = Self::default();
+        let mut origin: Option<u64> = None;
+        while let Some(e) = next() {
+            layout.add(&e, &mut origin);
+        }
+        layout.origin = origin.unwrap_or(0);
+        layout
+    }
+}
+
+/// Writes the Chrome JSON of the events `next` yields in thread order (each
+/// thread's events together, as [`crate::stream::Index::thread_events`] gives
+/// them), as they come: memory holds only the open calls of each thread.
+///
+/// ```
+/// use flightrec_host::chrome::{write_chrome_events, ChromeLayout};
+/// use flightrec_host::names::Names;
+/// use flightrec_host::stream::scan;
+///
+/// let bytes = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let index = scan(bytes, &mut |_| {}).unwrap();
+/// let events = |t: usize| index.thread_events(bytes, t);
+/// let mut cursor = events(0);
+/// let layout = ChromeLayout::survey_with(|| cursor.next_event());
+/// let mut cursor = events(0);
+/// let mut out = Vec::new();
+/// let report =
+///     write_chrome_events(index.header(), &layout, || cursor.next_event(), &Names::empty(), &mut out)
+///         .unwrap();
+/// assert_eq!((report.calls, report.instants), (5, 1));
+/// let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+/// assert_eq!(doc["otherData"]["origin-tsc"], 1_000_000);
+/// ```
+pub fn write_chrome_events(
+    header: &FileHeader,
+    layout: &ChromeLayout,
+    mut next: impl FnMut() -> Option<XEvent>,
+    names: &Names,
+    out: &mut impl Write,
+) -> io::Result<ChromeReport> {
+    let origin = layout.origin;
+    let per_us = header.cycle_frequency.get() as f64 / 1e6;
+    let us = |tsc: u64| tsc.saturating_sub(origin) as f64 / per_us;
+    let mut report = ChromeReport::default();
+    let mut line: Vec<u8> = Vec::with_capacity(512);
+    let mut num = itoa::Buffer::new();
+    let mut float = ryu::Buffer::new();
+    let mut names_json: HashMap<u32, Vec<u8>> = HashMap::new();
+
+    write!(
+        out,
+        "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"cycle-frequency\":{},\"fdr-version\":{},\"origin-tsc\":{},\"source\":\"flightrec\"}},\"traceEvents\":[",
+        header.cycle_frequency.get(),
+        header.version.number(),
+        origin
+    )?;
+    let mut first = true;
+    let mut sep = |line: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            line.push(b',');
+        }
+    };
+    let mut processes: Vec<u32> = layout.tracks.iter().map(|k| k.0).collect();
+    processes.dedup();
+    for pid in processes {
+        line.clear();
+        sep(&mut line);
+        write!(
+            line,
+            "{{\"args\":{{\"name\":\"process {pid}\"}},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0}}"
+        )?;
+        out.write_all(&line)?;
+    }
+    for (pid, tid) in &layout.tracks {
+        line.clear();
+        sep(&mut line);
+        write!(
+            line,
+            "{{\"args\":{{\"name\":\"thread {tid}\"}},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid}}}"
+        )?;
+        out.write_all(&line)?;
+    }
+
+    let mut f64_json = |line: &mut Vec<u8>, v: f64| {
+        if v.is_finite() {
+            line.extend_from_slice(float.format_finite(v).as_bytes());
+        } else {
+            line.extend_from_slice(b"null");
+        }
+    };
+    let mut call = |line: &mut Vec<u8>, o: &Open, end: u64, key: (u32, u32)| {
+        line.extend_from_slice(b"{\"args\":{");
+        if !o.args.is_empty() {
+            line.extend_from_slice(b"\"args\":[");
+            for (i, a) in o.args.iter().enumerate() {
+                if i > 0 {
+                    line.push(b',');
+                }
+                line.extend_from_slice(num.format(*a).as_bytes());
+            }
+            line.extend_from_slice(b"],");
+        }
+        line.extend_from_slice(b"\"func_id\":");
+        line.extend_from_slice(num.format(o.func_id).as_bytes());
+        line.extend_from_slice(b"},\"cat\":\"function\",\"dur\":");
+        f64_json(line, us(end) - us(o.tsc));
+        line.extend_from_slice(b",\"name\":");
+        let name = names_json
+            .entry(o.func_id)
+            .or_insert_with(|| serde_json::to_vec(&names.display(o.func_id)).unwrap_or_default());
+        line.extend_from_slice(name);
+        if names_json.len() > 1 << 16 {
+            names_json.clear();
+        }
+        line.extend_from_slice(b",\"ph\":\"X\",\"pid\":");
+        line.extend_from_slice(num.format(key.0).as_bytes());
+        line.extend_from_slice(b",\"tid\":");
+        line.extend_from_slice(num.format(key.1).as_bytes());
+        line.extend_from_slice(b",\"ts\":");
+        f64_json(line, us(o.tsc));
+        line.push(b'}');
+    };
+
+    let mut stacks: HashMap<(u32, u32), Vec<Open>> = HashMap::new();
+    let mut last_tsc: HashMap<(u32, u32), u64> = HashMap::new();
+    while let Some(e) = next() {
+        let key = (e.process, e.thread);
+        last_tsc.insert(key, e.tsc);
+        let stack = stacks.entry(key).or_default();
+        line.clear();
+        match e.kind {
+            k if k.is_enter() => stack.push(Open {
+                func_id: e.func_id,
+                tsc: e.tsc,
+                args: e.args,
+            }),
+            k if k.is_exit() => match stack.iter().rposition(|o| o.func_id == e.func_id) {
+                Some(at) => {
+                    for o in stack.drain(at..).rev() {
+                        sep(&mut line);
+                        call(&mut line, &o, e.tsc, key);
+                        report.calls += 1;
+                    }
+                }
+                None => report.unmatched_exits += 1,
+            },
+            _ => {
+                sep(&mut line);
+                serde_json::to_writer(&mut line, &instant(&e, us(e.tsc), key))?;
+                report.instants += 1;
+            }
+        }
+        out.write_all(&line)?;
+    }
+    for key in &layout.tracks {
+        let end = last_tsc.get(key).copied().unwrap_or(origin);
+        if let Some(stack) = stacks.get_mut(key) {
+            for o in stack.drain(..).rev() {
+                line.clear();
+                sep(&mut line);
+                call(&mut line, &o, end, *key);
+                out.write_all(&line)?;
+                report.calls += 1;
+                report.unfinished_calls += 1;
+            }
+        }
+    }
+    out.write_all(b"]}\n")?;
     Ok(report)
 }

@@ -13,9 +13,7 @@
 //! record before it in its thread, and a typed event's type stays in the `type`
 //! field of the thread's records after it.
 
-use std::collections::HashMap;
-
-use flightrec_core::fdr::decoder::{verify, DecodeError, Decoder};
+use flightrec_core::fdr::decoder::DecodeError;
 use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::{FileHeader, FunctionAction, Version};
 
@@ -164,8 +162,9 @@ impl Trace {
     }
 }
 
-/// The state of LLVM's `TraceExpander` for one block.
-struct Expander {
+/// The state of LLVM's `TraceExpander` for one thread.
+#[derive(Clone)]
+pub(crate) struct Expander {
     version: Version,
     current: XEvent,
     building: bool,
@@ -174,11 +173,11 @@ struct Expander {
     cpu: u16,
     tid: u32,
     pid: u32,
-    out: Vec<XEvent>,
+    pub(crate) out: Vec<XEvent>,
 }
 
 impl Expander {
-    fn new(version: Version) -> Self {
+    pub(crate) fn new(version: Version) -> Self {
         Self {
             version,
             current: XEvent {
@@ -202,7 +201,7 @@ impl Expander {
         }
     }
 
-    fn reset_current(&mut self) {
+    pub(crate) fn reset_current(&mut self) {
         if self.building {
             self.out.push(self.current.clone());
         }
@@ -220,7 +219,7 @@ impl Expander {
         self.building = true;
     }
 
-    fn visit(&mut self, record: &Record<'_>) {
+    pub(crate) fn visit(&mut self, record: &Record<'_>) {
         match *record {
             Record::NewBuffer { tid } => {
                 self.ignoring = false;
@@ -288,59 +287,20 @@ impl Expander {
 
 /// Verifies a whole file with the core's verifier and expands it. Example on
 /// [`Trace`].
+///
+/// The whole trace in memory: [`crate::stream`] reads the same events one at a
+/// time for files of any size.
 pub fn load(bytes: &[u8]) -> Result<Trace, DecodeError> {
-    let summary = verify(bytes)?;
-    let decoder = Decoder::new(bytes)?;
-    let version = summary.header.version;
-
-    // Split into blocks, each with the key of LLVM's block index: the block's PID
-    // record as uint64_t (0 without one, as in versions 1 and 2) and its thread.
-    let mut blocks: Vec<((u64, i32), Vec<Record<'_>>)> = Vec::new();
-    for item in decoder {
-        let record = item?.record;
-        match record {
-            Record::BufferExtents { .. } => continue,
-            Record::NewBuffer { tid } => blocks.push(((0, tid), vec![record])),
-            _ => {
-                if let Some((key, recs)) = blocks.last_mut() {
-                    if let Record::Pid { pid } = record {
-                        key.0 = i64::from(pid) as u64;
-                    }
-                    recs.push(record);
-                }
-            }
-        }
-    }
-
-    // Threads in the order their first block ends, which is when LLVM's block
-    // indexer inserts them into its index, each with its blocks in file order.
-    let mut threads: Vec<((u64, i32), Vec<usize>)> = Vec::new();
-    let mut thread_of: HashMap<(u64, i32), usize> = HashMap::new();
-    for (b, (key, _)) in blocks.iter().enumerate() {
-        let t = *thread_of.entry(*key).or_insert_with(|| {
-            threads.push((*key, Vec::new()));
-            threads.len() - 1
-        });
-        threads[t].1.push(b);
-    }
-    let keys: Vec<(u64, i32)> = threads.iter().map(|(key, _)| *key).collect();
-    // One expander per thread, in the index's iteration order, as in LLVM: what a
-    // record does not set (a custom or typed event's function id and type) carries
-    // over from the record expanded before it in the same thread, even across
-    // blocks.
+    let index = crate::stream::scan(bytes, &mut |_| {})?;
     let mut events = Vec::new();
-    for t in llvm_thread_order(&keys) {
-        let mut ex = Expander::new(version);
-        for &b in &threads[t].1 {
-            for r in &blocks[b].1 {
-                ex.visit(r);
-            }
+    for t in 0..index.threads() {
+        let mut cursor = index.thread_events(bytes, t);
+        while let Some(e) = cursor.next_event() {
+            events.push(e);
         }
-        ex.reset_current();
-        events.append(&mut ex.out);
     }
     Ok(Trace {
-        header: summary.header,
+        header: *index.header(),
         events,
     })
 }

@@ -23,12 +23,16 @@ pub use flightrec_core as core;
 
 pub mod chrome;
 pub mod collect;
+pub mod convert;
 pub mod dump;
 pub mod expand;
+pub mod input;
 pub mod names;
 pub mod names_elf;
+pub mod perfetto;
 pub mod progress;
 pub mod recv;
+pub mod stream;
 pub mod trace2_render;
 pub mod verify;
 pub mod yaml;

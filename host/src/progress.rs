@@ -2,7 +2,9 @@
 //!
 //! `recv` counts bytes and frames as they arrive; `verify` and `convert` count the
 //! bytes of the file as they read it ([`Progress::read_file`]), then name the step
-//! they are in (verifying, decoding, writing) while the bar keeps ticking.
+//! they are in (verifying, decoding, writing) while the bar keeps ticking. The
+//! streaming readers read files in place and show one bar per pass over them
+//! ([`Progress::pass`], [`Progress::advance`]).
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
@@ -37,6 +39,11 @@ const READ_CHUNK: u64 = 1 << 20;
 /// progress.stage("verifying");
 /// progress.finish();
 /// assert!(progress.read_file(&dir.path().join("missing")).is_err());
+///
+/// // Streaming verify and convert: one bar per pass over the file.
+/// progress.pass(3 << 20, "verifying");
+/// progress.advance(1 << 20);
+/// progress.finish();
 ///
 /// // recv: a stream of unknown length, counted as it arrives.
 /// let progress = Progress::new(true); // --quiet
@@ -129,6 +136,35 @@ impl Progress {
             self.bar.set_position(bytes.len() as u64);
         }
         Ok(bytes)
+    }
+
+    /// Starts a pass over a file of `len` bytes read in place (streaming readers):
+    /// a bar named `what`, moved with [`Progress::advance`]. Each pass starts the
+    /// bar again. Example on [`Progress`].
+    pub fn pass(&self, len: u64, what: &'static str) {
+        if !self.visible || len < LONG_INPUT {
+            return;
+        }
+        if self.bar.is_hidden() {
+            self.start(Some(len));
+        } else {
+            self.bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            self.bar.set_length(len);
+        }
+        self.bar.reset();
+        self.bar.set_message(what);
+    }
+
+    /// Moves the bar of the current pass to `bytes` read. Example on [`Progress`].
+    pub fn advance(&self, bytes: u64) {
+        if self.visible {
+            self.bar.set_position(bytes);
+        }
     }
 
     /// A one-off message (device gone, device back), printed above the bar, or

@@ -1,9 +1,11 @@
-//! `verify`: the core's decoder and verifier over whole files.
+//! `verify`: the core's decoder and verifier over whole files, streamed.
 
 use std::path::Path;
 
-use flightrec_core::fdr::decoder::{verify, DecodeError, Summary};
+use flightrec_core::fdr::decoder::{DecodeError, Summary};
 
+use super::convert::scan_file;
+use super::input::TraceFile;
 use super::progress::Progress;
 
 /// The verdict on one file.
@@ -40,16 +42,19 @@ pub enum Verdict {
     Unreadable(std::io::Error),
 }
 
-/// Reads and verifies one file, showing the reading on `progress`. Example on
+/// Verifies one file in place (memory-mapped, pages dropped as the reading goes
+/// on, so any size fits), showing the pass on `progress`. Example on
 /// [`Verdict`].
+///
+/// FIFOs, sockets, devices and directories are [`Verdict::Unreadable`] with the
+/// reason, without being opened.
 pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
-    let bytes = match progress.read_file(path) {
-        Ok(b) => b,
+    let file = match TraceFile::open(path) {
+        Ok(f) => f,
         Err(e) => return Verdict::Unreadable(e),
     };
-    progress.stage("verifying");
-    match verify(&bytes) {
-        Ok(s) => Verdict::Valid(s),
+    match scan_file(&file, progress) {
+        Ok(index) => Verdict::Valid(*index.summary()),
         Err(e) => Verdict::Invalid(e),
     }
 }

@@ -2,7 +2,11 @@
 
 use std::io::{self, Write};
 
-use super::expand::Trace;
+use std::collections::HashMap;
+
+use flightrec_core::fdr::FileHeader;
+
+use super::expand::{Trace, XEvent};
 use super::names::Names;
 
 /// How LLVM's YAML writer quotes a plain string (its `needsQuotes`).
@@ -157,7 +161,40 @@ fn scalar(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
 /// assert!(yaml.contains("func-id: 2, function: '#2', "));
 /// ```
 pub fn write_yaml(trace: &Trace, names: &Names, out: &mut impl Write) -> io::Result<()> {
-    let h = &trace.header;
+    let mut events = trace.sorted_events().into_iter();
+    write_yaml_events(&trace.header, || events.next().cloned(), names, out).map(|_| ())
+}
+
+/// Writes the YAML of events that `next` yields in TSC order, one at a time:
+/// what `convert --format yaml` runs over [`crate::stream::Index::merged`].
+/// Returns the number of records written.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::stream::scan;
+/// use flightrec_host::yaml::{write_yaml, write_yaml_events};
+///
+/// let bytes = include_bytes!("../../testdata/xray/crafted-v5-2threads.xray");
+/// let index = scan(bytes, &mut |_| {}).unwrap();
+/// let mut merged = index.merged(bytes);
+/// let mut streamed = Vec::new();
+/// let n = write_yaml_events(index.header(), || merged.next_event(), &Names::empty(), &mut streamed)
+///     .unwrap();
+/// assert_eq!(n, 6);
+///
+/// // The same bytes as from the trace in memory.
+/// let trace = flightrec_host::expand::load(bytes).unwrap();
+/// let mut whole = Vec::new();
+/// write_yaml(&trace, &Names::empty(), &mut whole).unwrap();
+/// assert_eq!(streamed, whole);
+/// ```
+pub fn write_yaml_events(
+    header: &FileHeader,
+    mut next: impl FnMut() -> Option<XEvent>,
+    names: &Names,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    let h = header;
     writeln!(out, "---")?;
     writeln!(out, "header:")?;
     writeln!(out, "  version:         {}", h.version.number())?;
@@ -175,37 +212,92 @@ pub fn write_yaml(trace: &Trace, names: &Names, out: &mut impl Write) -> io::Res
         flag(h.flags.contains(HeaderFlags::NONSTOP_TSC))
     )?;
     writeln!(out, "  cycle-frequency: {}", h.cycle_frequency.get())?;
-    let events = trace.sorted_events();
-    if events.is_empty() {
+    let mut event = next();
+    if event.is_none() {
         writeln!(out, "records:         []")?;
     } else {
         writeln!(out, "records:")?;
     }
-    for e in events {
-        write!(
-            out,
-            "  - {{ type: {}, func-id: {}, function: ",
-            e.event_type, e.func_id
-        )?;
-        scalar(out, names.display(e.func_id).as_bytes())?;
+    let mut functions = FunctionNames::new(names);
+    let mut line = Vec::with_capacity(256);
+    let mut count = 0u64;
+    let mut num = itoa::Buffer::new();
+    while let Some(e) = event {
+        line.clear();
+        line.extend_from_slice(b"  - { type: ");
+        line.extend_from_slice(num.format(e.event_type).as_bytes());
+        line.extend_from_slice(b", func-id: ");
+        line.extend_from_slice(num.format(e.func_id).as_bytes());
+        line.extend_from_slice(b", function: ");
+        line.extend_from_slice(functions.yaml(e.func_id));
         if !e.args.is_empty() {
-            let args: Vec<String> = e.args.iter().map(u64::to_string).collect();
-            write!(out, ", args: [ {} ]", args.join(", "))?;
+            line.extend_from_slice(b", args: [ ");
+            for (i, a) in e.args.iter().enumerate() {
+                if i > 0 {
+                    line.extend_from_slice(b", ");
+                }
+                line.extend_from_slice(num.format(*a).as_bytes());
+            }
+            line.extend_from_slice(b" ]");
         }
-        write!(out, ", cpu: {}, thread: {}", e.cpu, e.thread)?;
+        line.extend_from_slice(b", cpu: ");
+        line.extend_from_slice(num.format(e.cpu).as_bytes());
+        line.extend_from_slice(b", thread: ");
+        line.extend_from_slice(num.format(e.thread).as_bytes());
         if e.process != 0 {
-            write!(out, ", process: {}", e.process)?;
+            line.extend_from_slice(b", process: ");
+            line.extend_from_slice(num.format(e.process).as_bytes());
         }
-        write!(
-            out,
-            ", kind: {}, tsc: {}, data: ",
-            e.kind.yaml_name(),
-            e.tsc
-        )?;
-        scalar(out, &e.data)?;
-        writeln!(out, " }}")?;
+        line.extend_from_slice(b", kind: ");
+        line.extend_from_slice(e.kind.yaml_name().as_bytes());
+        line.extend_from_slice(b", tsc: ");
+        line.extend_from_slice(num.format(e.tsc).as_bytes());
+        line.extend_from_slice(b", data: ");
+        scalar(&mut line, &e.data)?;
+        line.extend_from_slice(b" }\n");
+        out.write_all(&line)?;
+        count += 1;
+        event = next();
     }
-    writeln!(out, "...")
+    writeln!(out, "...")?;
+    Ok(count)
+}
+
+/// Most distinct function ids kept quoted in [`FunctionNames`].
+const NAME_CACHE: usize = 1 << 16;
+
+/// Function names as YAML scalars, quoted once per id.
+struct FunctionNames<'a> {
+    names: &'a Names,
+    cache: HashMap<u32, Vec<u8>>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> FunctionNames<'a> {
+    fn new(names: &'a Names) -> Self {
+        Self {
+            names,
+            cache: HashMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn yaml(&mut self, id: u32) -> &[u8] {
+        let quote = |names: &Names, v: &mut Vec<u8>| {
+            v.clear();
+            // Writing to a Vec cannot fail.
+            let _ = scalar(v, names.display(id).as_bytes());
+        };
+        if self.cache.len() < NAME_CACHE || self.cache.contains_key(&id) {
+            return self.cache.entry(id).or_insert_with(|| {
+                let mut v = Vec::new();
+                quote(self.names, &mut v);
+                v
+            });
+        }
+        quote(self.names, &mut self.scratch);
+        &self.scratch
+    }
 }
 
 #[cfg(test)]

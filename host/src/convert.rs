@@ -1,0 +1,229 @@
+//! `convert`: an FDR file of any size to YAML, Chrome JSON or Perfetto, streamed.
+//!
+//! The file is read in place ([`TraceFile`]), verified and indexed in one pass
+//! ([`crate::stream::scan`]), then read again per thread as the writer needs it:
+//! YAML in TSC order (a merge of the threads), Chrome and Perfetto one thread
+//! after the other. Nothing grows with the number of records.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use flightrec_core::fdr::decoder::DecodeError;
+
+use crate::chrome::{write_chrome_events, ChromeLayout, ChromeReport};
+use crate::expand::XEvent;
+use crate::input::TraceFile;
+use crate::names::Names;
+use crate::progress::Progress;
+use crate::stream::{scan, Index};
+
+/// Events between two page releases of the input.
+const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
+
+/// What `convert` writes. Example on [`Input`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `llvm-xray convert --output-format=yaml`'s YAML.
+    Yaml,
+    /// Chrome trace-event JSON.
+    Chrome,
+    /// Perfetto's protobuf trace.
+    Perfetto,
+}
+
+/// Why a file was not converted. Example on [`Input`].
+#[derive(Debug)]
+pub enum ConvertError {
+    /// The input could not be opened or read.
+    Unreadable(io::Error),
+    /// The input is not a valid FDR trace: the first error, with its offset.
+    Invalid(DecodeError),
+}
+
+/// A verified, indexed input, ready to be written in any format.
+///
+/// ```
+/// use flightrec_host::convert::{ConvertError, Converted, Format, Input};
+/// use flightrec_host::names::Names;
+/// use flightrec_host::progress::Progress;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.xray");
+/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let progress = Progress::new(true);
+/// let input = Input::open(&path, &progress).unwrap();
+/// let mut yaml = Vec::new();
+/// let done = input.write(Format::Yaml, &Names::empty(), &mut yaml, &progress).unwrap();
+/// assert_eq!(done.events, 6);
+/// let done: Converted = done;
+/// assert_eq!((done.input_bytes as usize, input.index().threads()), (std::fs::metadata(&path).unwrap().len() as usize, 2));
+/// assert!(done.summary_line(std::time::Duration::from_secs(1)).contains("6 records"));
+///
+/// // A bad file: its offset and reason.
+/// std::fs::write(&path, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
+/// let err = Input::open(&path, &progress).unwrap_err();
+/// assert!(matches!(err, ConvertError::Invalid(e) if e.offset == 112));
+/// let missing = Input::open(&dir.path().join("missing"), &progress).unwrap_err();
+/// assert!(matches!(missing, ConvertError::Unreadable(_)));
+/// let mut json = Vec::new();
+/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let input = Input::open(&path, &progress).unwrap();
+/// let done = input.write(Format::Chrome, &Names::empty(), &mut json, &progress).unwrap();
+/// assert_eq!(done.calls.unwrap().calls, 3);
+/// let mut pf = Vec::new();
+/// assert!(input.write(Format::Perfetto, &Names::empty(), &mut pf, &progress).is_ok());
+/// ```
+#[derive(Debug)]
+pub struct Input {
+    file: TraceFile,
+    index: Index,
+}
+
+/// What a conversion did. Example on [`Input`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Converted {
+    /// Bytes of input.
+    pub input_bytes: u64,
+    /// Events written (YAML records, or events read for Chrome and Perfetto).
+    pub events: u64,
+    /// The Chrome or Perfetto call matching report.
+    pub calls: Option<ChromeReport>,
+}
+
+impl Converted {
+    /// The throughput line printed after a conversion. Example on [`Input`].
+    pub fn summary_line(&self, took: Duration) -> String {
+        let secs = took.as_secs_f64().max(1e-9);
+        format!(
+            "{:.1} MB, {} records in {:.2} s: {:.1} MB/s, {:.2} M records/s",
+            self.input_bytes as f64 / 1e6,
+            self.events,
+            secs,
+            self.input_bytes as f64 / 1e6 / secs,
+            self.events as f64 / 1e6 / secs
+        )
+    }
+}
+
+impl Input {
+    /// Maps, verifies and indexes the file. Example on [`Input`].
+    pub fn open(path: &Path, progress: &Progress) -> Result<Self, ConvertError> {
+        let file = TraceFile::open(path).map_err(ConvertError::Unreadable)?;
+        let index = scan_file(&file, progress).map_err(ConvertError::Invalid)?;
+        Ok(Self { file, index })
+    }
+
+    /// The index. Example on [`Input`].
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Writes the trace in `format`. Example on [`Input`].
+    pub fn write(
+        &self,
+        format: Format,
+        names: &Names,
+        out: &mut impl Write,
+        progress: &Progress,
+    ) -> io::Result<Converted> {
+        let bytes = self.file.bytes();
+        let len = bytes.len() as u64;
+        let mut done = Converted {
+            input_bytes: len,
+            ..Converted::default()
+        };
+        match format {
+            Format::Yaml => {
+                progress.pass(len, "sorting");
+                let mut merged = self
+                    .index
+                    .merged_releasing(bytes, &mut |n| self.file.consumed(n));
+                progress.pass(len, "writing");
+                let mut read = 0u64;
+                let mut n = 0u64;
+                let next = || {
+                    n += 1;
+                    if n % RELEASE_EVERY_EVENTS == 0 {
+                        let r = merged.take_read();
+                        self.file.consumed(r);
+                        read += r as u64;
+                        progress.advance(read);
+                    }
+                    merged.next_event()
+                };
+                done.events =
+                    crate::yaml::write_yaml_events(self.index.header(), next, names, out)?;
+            }
+            Format::Chrome => {
+                progress.pass(len, "surveying");
+                let layout = ChromeLayout::survey_with(self.all_threads(progress, &mut 0));
+                progress.pass(len, "writing");
+                let mut events = 0;
+                let report = write_chrome_events(
+                    self.index.header(),
+                    &layout,
+                    self.all_threads(progress, &mut events),
+                    names,
+                    out,
+                )?;
+                done.events = events;
+                done.calls = Some(report);
+            }
+            Format::Perfetto => {
+                progress.pass(len, "writing");
+                let mut events = 0;
+                let report = crate::perfetto::write_perfetto_events(
+                    self.index.header(),
+                    self.all_threads(progress, &mut events),
+                    names,
+                    out,
+                )?;
+                done.events = events;
+                done.calls = Some(report);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Every event, threads one after the other, releasing pages as it reads.
+    fn all_threads<'a>(
+        &'a self,
+        progress: &'a Progress,
+        count: &'a mut u64,
+    ) -> impl FnMut() -> Option<XEvent> + 'a {
+        let bytes = self.file.bytes();
+        let mut t = 0;
+        let mut cursor = self.index.thread_events(bytes, 0);
+        let mut read = 0u64;
+        move || loop {
+            if let Some(e) = cursor.next_event() {
+                *count += 1;
+                if *count % RELEASE_EVERY_EVENTS == 0 {
+                    let r = cursor.take_read();
+                    self.file.consumed(r);
+                    read += r as u64;
+                    progress.advance(read);
+                }
+                return Some(e);
+            }
+            t += 1;
+            if t >= self.index.threads() {
+                return None;
+            }
+            cursor = self.index.thread_events(bytes, t);
+        }
+    }
+}
+
+/// Verifies and indexes a mapped file, showing the pass on `progress`.
+pub(crate) fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
+    let bytes = file.bytes();
+    progress.pass(bytes.len() as u64, "verifying");
+    let mut last = 0usize;
+    scan(bytes, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+        progress.advance(at as u64);
+    })
+}

@@ -1,0 +1,95 @@
+//! Opening a trace file for the streaming readers: a read-only memory map whose
+//! resident pages are dropped every few tens of megabytes, so that reading a file
+//! of any size keeps the process small.
+//!
+//! Only regular files are mapped. A FIFO, a socket or a device is refused before
+//! it is opened (opening a FIFO would wait for a writer), and so is a directory.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use memmap2::{Mmap, UncheckedAdvice};
+
+/// Bytes read between two drops of the mapped pages.
+const RELEASE_EVERY: usize = 32 << 20;
+
+/// A trace file mapped read-only.
+///
+/// ```
+/// use flightrec_host::input::TraceFile;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.xray");
+/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let file = TraceFile::open(&path).unwrap();
+/// assert_eq!(file.bytes().len(), include_bytes!("../../testdata/xray/crafted-v5.xray").len());
+/// file.consumed(4096); // counts reading; drops pages now and then
+///
+/// // A directory is refused with the reason.
+/// let err = TraceFile::open(dir.path()).unwrap_err();
+/// assert!(err.to_string().contains("directory"), "{err}");
+/// ```
+#[derive(Debug)]
+pub struct TraceFile {
+    map: Option<Mmap>,
+    since_release: std::cell::Cell<usize>,
+}
+
+impl TraceFile {
+    /// Opens and maps `path` if it is a regular file. Example on [`TraceFile`].
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let meta = std::fs::metadata(path)?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            return Err(io::Error::other("is a directory, not a trace file"));
+        }
+        if !kind.is_file() {
+            return Err(io::Error::other(
+                "not a regular file (a FIFO, socket or device cannot be converted or verified; \
+                 save it to a file first)",
+            ));
+        }
+        let file = File::open(path)?;
+        if file.metadata()?.len() == 0 {
+            return Ok(Self {
+                map: None,
+                since_release: 0.into(),
+            });
+        }
+        // SAFETY: the map is read-only and private. Its contents could change if
+        // another process writes the file while it is read; the readers never
+        // trust them (every record is decoded with bounds checks, and the index
+        // built from the first pass is only a hint of where blocks start).
+        let map = unsafe { Mmap::map(&file)? };
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(Self {
+            map: Some(map),
+            since_release: 0.into(),
+        })
+    }
+
+    /// The file's bytes. Example on [`TraceFile`].
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// Counts `n` bytes read; past [`RELEASE_EVERY`], drops every resident page of
+    /// the map (they come back from the page cache when read again). Example on
+    /// [`TraceFile`].
+    pub fn consumed(&self, n: usize) {
+        let total = self.since_release.get().saturating_add(n);
+        if total < RELEASE_EVERY {
+            self.since_release.set(total);
+            return;
+        }
+        self.since_release.set(0);
+        if let Some(map) = &self.map {
+            // SAFETY: MADV_DONTNEED on a private read-only file mapping only
+            // drops the process's copies of the pages; the next access reads them
+            // again from the file, so every slice into the map stays valid and
+            // keeps its contents.
+            let _ = unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, 0, map.len()) };
+        }
+    }
+}
