@@ -14,6 +14,6 @@ command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev
 venv="${CARGO_TARGET_DIR:-$PWD/target}/perfetto-venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null ||
-  "$venv/bin/pip" install -q perfetto protobuf
+  "$venv/bin/pip" install -q perfetto==0.59.1 protobuf==7.36.2
 export FLIGHTREC_PERFETTO_PYTHON="$venv/bin/python"
 CI=true cargo test -q -p flightrec-cli --test tool_convert_scale -- perfetto_output_passes_perfettos_own_schema

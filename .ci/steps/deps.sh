@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# What the runtime library costs a program that adds it (issue "one crate per job"):
+#
+# * crates in `cargo tree -e normal` of a hello-world that depends on `flightrec`
+#   (the hello-world itself counted): default features <= 40; with
+#   `default-features = false` and only `trace2`, or only `xray`, <= 30;
+# * every feature combination of `flightrec` builds on its own;
+# * a clean `cargo build --release` of the default hello-world is no slower than the
+#   same hello-world on `tracing` + `tracing-subscriber`, timed one after the other,
+#   alternating, twice each; the fastest of each is compared, with 10 % for the noise
+#   of a shared machine.
+#
+# DEPS_SKIP_TIMING=1 skips the timing (the counts and builds still run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# hello-world NAME DEPENDENCY-LINES MAIN-BODY
+hello() {
+  mkdir -p "$work/$1/src"
+  printf '[package]\nname = "hello-%s"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n%s\n\n[workspace]\n' \
+    "$1" "$2" >"$work/$1/Cargo.toml"
+  printf 'fn main() {\n%s\n}\n' "$3" >"$work/$1/src/main.rs"
+}
+
+hello default "flightrec = { path = \"$root/std-shell\" }" \
+  '    let _t2 = flightrec::trace2::init();
+    let _r = flightrec::region!("hello", "main");
+    println!("hello");'
+hello trace2 "flightrec = { path = \"$root/std-shell\", default-features = false, features = [\"trace2\"] }" \
+  '    let _t2 = flightrec::trace2::init();
+    let _r = flightrec::region!("hello", "main");
+    println!("hello");'
+hello xray "flightrec = { path = \"$root/std-shell\", default-features = false, features = [\"xray\"] }" \
+  '    let _ = flightrec::xray::init_from_env();
+    let _f = flightrec::xray_fn!();
+    println!("hello");'
+hello tracing 'tracing = "0.1"
+tracing-subscriber = "0.3"' \
+  '    tracing_subscriber::fmt::init();
+    let _s = tracing::info_span!("main").entered();
+    tracing::info!("hello");'
+
+count() {
+  (cd "$work/$1" && cargo tree -q -e normal --prefix none) |
+    sed -e 's/ (\*)$//' -e 's/ (proc-macro)$//' | awk '{print $1}' | sort -u | wc -l
+}
+
+fail=0
+check() { # name limit
+  local n
+  n=$(count "$1")
+  if ((n <= $2)); then
+    echo "crates, $1: $n (limit $2)"
+  else
+    echo "crates, $1: $n, over the limit of $2:" >&2
+    (cd "$work/$1" && cargo tree -q -e normal --prefix none) | awk '{print $1}' | sort -u | tr '\n' ' ' >&2
+    echo >&2
+    fail=1
+  fi
+}
+check default 40
+check trace2 30
+check xray 30
+echo "crates, tracing + tracing-subscriber (for comparison): $(count tracing)"
+((fail == 0)) || exit 1
+
+for features in "" "--no-default-features" "--no-default-features --features trace2" \
+  "--no-default-features --features xray" "--no-default-features --features git-config" \
+  "--no-default-features --features trace2,xray"; do
+  echo "build: flightrec ${features:-(default features)}"
+  # shellcheck disable=SC2086
+  cargo build -q -p flightrec $features
+done
+
+if [[ ${DEPS_SKIP_TIMING:-} == 1 ]]; then
+  echo "timing skipped (DEPS_SKIP_TIMING=1)"
+  exit 0
+fi
+
+for h in default tracing; do (cd "$work/$h" && cargo fetch -q); done
+# One clean release build; prints its wall time in seconds.
+clean_build() {
+  rm -rf "$work/target-$1"
+  local start end
+  start=$(date +%s.%N)
+  (cd "$work/$1" && CARGO_TARGET_DIR="$work/target-$1" cargo build -q --release --offline)
+  end=$(date +%s.%N)
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f\n", b - a }' 
+}
+ours=() theirs=()
+for _ in 1 2; do
+  ours+=("$(clean_build default)")
+  theirs+=("$(clean_build tracing)")
+done
+min() { printf '%s\n' "$@" | sort -g | head -n1; }
+best_ours=$(min "${ours[@]}")
+best_theirs=$(min "${theirs[@]}")
+echo "clean release build, flightrec (default features): ${ours[*]} s (best $best_ours)"
+echo "clean release build, tracing + tracing-subscriber: ${theirs[*]} s (best $best_theirs)"
+if awk -v o="$best_ours" -v t="$best_theirs" 'BEGIN { exit !(o > t * 1.10) }'; then
+  echo "the flightrec hello-world builds slower than the tracing one" >&2
+  exit 1
+fi
+echo "build cost checks passed"
