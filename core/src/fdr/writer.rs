@@ -63,6 +63,70 @@ const FUNC: usize = FUNCTION_RECORD_SIZE;
 /// writes NewCPUId.
 const NO_CPU: u32 = u32::MAX;
 
+/// Targets whose unaligned stores are split into byte stores (ARMv6-M, the ARM
+/// cores without compare-and-swap; RISC-V without the unaligned-access extension):
+/// there [`BufferWriter`] tests the record's alignment and writes aligned words when
+/// it can (a [`StaticRing`](super::static_ring::StaticRing)'s buffers are 8-aligned).
+/// Elsewhere an unaligned store is one instruction and the test would only cost.
+const STRICT_ALIGNMENT: bool = cfg!(any(
+    all(target_arch = "arm", not(target_has_atomic = "8")),
+    target_arch = "riscv32"
+));
+
+/// Stores a function record's word at `base + pos` and, when given, the
+/// BufferExtents count (bytes 1..9 of the buffer), with unaligned stores.
+///
+/// # Safety
+/// `base + pos .. base + pos + 8` and, with `extents`, `base + 1 .. base + 9` must be
+/// inside one buffer the caller borrows exclusively.
+#[inline(always)]
+unsafe fn store_unaligned(base: *mut u8, pos: usize, word: u64, extents: Option<usize>) {
+    // SAFETY: in bounds and exclusive (the caller's contract).
+    unsafe {
+        base.add(pos)
+            .cast::<[u8; FUNC]>()
+            .write_unaligned(word.to_le_bytes());
+        if let Some(n) = extents {
+            base.add(1)
+                .cast::<[u8; 8]>()
+                .write_unaligned((n as u64).to_le_bytes());
+        }
+    }
+}
+
+/// [`store_unaligned`] for a 4-aligned `base` and `pos` on a [`STRICT_ALIGNMENT`]
+/// target: two word stores for the record, and three stores (byte, half-word, byte)
+/// for the low 32 bits of the extents count, the only ones that can change (a
+/// 32-bit target's buffer is under 4 GiB, and the preamble wrote the high bytes as
+/// zero).
+///
+/// # Safety
+/// As [`store_unaligned`]; `base` and `pos` are multiples of 4.
+#[inline(always)]
+unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: Option<usize>) {
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = word.to_le_bytes();
+    // SAFETY: in bounds and exclusive (the caller's contract); `base + pos` and
+    // `base + pos + 4` are 4-aligned, `base + 2` is 2-aligned.
+    unsafe {
+        let record = base.add(pos);
+        record
+            .cast::<u32>()
+            .write(u32::from_ne_bytes([b0, b1, b2, b3]));
+        record
+            .add(4)
+            .cast::<u32>()
+            .write(u32::from_ne_bytes([b4, b5, b6, b7]));
+        if let Some(n) = extents {
+            let [e0, e1, e2, e3] = (n as u32).to_le_bytes();
+            base.add(1).write(e0);
+            base.add(2)
+                .cast::<u16>()
+                .write(u16::from_ne_bytes([e1, e2]));
+            base.add(4).write(e3);
+        }
+    }
+}
+
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
 ///
 /// ```
@@ -130,10 +194,17 @@ pub struct WriterConfig {
     pub version: Version,
     /// The thread id written in NewBuffer (a task, core or interrupt-level id on bare
     /// metal). Readers group buffers by (pid, tid).
-    pub tid: i32,
+    ///
+    /// Thread, process and link source ids are all `u32` in this crate: the record
+    /// field is 4 bytes (`int32_t` in LLVM's FDR record types, which
+    /// [`Record::NewBuffer`](super::records::Record::NewBuffer) mirrors), and
+    /// `llvm-xray` hands them on as `uint32_t` (`XRayRecord::TId`, `PId`) and prints
+    /// them unsigned, as the link's [`Source`](crate::link::Source) ids are. The
+    /// bits are written as they are: ids above `i32::MAX` read back unchanged.
+    pub tid: u32,
     /// The process id written in a Pid record, or `None` to write none (bare metal).
     /// Keep it the same for every buffer of a process.
-    pub pid: Option<i32>,
+    pub pid: Option<u32>,
     /// Entry/exit pairs shorter than this many ticks are erased; 0 keeps everything.
     pub threshold_ticks: u64,
 }
@@ -147,7 +218,7 @@ impl WriterConfig {
     /// let cfg = WriterConfig::new(3);
     /// assert_eq!((cfg.version, cfg.tid, cfg.pid, cfg.threshold_ticks), (Version::V5, 3, None, 0));
     /// ```
-    pub const fn new(tid: i32) -> Self {
+    pub const fn new(tid: u32) -> Self {
         Self {
             version: Version::V5,
             tid,
@@ -176,7 +247,7 @@ impl WriterConfig {
     /// assert_eq!(cfg.pid, Some(4242));
     /// assert_eq!(cfg.preamble_len(), WriterConfig::new(1).preamble_len() + 16);
     /// ```
-    pub const fn with_pid(mut self, pid: i32) -> Self {
+    pub const fn with_pid(mut self, pid: u32) -> Self {
         self.pid = Some(pid);
         self
     }
@@ -422,13 +493,16 @@ impl<'b> BufferWriter<'b> {
             // The value is set by `sync_extents` below.
             pos = put_metadata(buf, pos, &BufferExtents { size: 0 });
         }
-        pos = put_metadata(buf, pos, &NewBuffer { tid: config.tid });
+        // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
+        let tid = config.tid as i32;
+        pos = put_metadata(buf, pos, &NewBuffer { tid });
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
             micros: walltime.micros % 1_000_000,
         };
         pos = put_metadata(buf, pos, &walltime);
         if let Some(pid) = config.pid {
+            let pid = pid as i32;
             pos = put_metadata(buf, pos, &Pid { pid });
         }
         let limit = buf.len() - config.tail_reserve();
@@ -464,6 +538,16 @@ impl<'b> BufferWriter<'b> {
             threshold: 0,
             undo_start: 0,
         }
+    }
+
+    /// The time of the last event (the base of the next delta), or `None` before
+    /// the first.
+    pub(crate) fn latest_timestamp(&self) -> Option<Timestamp> {
+        let cpu = u16::try_from(self.latest_cpu).ok()?;
+        Some(Timestamp {
+            tsc: self.latest_tsc,
+            cpu,
+        })
     }
 
     /// Whether this is the [`detached`](Self::detached) writer: a real buffer is
@@ -862,24 +946,18 @@ impl<'b> BufferWriter<'b> {
         }
         debug_assert!(self.limit <= self.buf.len() && pos >= self.body_start);
         let base = self.buf.as_mut_ptr();
-        // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
-        // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
-        // `pos + FUNC` cannot overflow: `pos <= limit <= buf.len() <= isize::MAX`.
-        unsafe {
-            base.add(pos)
-                .cast::<[u8; FUNC]>()
-                .write_unaligned(word.to_le_bytes())
-        };
-        if self.version.has_extents() {
-            let extents = (end - META) as u64;
-            // SAFETY: with extents the preamble is at least 3 metadata records, so
+        let extents = self.version.has_extents().then_some(end - META);
+        if STRICT_ALIGNMENT && (base as usize | pos) & 3 == 0 {
+            // SAFETY: as in `store_unaligned`, and the record's address and the
+            // buffer's start are 4-aligned (tested just above).
+            unsafe { store_aligned(base, pos, word, extents) };
+        } else {
+            // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
+            // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
+            // With extents the preamble is at least 3 metadata records, so
             // `9 <= body_start <= pos < end <= buf.len()`: bytes 1..9 (the extents'
             // value, as in `sync_extents`) are inside `buf`.
-            unsafe {
-                base.add(1)
-                    .cast::<[u8; 8]>()
-                    .write_unaligned(extents.to_le_bytes())
-            };
+            unsafe { store_unaligned(base, pos, word, extents) };
         }
         self.pos = end;
         self.latest_tsc = tsc;
@@ -1122,6 +1200,31 @@ fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word stores of strict-alignment targets write the same bytes as the
+    /// unaligned stores (run here on the host, where `put_word` uses the latter).
+    #[test]
+    fn aligned_stores_match_unaligned_ones() {
+        #[repr(align(8))]
+        struct Aligned([u8; 64]);
+        let word = 0x0123_4567_89ab_cdef_u64;
+        for extents in [None, Some(0x0a0b_0c0d_usize), Some(56)] {
+            for pos in [16, 24, 48, 56] {
+                let mut a = Aligned([0x55; 64]);
+                let mut b = Aligned([0x55; 64]);
+                // The preamble leaves the extents' high bytes zero.
+                a.0[5..9].fill(0);
+                b.0[5..9].fill(0);
+                // SAFETY: `pos + 8 <= 64` and bytes 1..9 are inside the arrays, which
+                // are 8-aligned and borrowed exclusively here.
+                unsafe {
+                    store_aligned(a.0.as_mut_ptr(), pos, word, extents);
+                    store_unaligned(b.0.as_mut_ptr(), pos, word, extents);
+                }
+                assert_eq!(a.0, b.0, "pos {pos}, extents {extents:?}");
+            }
+        }
+    }
 
     const W0: Walltime = Walltime {
         seconds: 0,
