@@ -73,37 +73,19 @@ const STRICT_ALIGNMENT: bool = cfg!(any(
     target_arch = "riscv32"
 ));
 
-/// Stores a function record's word at `base + pos` and, when given, the
-/// BufferExtents count (bytes 1..9 of the buffer), with unaligned stores.
+/// Stores a function record's word at `base + pos` and, with `extents`, the
+/// BufferExtents count (`end - META`, bytes 1..9 of the buffer), as two 4-byte
+/// words and three stores (byte, half-word, byte) for the low 32 bits of the count:
+/// the only ones that can change, since a 32-bit target's buffer is under 4 GiB and
+/// the preamble wrote the high bytes as zero. For [`STRICT_ALIGNMENT`] targets,
+/// where an unaligned 8-byte store is eight byte stores.
 ///
 /// # Safety
-/// `base + pos .. base + pos + 8` and, with `extents`, `base + 1 .. base + 9` must be
-/// inside one buffer the caller borrows exclusively.
+/// `base + pos .. base + pos + 8` and, with `extents`, `base + 1 .. base + 9` are
+/// inside one buffer the caller borrows exclusively; `base` and `pos` are multiples
+/// of 4.
 #[inline(always)]
-unsafe fn store_unaligned(base: *mut u8, pos: usize, word: u64, extents: Option<usize>) {
-    // SAFETY: in bounds and exclusive (the caller's contract).
-    unsafe {
-        base.add(pos)
-            .cast::<[u8; FUNC]>()
-            .write_unaligned(word.to_le_bytes());
-        if let Some(n) = extents {
-            base.add(1)
-                .cast::<[u8; 8]>()
-                .write_unaligned((n as u64).to_le_bytes());
-        }
-    }
-}
-
-/// [`store_unaligned`] for a 4-aligned `base` and `pos` on a [`STRICT_ALIGNMENT`]
-/// target: two word stores for the record, and three stores (byte, half-word, byte)
-/// for the low 32 bits of the extents count, the only ones that can change (a
-/// 32-bit target's buffer is under 4 GiB, and the preamble wrote the high bytes as
-/// zero).
-///
-/// # Safety
-/// As [`store_unaligned`]; `base` and `pos` are multiples of 4.
-#[inline(always)]
-unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: Option<usize>) {
+unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: bool) {
     let [b0, b1, b2, b3, b4, b5, b6, b7] = word.to_le_bytes();
     // SAFETY: in bounds and exclusive (the caller's contract); `base + pos` and
     // `base + pos + 4` are 4-aligned, `base + 2` is 2-aligned.
@@ -116,8 +98,8 @@ unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: Option<us
             .add(4)
             .cast::<u32>()
             .write(u32::from_ne_bytes([b4, b5, b6, b7]));
-        if let Some(n) = extents {
-            let [e0, e1, e2, e3] = (n as u32).to_le_bytes();
+        if extents {
+            let [e0, e1, e2, e3] = ((pos + FUNC - META) as u32).to_le_bytes();
             base.add(1).write(e0);
             base.add(2)
                 .cast::<u16>()
@@ -946,18 +928,31 @@ impl<'b> BufferWriter<'b> {
         }
         debug_assert!(self.limit <= self.buf.len() && pos >= self.body_start);
         let base = self.buf.as_mut_ptr();
-        let extents = self.version.has_extents().then_some(end - META);
         if STRICT_ALIGNMENT && (base as usize | pos) & 3 == 0 {
-            // SAFETY: as in `store_unaligned`, and the record's address and the
-            // buffer's start are 4-aligned (tested just above).
-            unsafe { store_aligned(base, pos, word, extents) };
-        } else {
-            // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
-            // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
-            // With extents the preamble is at least 3 metadata records, so
+            // SAFETY: as below, and `base` and `pos` are multiples of 4 (just tested).
+            unsafe { store_aligned(base, pos, word, self.version.has_extents()) };
+            self.pos = end;
+            self.latest_tsc = tsc;
+            return Ok(());
+        }
+        // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
+        // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
+        // `pos + FUNC` cannot overflow: `pos <= limit <= buf.len() <= isize::MAX`.
+        unsafe {
+            base.add(pos)
+                .cast::<[u8; FUNC]>()
+                .write_unaligned(word.to_le_bytes())
+        };
+        if self.version.has_extents() {
+            let extents = (end - META) as u64;
+            // SAFETY: with extents the preamble is at least 3 metadata records, so
             // `9 <= body_start <= pos < end <= buf.len()`: bytes 1..9 (the extents'
             // value, as in `sync_extents`) are inside `buf`.
-            unsafe { store_unaligned(base, pos, word, extents) };
+            unsafe {
+                base.add(1)
+                    .cast::<[u8; 8]>()
+                    .write_unaligned(extents.to_le_bytes())
+            };
         }
         self.pos = end;
         self.latest_tsc = tsc;
@@ -1208,20 +1203,20 @@ mod tests {
         #[repr(align(8))]
         struct Aligned([u8; 64]);
         let word = 0x0123_4567_89ab_cdef_u64;
-        for extents in [None, Some(0x0a0b_0c0d_usize), Some(56)] {
+        for extents in [false, true] {
             for pos in [16, 24, 48, 56] {
                 let mut a = Aligned([0x55; 64]);
-                let mut b = Aligned([0x55; 64]);
                 // The preamble leaves the extents' high bytes zero.
                 a.0[5..9].fill(0);
-                b.0[5..9].fill(0);
-                // SAFETY: `pos + 8 <= 64` and bytes 1..9 are inside the arrays, which
-                // are 8-aligned and borrowed exclusively here.
-                unsafe {
-                    store_aligned(a.0.as_mut_ptr(), pos, word, extents);
-                    store_unaligned(b.0.as_mut_ptr(), pos, word, extents);
+                let mut expected = a.0;
+                expected[pos..pos + 8].copy_from_slice(&word.to_le_bytes());
+                if extents {
+                    expected[1..9].copy_from_slice(&((pos + 8 - 16) as u64).to_le_bytes());
                 }
-                assert_eq!(a.0, b.0, "pos {pos}, extents {extents:?}");
+                // SAFETY: `pos + 8 <= 64`, bytes 1..9 are inside the array, which is
+                // 8-aligned and borrowed exclusively here; `pos` is a multiple of 4.
+                unsafe { store_aligned(a.0.as_mut_ptr(), pos, word, extents) };
+                assert_eq!(a.0, expected, "pos {pos}, extents {extents}");
             }
         }
     }
