@@ -45,6 +45,12 @@ use super::ring::{
     Consumer, Policy, Recorder, RecorderConfig, RingState, RingStats, RingView, Slot,
 };
 
+/// The Rust blocks of `docs/firmware-guide.md`, compiled and run as doc tests so
+/// that the guide's code stays right.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/firmware-guide.md")]
+pub struct FirmwareGuide;
+
 /// A half of a [`StaticRing`] was asked for a second time.
 ///
 /// ```
