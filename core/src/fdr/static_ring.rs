@@ -134,7 +134,6 @@ impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
     /// static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
     /// assert_eq!((MAIN.buffer_count(), MAIN.buffer_size()), (4, 1024));
     /// ```
-    #[allow(clippy::declare_interior_mutable_const)]
     pub const fn new(policy: Policy) -> Self {
         const {
             assert!(N > 0, "a ring needs at least one buffer");
