@@ -15,7 +15,13 @@
 //!   [`RingStats::records_dropped`], never blocking and never touching a buffer the
 //!   consumer may be reading. The next buffer the recorder gets starts with a
 //!   typed event ([`LOSS_EVENT_TYPE`]; a custom event before version 5) whose payload
-//!   says how many records were lost, so the loss is visible in the trace itself.
+//!   says how many records were lost, so the loss is visible in the trace itself;
+//!   [`Recorder::flush`] writes a pending one too, so the markers of a drained trace
+//!   add up to [`Recorder::records_dropped`].
+//!
+//! A [`Ring`] works over caller memory; a
+//! [`StaticRing`](super::static_ring::StaticRing) owns its memory and is declared
+//! as a `static`. Both hand out the same [`Recorder`] and [`Consumer`].
 //!
 //! # Concurrency contract
 //!
