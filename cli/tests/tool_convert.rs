@@ -142,7 +142,7 @@ fn many_threads_file(threads: &[(i32, i32)]) -> Vec<u8> {
     let mut file = header.to_bytes().to_vec();
     for (n, &(pid, tid)) in threads.iter().enumerate() {
         let mut buf = [0u8; BUFFER];
-        let config = WriterConfig::new(tid).with_pid(pid);
+        let config = WriterConfig::new(tid as u32).with_pid(pid as u32);
         let when = Walltime {
             seconds: 1_700_000_000 + n as i64,
             micros: n as u32,

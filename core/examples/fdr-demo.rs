@@ -109,7 +109,7 @@ fn step(t: &mut Tracer, depth: u32, seed: u64) -> u64 {
     acc
 }
 
-fn run_thread(tid: i32, pid: i32, clock: MonotonicNanos, epoch: Walltime) -> (Vec<u8>, usize) {
+fn run_thread(tid: u32, pid: u32, clock: MonotonicNanos, epoch: Walltime) -> (Vec<u8>, usize) {
     let mut storage = vec![0u8; BUFFERS * BUFFER_SIZE];
     let slots: Vec<Slot> = (0..BUFFERS).map(|_| Slot::NEW).collect();
     let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
@@ -145,11 +145,11 @@ fn main() {
         seconds: now.as_secs() as i64,
         micros: now.subsec_micros(),
     };
-    let pid = std::process::id() as i32;
+    let pid = std::process::id();
 
     let results: Vec<(Vec<u8>, usize)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
-            .map(|i| s.spawn(move || run_thread(100 + i as i32, pid, clock, epoch)))
+            .map(|i| s.spawn(move || run_thread(100 + i as u32, pid, clock, epoch)))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });

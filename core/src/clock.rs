@@ -3,9 +3,19 @@
 //! The core never reads a clock by itself: every recording call (for example
 //! [`Recorder::enter`](crate::fdr::ring::Recorder::enter)) takes a [`Timestamp`] from a
 //! [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64 with [`Tsc`]
-//! or [`TscP`], the DWT cycle counter or a hardware timer on Cortex-M with
-//! [`Wrapping32`], a [`ManualClock`] in tests) and keeps the hot path free of
-//! indirection.
+//! or [`TscP`], a hardware timer with [`TimerClock`], the Cortex-M cycle counter or
+//! SysTick with `DwtClock` and `SysTickClock` (feature `cortex-m`), a [`ManualClock`]
+//! in tests) and keeps the hot path free of indirection.
+//!
+//! # Clocks shared by every context
+//!
+//! Firmware records from thread mode and from interrupt handlers that preempt it,
+//! and every context wants the same time line. [`TimerClock`], `DwtClock` and
+//! `SysTickClock` are made for that: declare one as a `static` and call `now(&self)`
+//! from any context at any time. None of them locks or needs compare-and-swap; the
+//! extension of a 16- or 32-bit counter to 64 bits is a [`SharedExtension`], which
+//! stays right when a reading is preempted by another. [`Wrapping32`] instead keeps
+//! its extension in `&mut self`: one per context, never shared.
 //!
 //! ```
 //! use flightrec_core::clock::{Clock, Wrapping32};
@@ -18,6 +28,14 @@
 //! ```
 
 use core::num::NonZeroU64;
+
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+mod cortex_m;
+mod shared;
+
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+pub use cortex_m::{DwtClock, SysTickClock};
+pub use shared::{SharedExtension, TimerClock};
 
 /// One reading of a clock: the tick count and the CPU (core) it was read on.
 ///

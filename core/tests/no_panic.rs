@@ -186,8 +186,8 @@ proptest! {
     #[test]
     fn recorder_takes_any_config_and_timestamps(
         version in 1u16..=5,
-        tid in any::<i32>(),
-        pid in any::<Option<i32>>(),
+        tid in any::<u32>(),
+        pid in any::<Option<u32>>(),
         threshold in prop_oneof![Just(0u64), any::<u64>(), 0u64..100],
         tps in prop_oneof![Just(0u64), Just(1u64), any::<u64>()],
         epoch_seconds in any::<i64>(),

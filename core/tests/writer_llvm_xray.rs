@@ -128,7 +128,7 @@ fn record_op(rec: &mut Recorder<'_, '_>, op: &Op, ts: Timestamp) {
 
 /// Records `ops` through a streaming ring of small buffers (so every thread spans
 /// many buffers), draining each finished buffer into `file`.
-fn record_thread(file: &mut Vec<u8>, version: Version, tid: i32, ops: &[(Op, Timestamp)]) -> usize {
+fn record_thread(file: &mut Vec<u8>, version: Version, tid: u32, ops: &[(Op, Timestamp)]) -> usize {
     let mut storage = vec![0u8; 4 * 512];
     let slots = [Slot::NEW, Slot::NEW, Slot::NEW, Slot::NEW];
     let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();

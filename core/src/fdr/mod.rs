@@ -7,7 +7,9 @@
 //! * [`writer`]: [`writer::BufferWriter`] fills one caller buffer with a well-formed
 //!   FDR buffer (extents, preamble, deltas, TSC wraps, CPU changes, short-call elision).
 //! * [`ring`]: a fixed set of buffers per thread (core, task, interrupt level) in
-//!   flight-recorder or streaming mode.
+//!   flight-recorder or streaming mode, over caller memory.
+//! * [`static_ring`]: a ring that owns its memory, declared as a `static`, whose
+//!   recorder and consumer are taken once each without `unsafe`.
 //! * [`decoder`]: a streaming decoder and verifier that enforces the grammar
 //!   `llvm-xray` 14 reads, and reports the first error with its byte offset.
 //!
@@ -52,6 +54,7 @@ pub mod decoder;
 pub mod header;
 pub mod records;
 pub mod ring;
+pub mod static_ring;
 pub mod writer;
 
 pub use header::{FileHeader, HeaderFlags, Version};

@@ -15,7 +15,13 @@
 //!   [`RingStats::records_dropped`], never blocking and never touching a buffer the
 //!   consumer may be reading. The next buffer the recorder gets starts with a
 //!   typed event ([`LOSS_EVENT_TYPE`]; a custom event before version 5) whose payload
-//!   says how many records were lost, so the loss is visible in the trace itself.
+//!   says how many records were lost, so the loss is visible in the trace itself;
+//!   [`Recorder::flush`] writes a pending one too, so the markers of a drained trace
+//!   add up to [`Recorder::records_dropped`].
+//!
+//! A [`Ring`] works over caller memory; a
+//! [`StaticRing`](super::static_ring::StaticRing) owns its memory and is declared
+//! as a `static`. Both hand out the same [`Recorder`] and [`Consumer`].
 //!
 //! # Concurrency contract
 //!
@@ -265,14 +271,7 @@ pub struct Ring<'a> {
     buffer_size: usize,
     slots: &'a [Slot],
     policy: Policy,
-    /// Buffers finished so far (wrapping). Written by the recorder only.
-    head: AtomicU32,
-    /// Buffers released by the consumer (wrapping). Written by the consumer only.
-    tail: AtomicU32,
-    /// Written by the recorder only.
-    records_dropped: AtomicU32,
-    /// Written by the recorder only.
-    buffers_overwritten: AtomicU32,
+    state: RingState,
     /// The buffers' bytes are shared between recorder and consumer through `storage`.
     _storage: PhantomData<&'a UnsafeCell<[u8]>>,
 }
@@ -322,10 +321,7 @@ impl<'a> Ring<'a> {
             buffer_size,
             slots,
             policy,
-            head: AtomicU32::new(0),
-            tail: AtomicU32::new(0),
-            records_dropped: AtomicU32::new(0),
-            buffers_overwritten: AtomicU32::new(0),
+            state: RingState::new(),
             _storage: PhantomData,
         })
     }
@@ -389,12 +385,7 @@ impl<'a> Ring<'a> {
     /// assert_eq!(ring.stats().buffers_consumed, 0);
     /// ```
     pub fn stats(&self) -> RingStats {
-        RingStats {
-            buffers_finished: self.head.load(Ordering::Relaxed),
-            buffers_consumed: self.tail.load(Ordering::Relaxed),
-            records_dropped: self.records_dropped.load(Ordering::Relaxed),
-            buffers_overwritten: self.buffers_overwritten.load(Ordering::Relaxed),
-        }
+        self.state.stats()
     }
 
     /// Splits the ring into its recorder and its consumer.
@@ -418,29 +409,72 @@ impl<'a> Ring<'a> {
     /// ```
     pub fn split<'r>(&'r mut self, config: RecorderConfig) -> (Recorder<'r, 'a>, Consumer<'r, 'a>) {
         let ring: &'r Ring<'a> = self;
-        let too_small = ring.buffer_size < config.writer.min_buffer_len();
-        (
-            Recorder {
-                ring,
-                config,
-                writer: BufferWriter::detached(),
-                seq: 0,
-                slot: 0,
-                seq_wrapped: false,
-                first_second: None,
-                buffers_started: 0,
-                unmarked_loss: 0,
-                records_dropped: 0,
-                broken: too_small,
-            },
-            Consumer {
-                ring,
-                tail: 0,
-                slot: 0,
-            },
-        )
+        let view = RingView {
+            storage: ring.storage,
+            buffer_size: ring.buffer_size,
+            slots: ring.slots,
+            policy: ring.policy,
+            state: &ring.state,
+        };
+        (Recorder::new(view, config), Consumer::new(view))
+    }
+}
+
+/// The state a ring shares between its recorder, its consumer and anyone reading
+/// its counters: every field is an atomic, so it can live in a `static`.
+#[derive(Debug)]
+pub(crate) struct RingState {
+    /// Buffers finished so far (wrapping). Written by the recorder only.
+    head: AtomicU32,
+    /// Buffers released by the consumer (wrapping). Written by the consumer only.
+    tail: AtomicU32,
+    /// Written by the recorder only.
+    records_dropped: AtomicU32,
+    /// Written by the recorder only.
+    buffers_overwritten: AtomicU32,
+}
+
+impl RingState {
+    pub(crate) const fn new() -> Self {
+        Self {
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            records_dropped: AtomicU32::new(0),
+            buffers_overwritten: AtomicU32::new(0),
+        }
     }
 
+    pub(crate) fn stats(&self) -> RingStats {
+        RingStats {
+            buffers_finished: self.head.load(Ordering::Relaxed),
+            buffers_consumed: self.tail.load(Ordering::Relaxed),
+            records_dropped: self.records_dropped.load(Ordering::Relaxed),
+            buffers_overwritten: self.buffers_overwritten.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a recorder and a consumer know of their ring: where its buffers are and its
+/// shared state. Both [`Ring`] (caller memory) and
+/// [`StaticRing`](super::static_ring::StaticRing) (its own memory) make one.
+#[derive(Clone, Copy)]
+pub(crate) struct RingView<'r> {
+    /// Start of `slots.len()` buffers of `buffer_size` bytes, valid for `'r`.
+    pub(crate) storage: NonNull<u8>,
+    pub(crate) buffer_size: usize,
+    pub(crate) slots: &'r [Slot],
+    pub(crate) policy: Policy,
+    pub(crate) state: &'r RingState,
+}
+
+// SAFETY: as for `Ring`: the storage behind the pointer is handed to one side at a
+// time under the release/acquire protocol on `head` and `tail` (module docs), and
+// every other shared field is an atomic or immutable.
+unsafe impl Send for RingView<'_> {}
+// SAFETY: as above; a shared `RingView` only reads the immutable fields.
+unsafe impl Sync for RingView<'_> {}
+
+impl<'r> RingView<'r> {
     /// The slot after `index`, wrapping at N.
     ///
     /// Both sides keep their slot index beside their 32-bit sequence number and
@@ -471,11 +505,11 @@ impl<'a> Ring<'a> {
     /// The caller must hold the buffer under the ring protocol (the recorder for its
     /// current buffer, the consumer between acquiring and releasing it) so that no
     /// other live reference covers the same bytes.
-    unsafe fn buffer_mut(&self, index: usize) -> &'a mut [u8] {
+    unsafe fn buffer_mut(&self, index: usize) -> &'r mut [u8] {
         debug_assert!(index < self.slots.len());
         // SAFETY: `index < N` (slot indexes only come from `next_slot` and
         // `slot_before`), so `index * buffer_size + buffer_size <= storage.len()` by
-        // construction of `buffer_size`; the storage outlives `'a`; exclusivity is
+        // construction of `buffer_size`; the storage outlives `'r`; exclusivity is
         // the caller's.
         unsafe {
             core::slice::from_raw_parts_mut(
@@ -487,7 +521,7 @@ impl<'a> Ring<'a> {
 
     /// # Safety
     /// As [`Ring::buffer_mut`], for shared access to a finished buffer.
-    unsafe fn buffer(&self, index: usize, len: usize) -> &[u8] {
+    unsafe fn buffer(&self, index: usize, len: usize) -> &'r [u8] {
         debug_assert!(index < self.slots.len());
         let len = len.min(self.buffer_size);
         // SAFETY: in bounds as above; the recorder does not write this buffer until the
@@ -624,10 +658,10 @@ impl RecorderConfig {
 /// let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
 /// let t = Timestamp::default();
 /// assert_eq!(rec.custom_event(t, b""), Err(Dropped::EmptyPayload));
-/// assert_eq!(rec.custom_event(t, &[0; 100]), Err(Dropped::TooLarge));
 /// rec.flush(); // hands over nothing: the buffer has no events
+/// assert_eq!(rec.custom_event(t, &[0; 100]), Err(Dropped::TooLarge));
 /// rec.enter(FunctionId::new(1).unwrap(), t).unwrap();
-/// rec.flush(); // the only buffer now waits for the consumer
+/// rec.flush(); // the entry and the loss marker; the only buffer waits for the consumer
 /// assert_eq!(rec.enter(FunctionId::new(1).unwrap(), t), Err(Dropped::ConsumerBehind));
 /// assert_eq!(rec.records_dropped(), 2); // the empty payload is not counted
 /// ```
@@ -707,14 +741,14 @@ impl core::fmt::Display for Dropped {
 /// assert_eq!(rec.records_dropped(), 0);
 /// ```
 pub struct Recorder<'r, 'a> {
-    ring: &'r Ring<'a>,
+    ring: RingView<'r>,
     config: RecorderConfig,
     /// The buffer being written, or the detached writer when there is none (it
     /// refuses every record, which sends the record to the slow path).
-    writer: BufferWriter<'a>,
+    writer: BufferWriter<'r>,
     /// Sequence number of the current (or next) buffer.
     seq: u32,
-    /// The slot of buffer `seq` (see `Ring::next_slot`).
+    /// The slot of buffer `seq` (see `RingView::next_slot`).
     slot: usize,
     /// `seq` has wrapped past `u32::MAX` at least once.
     seq_wrapped: bool,
@@ -724,18 +758,43 @@ pub struct Recorder<'r, 'a> {
     buffers_started: u64,
     /// Records lost since the last loss marker was written.
     unmarked_loss: u64,
+    /// When the last record was lost: the time of a loss marker that `flush`
+    /// writes without a current buffer.
+    last_loss: Timestamp,
     /// All records dropped (the ring's counter is its low 32 bits).
     records_dropped: u64,
     /// The buffers cannot hold even one record with this configuration.
     broken: bool,
+    /// The ring's storage lives for `'a`, which outlives `'r`.
+    _ring: PhantomData<&'r Ring<'a>>,
 }
 
-// `Recorder` is `Send` and `Sync` without an impl of its own: it holds `&Ring` (`Ring`
-// is `Sync`), a `BufferWriter` over a buffer it alone holds, and plain data. Recording
+// `Recorder` is `Send` and `Sync` without an impl of its own: it holds a `RingView`
+// (`Send` and `Sync` as `Ring` is), a `BufferWriter` over a buffer it alone holds, and
+// plain data. Recording
 // takes `&mut self`, so being `Sync` lets other contexts only read (see the module
 // docs); `tests::recorder_is_send_and_sync` pins both.
 
 impl<'r, 'a> Recorder<'r, 'a> {
+    pub(crate) fn new(ring: RingView<'r>, config: RecorderConfig) -> Self {
+        let too_small = ring.buffer_size < config.writer.min_buffer_len();
+        Recorder {
+            ring,
+            config,
+            writer: BufferWriter::detached(),
+            seq: 0,
+            slot: 0,
+            seq_wrapped: false,
+            first_second: None,
+            buffers_started: 0,
+            unmarked_loss: 0,
+            last_loss: Timestamp { tsc: 0, cpu: 0 },
+            records_dropped: 0,
+            broken: too_small,
+            _ring: PhantomData,
+        }
+    }
+
     /// The ring's counters.
     ///
     /// ```
@@ -753,7 +812,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// assert_eq!(rec.stats().buffers_finished, 1);
     /// ```
     pub fn stats(&self) -> RingStats {
-        self.ring.stats()
+        self.ring.state.stats()
     }
 
     /// All records dropped by this recorder, as a 64-bit count ([`RingStats`] keeps
@@ -958,8 +1017,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// assert_eq!(rec.enter_with_args(id, Timestamp::default(), &[0; 20]), Err(Dropped::TooLarge));
     /// rec.flush();
     /// let buffer = consumer.pop().unwrap();
-    /// let (last, _) = decode_record(Version::V5, &buffer[buffer.len() - 16..]).unwrap();
-    /// assert_eq!(last, Record::CallArgument { value: 0xbeef });
+    /// // Preamble (48), NewCPUId (16), EnterArg (8), two CallArguments (16 each); then
+    /// // the flush's marker for the dropped record.
+    /// let (second, _) = decode_record(Version::V5, &buffer[88..]).unwrap();
+    /// assert_eq!(second, Record::CallArgument { value: 0xbeef });
+    /// assert_eq!(decode_record(Version::V5, &buffer[104..]).unwrap().1, 16 + 25);
     /// ```
     pub fn enter_with_args(
         &mut self,
@@ -1028,23 +1090,23 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn record(
         &mut self,
         ts: Timestamp,
-        mut op: impl FnMut(&mut BufferWriter<'a>) -> Result<(), RecordError>,
+        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), RecordError>,
     ) -> Result<(), Dropped> {
         if !self.writer.is_detached() {
             match op(&mut self.writer) {
                 Ok(()) => return Ok(()),
                 Err(RecordError::Full) => {}
-                Err(e) => return Err(self.reject(e)),
+                Err(e) => return Err(self.reject(e, ts)),
             }
         }
         self.slow_path(ts, op)
     }
 
-    fn reject(&mut self, e: RecordError) -> Dropped {
+    fn reject(&mut self, e: RecordError, ts: Timestamp) -> Dropped {
         match e {
             RecordError::EmptyPayload => Dropped::EmptyPayload,
             RecordError::Full | RecordError::TooLarge { .. } => {
-                self.count_drop();
+                self.count_drop(ts);
                 Dropped::TooLarge
             }
         }
@@ -1055,36 +1117,38 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn slow_path(
         &mut self,
         ts: Timestamp,
-        mut op: impl FnMut(&mut BufferWriter<'a>) -> Result<(), RecordError>,
+        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), RecordError>,
     ) -> Result<(), Dropped> {
         if self.broken {
-            self.count_drop();
+            self.count_drop(ts);
             return Err(Dropped::TooLarge);
         }
         if !self.writer.is_detached() {
             self.finish_current();
         }
         if !self.acquire(ts) {
-            self.count_drop();
+            self.count_drop(ts);
             return Err(Dropped::ConsumerBehind);
         }
         if self.writer.is_detached() {
-            self.count_drop();
+            self.count_drop(ts);
             return Err(Dropped::ConsumerBehind);
         }
         match op(&mut self.writer) {
             Ok(()) => Ok(()),
             // An empty buffer could not take it: it never fits.
-            Err(e) => Err(self.reject(e)),
+            Err(e) => Err(self.reject(e, ts)),
         }
     }
 
-    fn count_drop(&mut self) {
+    fn count_drop(&mut self, ts: Timestamp) {
         self.records_dropped += 1;
         self.unmarked_loss += 1;
+        self.last_loss = ts;
         // Only this recorder writes the counter, so a load and a store suffice (no
         // read-modify-write, which thumbv6m lacks).
         self.ring
+            .state
             .records_dropped
             .store(self.records_dropped as u32, Ordering::Relaxed);
     }
@@ -1114,7 +1178,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         let n = self.ring.slots.len() as u32;
         match self.ring.policy {
             Policy::Streaming => {
-                let tail = self.ring.tail.load(Ordering::Acquire);
+                let tail = self.ring.state.tail.load(Ordering::Acquire);
                 if self.seq.wrapping_sub(tail) >= n {
                     return false;
                 }
@@ -1123,8 +1187,9 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 let slot = &self.ring.slots[self.slot];
                 if slot.len.load(Ordering::Relaxed) > 0 {
                     // The slot still holds the buffer from `n` buffers ago: it is lost.
-                    let lost = self.ring.buffers_overwritten.load(Ordering::Relaxed);
+                    let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
                     self.ring
+                        .state
                         .buffers_overwritten
                         .store(lost.wrapping_add(1), Ordering::Relaxed);
                     slot.len.store(0, Ordering::Relaxed);
@@ -1137,24 +1202,54 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // `&mut self`, so no shared borrow of this buffer is alive.
         let buf = unsafe { self.ring.buffer_mut(self.slot) };
         let walltime = self.next_walltime(ts.tsc);
-        let Ok(mut w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
+        let Ok(w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
             self.broken = true;
             return false;
         };
-        if self.unmarked_loss > 0 {
-            let mut text = [0u8; 48];
-            let len = loss_text(self.unmarked_loss, &mut text);
-            let marked = if self.config.writer.version.events_use_delta() {
-                w.typed_event(ts, LOSS_EVENT_TYPE, &text[..len])
-            } else {
-                w.custom_event(ts, &text[..len])
-            };
-            if marked.is_ok() {
-                self.unmarked_loss = 0;
-            }
-        }
         self.writer = w;
+        if self.unmarked_loss > 0 {
+            self.mark_loss(ts);
+        }
         true
+    }
+
+    /// Writes the loss marker (see [`LOSS_EVENT_TYPE`]) for the records lost since
+    /// the last one into the current buffer; returns whether it fit.
+    fn mark_loss(&mut self, ts: Timestamp) -> bool {
+        let mut text = [0u8; 48];
+        let len = loss_text(self.unmarked_loss, &mut text);
+        let marked = if self.config.writer.version.events_use_delta() {
+            self.writer.typed_event(ts, LOSS_EVENT_TYPE, &text[..len])
+        } else {
+            self.writer.custom_event(ts, &text[..len])
+        };
+        if marked.is_ok() {
+            self.unmarked_loss = 0;
+        }
+        marked.is_ok()
+    }
+
+    /// `flush` with records lost since the last marker: writes the marker into the
+    /// current buffer, or into a new one when there is none or it is full, so that
+    /// the markers of the handed-over buffers add up to the dropped count. In
+    /// streaming mode, with every buffer still waiting for the consumer, the marker
+    /// stays pending for the next buffer.
+    #[cold]
+    fn flush_loss(&mut self) {
+        if self.broken {
+            return;
+        }
+        // The marker's time: the last record's in the current buffer (so the delta
+        // is 0), else the time of the last lost record.
+        let ts = self.writer.latest_timestamp().unwrap_or(self.last_loss);
+        if !self.writer.is_detached() {
+            if self.mark_loss(ts) {
+                return;
+            }
+            self.finish_current();
+        }
+        // A new buffer starts with the marker.
+        self.acquire(ts);
     }
 
     /// Finishes the current buffer and publishes it.
@@ -1175,13 +1270,19 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.slot = self.ring.next_slot(self.slot);
         self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
-        self.ring.head.store(self.seq, Ordering::Release);
+        self.ring.state.head.store(self.seq, Ordering::Release);
     }
 
     /// Streaming: hands the current buffer to the consumer now, even if it is not
     /// full (at shutdown, on a timer, before the device sleeps). The next record
     /// starts a new buffer. A buffer without events is kept for later, since readers
     /// reject it.
+    ///
+    /// Records lost since the last loss marker get their marker first (in the
+    /// current buffer, or in a new one), so that once the consumer has taken every
+    /// buffer the markers in the trace add up to
+    /// [`records_dropped`](Self::records_dropped). Only when every buffer still waits
+    /// for the consumer does the marker wait for a later flush or record.
     ///
     /// ```
     /// # use flightrec_core::clock::Timestamp;
@@ -1204,6 +1305,9 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// assert_eq!(consumer.pending(), 2);
     /// ```
     pub fn flush(&mut self) {
+        if self.unmarked_loss > 0 {
+            self.flush_loss();
+        }
         self.finish_current();
     }
 
@@ -1263,7 +1367,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 let kept = if self.writer.is_detached() { n } else { n - 1 };
                 self.seq.wrapping_sub(kept.min(self.seq_wrapped_min()))
             }
-            Policy::Streaming => self.ring.tail.load(Ordering::Acquire),
+            Policy::Streaming => self.ring.state.tail.load(Ordering::Acquire),
         };
         // At most N: `first` is at most N - 1 (or N) back, and in streaming mode the
         // recorder never runs more than N ahead of the consumer.
@@ -1366,14 +1470,24 @@ fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
 /// });
 /// ```
 pub struct Consumer<'r, 'a> {
-    ring: &'r Ring<'a>,
+    ring: RingView<'r>,
     /// Next buffer to read; mirrors the ring's tail, which only the consumer writes.
     tail: u32,
-    /// The slot of buffer `tail` (see `Ring::next_slot`).
+    /// The slot of buffer `tail` (see `RingView::next_slot`).
     slot: usize,
+    _ring: PhantomData<&'r Ring<'a>>,
 }
 
 impl<'r, 'a> Consumer<'r, 'a> {
+    pub(crate) fn new(ring: RingView<'r>) -> Self {
+        Consumer {
+            ring,
+            tail: 0,
+            slot: 0,
+            _ring: PhantomData,
+        }
+    }
+
     /// The oldest finished buffer, if any. The buffer goes back to the recorder when
     /// the returned guard is dropped. Always `None` in flight-recorder mode.
     ///
@@ -1401,7 +1515,7 @@ impl<'r, 'a> Consumer<'r, 'a> {
         if self.ring.policy != Policy::Streaming {
             return None;
         }
-        let head = self.ring.head.load(Ordering::Acquire);
+        let head = self.ring.state.head.load(Ordering::Acquire);
         if head == self.tail {
             return None;
         }
@@ -1436,6 +1550,7 @@ impl<'r, 'a> Consumer<'r, 'a> {
     /// ```
     pub fn pending(&self) -> u32 {
         self.ring
+            .state
             .head
             .load(Ordering::Acquire)
             .wrapping_sub(self.tail)
@@ -1459,7 +1574,7 @@ impl<'r, 'a> Consumer<'r, 'a> {
     /// assert_eq!(consumer.stats().buffers_consumed, 1);
     /// ```
     pub fn stats(&self) -> RingStats {
-        self.ring.stats()
+        self.ring.state.stats()
     }
 }
 
@@ -1532,6 +1647,7 @@ impl Drop for FinishedBuffer<'_, '_, '_> {
         self.consumer.slot = self.consumer.ring.next_slot(self.consumer.slot);
         self.consumer
             .ring
+            .state
             .tail
             .store(self.consumer.tail, Ordering::Release);
     }
@@ -1608,8 +1724,8 @@ mod tests {
     fn start_sequence_at(rec: &mut Recorder<'_, '_>, cons: &mut Consumer<'_, '_>, start: u32) {
         rec.seq = start;
         cons.tail = start;
-        rec.ring.head.store(start, Ordering::Relaxed);
-        rec.ring.tail.store(start, Ordering::Relaxed);
+        rec.ring.state.head.store(start, Ordering::Relaxed);
+        rec.ring.state.tail.store(start, Ordering::Relaxed);
     }
 
     #[test]

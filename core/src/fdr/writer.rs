@@ -63,6 +63,52 @@ const FUNC: usize = FUNCTION_RECORD_SIZE;
 /// writes NewCPUId.
 const NO_CPU: u32 = u32::MAX;
 
+/// Targets whose unaligned stores are split into byte stores (ARMv6-M, the ARM
+/// cores without compare-and-swap; RISC-V without the unaligned-access extension):
+/// there [`BufferWriter`] tests the record's alignment and writes aligned words when
+/// it can (a [`StaticRing`](super::static_ring::StaticRing)'s buffers are 8-aligned).
+/// Elsewhere an unaligned store is one instruction and the test would only cost.
+const STRICT_ALIGNMENT: bool = cfg!(any(
+    all(target_arch = "arm", not(target_has_atomic = "8")),
+    target_arch = "riscv32"
+));
+
+/// Stores a function record's word at `base + pos` and, with `extents`, the
+/// BufferExtents count (`end - META`, bytes 1..9 of the buffer), as two 4-byte
+/// words and three stores (byte, half-word, byte) for the low 32 bits of the count:
+/// the only ones that can change, since a 32-bit target's buffer is under 4 GiB and
+/// the preamble wrote the high bytes as zero. For [`STRICT_ALIGNMENT`] targets,
+/// where an unaligned 8-byte store is eight byte stores.
+///
+/// # Safety
+/// `base + pos .. base + pos + 8` and, with `extents`, `base + 1 .. base + 9` are
+/// inside one buffer the caller borrows exclusively; `base` and `pos` are multiples
+/// of 4.
+#[inline(always)]
+unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: bool) {
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = word.to_le_bytes();
+    // SAFETY: in bounds and exclusive (the caller's contract); `base + pos` and
+    // `base + pos + 4` are 4-aligned, `base + 2` is 2-aligned.
+    unsafe {
+        let record = base.add(pos);
+        record
+            .cast::<u32>()
+            .write(u32::from_ne_bytes([b0, b1, b2, b3]));
+        record
+            .add(4)
+            .cast::<u32>()
+            .write(u32::from_ne_bytes([b4, b5, b6, b7]));
+        if extents {
+            let [e0, e1, e2, e3] = ((pos + FUNC - META) as u32).to_le_bytes();
+            base.add(1).write(e0);
+            base.add(2)
+                .cast::<u16>()
+                .write(u16::from_ne_bytes([e1, e2]));
+            base.add(4).write(e3);
+        }
+    }
+}
+
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
 ///
 /// ```
@@ -130,10 +176,17 @@ pub struct WriterConfig {
     pub version: Version,
     /// The thread id written in NewBuffer (a task, core or interrupt-level id on bare
     /// metal). Readers group buffers by (pid, tid).
-    pub tid: i32,
+    ///
+    /// Thread, process and link source ids are all `u32` in this crate: the record
+    /// field is 4 bytes (`int32_t` in LLVM's FDR record types, which
+    /// [`Record::NewBuffer`](super::records::Record::NewBuffer) mirrors), and
+    /// `llvm-xray` hands them on as `uint32_t` (`XRayRecord::TId`, `PId`) and prints
+    /// them unsigned, as the link's [`Source`](crate::link::Source) ids are. The
+    /// bits are written as they are: ids above `i32::MAX` read back unchanged.
+    pub tid: u32,
     /// The process id written in a Pid record, or `None` to write none (bare metal).
     /// Keep it the same for every buffer of a process.
-    pub pid: Option<i32>,
+    pub pid: Option<u32>,
     /// Entry/exit pairs shorter than this many ticks are erased; 0 keeps everything.
     pub threshold_ticks: u64,
 }
@@ -147,7 +200,7 @@ impl WriterConfig {
     /// let cfg = WriterConfig::new(3);
     /// assert_eq!((cfg.version, cfg.tid, cfg.pid, cfg.threshold_ticks), (Version::V5, 3, None, 0));
     /// ```
-    pub const fn new(tid: i32) -> Self {
+    pub const fn new(tid: u32) -> Self {
         Self {
             version: Version::V5,
             tid,
@@ -176,7 +229,7 @@ impl WriterConfig {
     /// assert_eq!(cfg.pid, Some(4242));
     /// assert_eq!(cfg.preamble_len(), WriterConfig::new(1).preamble_len() + 16);
     /// ```
-    pub const fn with_pid(mut self, pid: i32) -> Self {
+    pub const fn with_pid(mut self, pid: u32) -> Self {
         self.pid = Some(pid);
         self
     }
@@ -422,13 +475,16 @@ impl<'b> BufferWriter<'b> {
             // The value is set by `sync_extents` below.
             pos = put_metadata(buf, pos, &BufferExtents { size: 0 });
         }
-        pos = put_metadata(buf, pos, &NewBuffer { tid: config.tid });
+        // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
+        let tid = config.tid as i32;
+        pos = put_metadata(buf, pos, &NewBuffer { tid });
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
             micros: walltime.micros % 1_000_000,
         };
         pos = put_metadata(buf, pos, &walltime);
         if let Some(pid) = config.pid {
+            let pid = pid as i32;
             pos = put_metadata(buf, pos, &Pid { pid });
         }
         let limit = buf.len() - config.tail_reserve();
@@ -464,6 +520,16 @@ impl<'b> BufferWriter<'b> {
             threshold: 0,
             undo_start: 0,
         }
+    }
+
+    /// The time of the last event (the base of the next delta), or `None` before
+    /// the first.
+    pub(crate) fn latest_timestamp(&self) -> Option<Timestamp> {
+        let cpu = u16::try_from(self.latest_cpu).ok()?;
+        Some(Timestamp {
+            tsc: self.latest_tsc,
+            cpu,
+        })
     }
 
     /// Whether this is the [`detached`](Self::detached) writer: a real buffer is
@@ -862,6 +928,13 @@ impl<'b> BufferWriter<'b> {
         }
         debug_assert!(self.limit <= self.buf.len() && pos >= self.body_start);
         let base = self.buf.as_mut_ptr();
+        if STRICT_ALIGNMENT && (base as usize | pos) & 3 == 0 {
+            // SAFETY: as below, and `base` and `pos` are multiples of 4 (just tested).
+            unsafe { store_aligned(base, pos, word, self.version.has_extents()) };
+            self.pos = end;
+            self.latest_tsc = tsc;
+            return Ok(());
+        }
         // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
         // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
         // `pos + FUNC` cannot overflow: `pos <= limit <= buf.len() <= isize::MAX`.
@@ -1122,6 +1195,31 @@ fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word stores of strict-alignment targets write the same bytes as the
+    /// unaligned stores (run here on the host, where `put_word` uses the latter).
+    #[test]
+    fn aligned_stores_match_unaligned_ones() {
+        #[repr(align(8))]
+        struct Aligned([u8; 64]);
+        let word = 0x0123_4567_89ab_cdef_u64;
+        for extents in [false, true] {
+            for pos in [16, 24, 48, 56] {
+                let mut a = Aligned([0x55; 64]);
+                // The preamble leaves the extents' high bytes zero.
+                a.0[5..9].fill(0);
+                let mut expected = a.0;
+                expected[pos..pos + 8].copy_from_slice(&word.to_le_bytes());
+                if extents {
+                    expected[1..9].copy_from_slice(&((pos + 8 - 16) as u64).to_le_bytes());
+                }
+                // SAFETY: `pos + 8 <= 64`, bytes 1..9 are inside the array, which is
+                // 8-aligned and borrowed exclusively here; `pos` is a multiple of 4.
+                unsafe { store_aligned(a.0.as_mut_ptr(), pos, word, extents) };
+                assert_eq!(a.0, expected, "pos {pos}, extents {extents}");
+            }
+        }
+    }
 
     const W0: Walltime = Walltime {
         seconds: 0,

@@ -1,7 +1,6 @@
-//! Time from SysTick: a 1 kHz tick counted in an interrupt, plus the counter within
-//! the tick, in processor clock cycles.
-
-use core::sync::atomic::{AtomicU32, Ordering};
+//! Time from SysTick: a 1 kHz interrupt, in processor clock cycles. With tracing,
+//! flightrec's `SysTickClock` counts the periods and gives every context, thread
+//! mode and the handler alike, the same 64-bit time.
 
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
@@ -13,7 +12,14 @@ pub const CLOCK_HZ: u32 = 12_500_000;
 /// Cycles per SysTick period (1 ms).
 pub const TICK_CYCLES: u32 = CLOCK_HZ / 1000;
 
-static TICKS: AtomicU32 = AtomicU32::new(0);
+/// The clock every context reads.
+#[cfg(feature = "trace")]
+pub static CLOCK: flightrec_core::clock::SysTickClock =
+    flightrec_core::clock::SysTickClock::new(CLOCK_HZ as u64);
+
+/// The baseline build's tick count (the traced build's is in `CLOCK`).
+#[cfg(not(feature = "trace"))]
+static TICKS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// Starts SysTick: an interrupt every millisecond.
 pub fn start(mut syst: SYST) {
@@ -24,28 +30,16 @@ pub fn start(mut syst: SYST) {
     syst.enable_counter();
 }
 
-/// Called by the SysTick handler.
+/// Called first by the SysTick handler.
 pub fn tick() {
-    TICKS.fetch_add(1, Ordering::Relaxed);
+    #[cfg(feature = "trace")]
+    CLOCK.tick();
+    #[cfg(not(feature = "trace"))]
+    TICKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
 }
 
-#[cfg_attr(not(feature = "trace"), allow(dead_code))]
-/// Cycles since `start`. Thread mode only: a handler that preempts SysTick's own
-/// update could see the counter wrap before the tick count does.
+/// Cycles since `start`, from any context.
+#[cfg(feature = "trace2")]
 pub fn now() -> u64 {
-    loop {
-        let before = TICKS.load(Ordering::Acquire);
-        let within = TICK_CYCLES - 1 - SYST::get_current();
-        if TICKS.load(Ordering::Acquire) == before {
-            return u64::from(before) * u64::from(TICK_CYCLES) + u64::from(within);
-        }
-    }
-}
-
-#[cfg_attr(not(feature = "trace"), allow(dead_code))]
-/// Cycles at the start of the SysTick handler (the counter has just wrapped).
-pub fn now_in_systick() -> u64 {
-    let ticks = TICKS.load(Ordering::Relaxed);
-    let within = TICK_CYCLES - 1 - SYST::get_current();
-    u64::from(ticks + 1) * u64::from(TICK_CYCLES) + u64::from(within)
+    CLOCK.now().tsc
 }

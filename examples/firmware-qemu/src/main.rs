@@ -163,13 +163,29 @@ fn main() -> ! {
     }
 }
 
+/// What the SysTick handler keeps between runs: its recorder.
+#[cfg(feature = "trace")]
+type IrqState = trace::IrqTracer;
+#[cfg(not(feature = "trace"))]
+type IrqState = ();
+
 #[exception]
 fn SysTick() {
-    #[cfg(feature = "trace")]
-    trace::systick(|| {
-        black_box(SAMPLE.load(Ordering::Relaxed));
-    });
+    // cortex-m-rt hands the handler its own `&mut` to this (no `unsafe` here).
+    static mut STATE: Option<IrqState> = None;
     clock::tick();
+    let body = || {
+        black_box(SAMPLE.load(Ordering::Relaxed));
+    };
+    #[cfg(feature = "trace")]
+    STATE
+        .get_or_insert_with(trace::IrqTracer::take)
+        .systick(body);
+    #[cfg(not(feature = "trace"))]
+    {
+        let _ = &STATE;
+        body();
+    }
 }
 
 #[cfg(not(test))]

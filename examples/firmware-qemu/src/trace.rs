@@ -1,43 +1,37 @@
-//! The flightrec side of the firmware: two streaming rings in static memory (one for
-//! thread mode, one for the SysTick handler, which preempts it), and the link that
-//! flushes them over UART0 a buffer at a time from the main loop.
+//! The flightrec side of the firmware: two streaming rings declared as `static`s (one
+//! for thread mode, one for the SysTick handler, which preempts it), and the link
+//! that flushes them over UART0 a buffer at a time from the main loop. No `unsafe`,
+//! no `static mut`, no critical section: each ring hands out its recorder and its
+//! consumer once, and both contexts read the one `clock::CLOCK`.
 
-use core::cell::RefCell;
+use core::sync::atomic::{AtomicBool, Ordering};
 
-use critical_section::Mutex;
-use flightrec_core::clock::Timestamp;
-use flightrec_core::fdr::ring::{Consumer, Policy, Recorder, RecorderConfig, Ring, Slot};
+use flightrec_core::fdr::ring::{Consumer, Policy, Recorder, RecorderConfig};
+use flightrec_core::fdr::static_ring::StaticRing;
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
 use flightrec_core::link::{LinkWriter, Source};
 #[cfg(feature = "trace2")]
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
 
-use crate::clock;
+use crate::clock::{self, CLOCK};
 use crate::uart::Uart0;
 
 /// Source (and FDR thread) id of thread mode.
-pub const MAIN_SOURCE: u32 = 1;
+const MAIN_SOURCE: u32 = 1;
 /// Source (and FDR thread) id of the SysTick handler.
-pub const IRQ_SOURCE: u32 = 2;
+const IRQ_SOURCE: u32 = 2;
 /// Source id of the Trace2 lines.
 #[cfg(feature = "trace2")]
 const TRACE2_SOURCE: u32 = 0;
 
-const MAIN_BUFFERS: usize = 4;
-const MAIN_BUFFER_SIZE: usize = 1024;
-const IRQ_BUFFERS: usize = 4;
-const IRQ_BUFFER_SIZE: usize = 512;
+static MAIN_RING: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
+static IRQ_RING: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
-static mut MAIN_STORAGE: [u8; MAIN_BUFFERS * MAIN_BUFFER_SIZE] =
-    [0; MAIN_BUFFERS * MAIN_BUFFER_SIZE];
-static MAIN_SLOTS: [Slot; MAIN_BUFFERS] = [Slot::NEW; MAIN_BUFFERS];
-static mut IRQ_STORAGE: [u8; IRQ_BUFFERS * IRQ_BUFFER_SIZE] = [0; IRQ_BUFFERS * IRQ_BUFFER_SIZE];
-static IRQ_SLOTS: [Slot; IRQ_BUFFERS] = [Slot::NEW; IRQ_BUFFERS];
-
-/// The SysTick handler's recorder. Only the handler uses it after `init`.
-static IRQ_RECORDER: Mutex<RefCell<Option<Recorder<'static, 'static>>>> =
-    Mutex::new(RefCell::new(None));
+/// Set by thread mode at the end: the handler flushes its recorder, then sets
+/// `IRQ_FLUSHED`.
+static IRQ_FLUSH: AtomicBool = AtomicBool::new(false);
+static IRQ_FLUSHED: AtomicBool = AtomicBool::new(false);
 
 /// A function id, checked at compile time where it is a constant.
 pub const fn id(n: u32) -> FunctionId {
@@ -47,11 +41,14 @@ pub const fn id(n: u32) -> FunctionId {
     }
 }
 
-fn ts(tsc: u64) -> Timestamp {
-    Timestamp { tsc, cpu: 0 }
+fn config(source: u32) -> RecorderConfig {
+    RecorderConfig::new(
+        WriterConfig::new(source).with_pid(1),
+        u64::from(clock::CLOCK_HZ),
+    )
 }
 
-/// Everything thread mode needs: its recorder, both consumers, the link.
+/// Thread mode's side: its recorder, both consumers, the link.
 pub struct Tracer {
     rec: Recorder<'static, 'static>,
     main_consumer: Consumer<'static, 'static>,
@@ -64,41 +61,22 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    /// Sets up both rings. Call once, before SysTick starts.
+    /// Takes thread mode's recorder and both consumers. Call once.
     pub fn init(uart: Uart0) -> Self {
-        let config = |tid| {
-            RecorderConfig::new(
-                WriterConfig::new(tid).with_pid(1),
-                u64::from(clock::CLOCK_HZ),
-            )
+        let Ok((rec, main_consumer)) = MAIN_RING.split(config(MAIN_SOURCE)) else {
+            panic!("Tracer::init runs once");
         };
-        // SAFETY: `init` runs once (it is called from `main` only), so these are
-        // the only references ever made to the two storage arrays.
-        let (main_storage, irq_storage) = unsafe {
-            (
-                &mut *core::ptr::addr_of_mut!(MAIN_STORAGE),
-                &mut *core::ptr::addr_of_mut!(IRQ_STORAGE),
-            )
+        let Ok(irq_consumer) = IRQ_RING.take_consumer() else {
+            panic!("Tracer::init runs once");
         };
-        let main_ring = cortex_m::singleton!(: Ring<'static> =
-            Ring::new(main_storage, &MAIN_SLOTS, Policy::Streaming).unwrap_or_else(|_| panic!()))
-        .unwrap_or_else(|| panic!());
-        let irq_ring = cortex_m::singleton!(: Ring<'static> =
-            Ring::new(irq_storage, &IRQ_SLOTS, Policy::Streaming).unwrap_or_else(|_| panic!()))
-        .unwrap_or_else(|| panic!());
-        let main_cfg = config(MAIN_SOURCE as i32);
-        let irq_cfg = config(IRQ_SOURCE as i32);
-        let main_source = Source::new(MAIN_SOURCE, main_cfg.file_header(main_ring.buffer_size()));
-        let irq_source = Source::new(IRQ_SOURCE, irq_cfg.file_header(irq_ring.buffer_size()));
-        let (rec, main_consumer) = main_ring.split(main_cfg);
-        let (irq_rec, irq_consumer) = irq_ring.split(irq_cfg);
-        critical_section::with(|cs| IRQ_RECORDER.borrow_ref_mut(cs).replace(irq_rec));
+        let main_header = config(MAIN_SOURCE).file_header(MAIN_RING.buffer_size());
+        let irq_header = config(IRQ_SOURCE).file_header(IRQ_RING.buffer_size());
         Tracer {
             rec,
             main_consumer,
             irq_consumer,
-            main_source,
-            irq_source,
+            main_source: Source::new(MAIN_SOURCE, main_header),
+            irq_source: Source::new(IRQ_SOURCE, irq_header),
             link: LinkWriter::new(uart),
             #[cfg(feature = "trace2")]
             t2_buf: [0; 256],
@@ -108,13 +86,13 @@ impl Tracer {
     /// Records a function entry.
     #[inline]
     pub fn enter(&mut self, f: FunctionId) {
-        let _ = self.rec.enter(f, ts(clock::now()));
+        let _ = self.rec.enter(f, CLOCK.now());
     }
 
     /// Records a function exit.
     #[inline]
     pub fn exit(&mut self, f: FunctionId) {
-        let _ = self.rec.exit(f, ts(clock::now()));
+        let _ = self.rec.exit(f, CLOCK.now());
     }
 
     /// Sends at most one buffer of each ring: the main loop's flush step.
@@ -141,15 +119,14 @@ impl Tracer {
         }
     }
 
-    /// At the end: hands over the current buffers, drains both rings and sends the
-    /// final counters.
+    /// At the end: hands over the current buffers (the handler flushes its own),
+    /// drains both rings and sends the final counters.
     pub fn finish(&mut self) {
         self.rec.flush();
-        critical_section::with(|cs| {
-            if let Some(r) = IRQ_RECORDER.borrow_ref_mut(cs).as_mut() {
-                r.flush();
-            }
-        });
+        IRQ_FLUSH.store(true, Ordering::Release);
+        while !IRQ_FLUSHED.load(Ordering::Acquire) {
+            cortex_m::asm::wfi();
+        }
         while matches!(
             self.link
                 .flush_one(&mut self.main_source, &mut self.main_consumer),
@@ -169,16 +146,31 @@ impl Tracer {
     }
 }
 
-/// Called by the SysTick handler: its entry and exit go to the handler's own ring.
-pub fn systick(body: impl FnOnce()) {
-    const SYSTICK: FunctionId = id(6);
-    critical_section::with(|cs| {
-        if let Some(r) = IRQ_RECORDER.borrow_ref_mut(cs).as_mut() {
-            let _ = r.enter(SYSTICK, ts(clock::now_in_systick()));
-            body();
-            let _ = r.exit(SYSTICK, ts(clock::now_in_systick()));
-        } else {
-            body();
+/// The SysTick handler's side: its recorder, taken on its first run and kept by
+/// the handler.
+pub struct IrqTracer {
+    rec: Recorder<'static, 'static>,
+}
+
+impl IrqTracer {
+    /// Takes the handler's recorder. Call once, from the handler.
+    pub fn take() -> Self {
+        let Ok(rec) = IRQ_RING.take_recorder(config(IRQ_SOURCE)) else {
+            panic!("IrqTracer::take runs once");
+        };
+        IrqTracer { rec }
+    }
+
+    /// Records the handler's entry and exit around `body`, and flushes when thread
+    /// mode asks for it at the end.
+    pub fn systick(&mut self, body: impl FnOnce()) {
+        const SYSTICK: FunctionId = id(6);
+        let _ = self.rec.enter(SYSTICK, CLOCK.now());
+        body();
+        let _ = self.rec.exit(SYSTICK, CLOCK.now());
+        if IRQ_FLUSH.load(Ordering::Acquire) && !IRQ_FLUSHED.load(Ordering::Relaxed) {
+            self.rec.flush();
+            IRQ_FLUSHED.store(true, Ordering::Release);
         }
-    });
+    }
 }

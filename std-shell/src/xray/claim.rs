@@ -97,8 +97,9 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
         }
         return None;
     };
-    let writer = WriterConfig::new(current_tid())
-        .with_pid(rt.pid)
+    // `gettid` and `getpid` ids are positive, so they read back the same as `u32`.
+    let writer = WriterConfig::new(current_tid() as u32)
+        .with_pid(rt.pid as u32)
         .with_threshold_ticks(rt.threshold_ticks);
     let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
     if recycled {

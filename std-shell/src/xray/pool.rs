@@ -134,7 +134,7 @@ impl ThreadRing {
                 *self.recorder.get() = Some(rec);
                 *self.consumer.get() = Some(cons);
             }
-            self.tid.store(config.writer.tid, Ordering::Relaxed);
+            self.tid.store(config.writer.tid as i32, Ordering::Relaxed);
             self.unreadable.store(false, Ordering::Relaxed);
             old_dropped
         }

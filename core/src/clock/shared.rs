@@ -1,0 +1,411 @@
+//! Clocks that every context reads at once: the 64-bit extension of a 16- or 32-bit
+//! counter kept in atomics ([`SharedExtension`]), a hardware timer read through a
+//! function ([`TimerClock`]), and the SysTick reading protocol that
+//! `SysTickClock` (feature `cortex-m`) runs on the real registers.
+
+use core::num::NonZeroU64;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use super::{Clock, Timestamp};
+
+/// The 64-bit extension of a free-running counter of 16 to 32 bits, shared by every
+/// context that reads the counter: a `static`, read with atomic loads and stores
+/// only (no compare-and-swap, so it works on `thumbv6m`), and never locked.
+///
+/// It keeps the count of half periods of the counter seen so far. A reading loads
+/// that count, then reads the counter: the counter's top bit says whether it is
+/// still in the same half period or in the next one, which gives the 64-bit value,
+/// and a reading that finds the next half period stores it. Two contexts that read
+/// at once, or a reading preempted between its load and its store by readings in
+/// a newer half period (its late store then lags by one), still get the right
+/// values, provided that:
+///
+/// * the counter is read at least once per half period (2^31 ticks of a 32-bit
+///   counter, 2^15 of a 16-bit one: a periodic interrupt that reads the clock does
+///   it), and
+/// * no reading is preempted for a half period or more.
+///
+/// ```
+/// use flightrec_core::clock::SharedExtension;
+/// static EXTENSION: SharedExtension = SharedExtension::new();
+/// // A 16-bit timer read at 0xFFF0, then after it wrapped at 0x0010.
+/// assert_eq!(EXTENSION.extend(16, || 0xFFF0), 0xFFF0);
+/// assert_eq!(EXTENSION.extend(16, || 0x0010), 0x1_0010);
+/// ```
+#[derive(Debug, Default)]
+pub struct SharedExtension {
+    /// Half periods of the counter seen so far (wrapping).
+    half_periods: AtomicU32,
+}
+
+impl SharedExtension {
+    /// An extension starting at 0; a `const fn`, for `static`s.
+    ///
+    /// ```
+    /// use flightrec_core::clock::SharedExtension;
+    /// static EXTENSION: SharedExtension = SharedExtension::new();
+    /// assert_eq!(EXTENSION.extend(32, || 5), 5);
+    /// ```
+    pub const fn new() -> Self {
+        Self {
+            half_periods: AtomicU32::new(0),
+        }
+    }
+
+    /// Reads the counter with `read` and extends its low `bits` bits (16 to 32;
+    /// other values are taken as the nearest) to 64 bits.
+    ///
+    /// ```
+    /// use flightrec_core::clock::SharedExtension;
+    /// let ext = SharedExtension::new();
+    /// let mut counter = 0u32;
+    /// let mut last = 0;
+    /// for _ in 0..1_000 {
+    ///     counter = counter.wrapping_add(0x3000_0000);
+    ///     let now = ext.extend(32, || counter);
+    ///     assert_eq!(now - last, 0x3000_0000);
+    ///     last = now;
+    /// }
+    /// ```
+    #[inline]
+    pub fn extend(&self, bits: u32, read: impl FnOnce() -> u32) -> u64 {
+        // Load before reading the counter: the count is then at most one half
+        // period behind the reading (see the type's docs).
+        let seen = self.half_periods.load(Ordering::Acquire);
+        let (half_periods, value) = extend_counter(seen, read(), bits);
+        if half_periods != seen {
+            self.half_periods.store(half_periods, Ordering::Release);
+        }
+        value
+    }
+}
+
+/// The 64-bit value of a `bits`-bit counter reading `raw`, given `seen`, the half
+/// periods counted before the reading (at most one behind); and the half periods
+/// counted with this reading.
+#[inline]
+fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
+    let bits = bits.clamp(16, 32);
+    let raw = if bits == 32 {
+        raw
+    } else {
+        raw & ((1 << bits) - 1)
+    };
+    let top = (raw >> (bits - 1)) & 1;
+    // The reading's half period has the parity of its top bit: `seen` or the next.
+    let half_periods = seen.wrapping_add(top ^ (seen & 1));
+    let value = (u64::from(half_periods >> 1) << bits) | u64::from(raw);
+    (half_periods, value)
+}
+
+/// A free-running hardware timer of 16 to 32 bits, read through a function the
+/// firmware supplies, extended to 64 bits with a [`SharedExtension`]: a `static`
+/// that every context reads at once (see [`SharedExtension`] for how often it must
+/// be read).
+///
+/// ```
+/// use core::sync::atomic::{AtomicU32, Ordering};
+/// use flightrec_core::clock::{Clock, TimerClock};
+///
+/// // Stands for a 16-bit timer register, e.g. a volatile read of TIM2->CNT.
+/// static FAKE_TIMER: AtomicU32 = AtomicU32::new(0xFFFE);
+/// fn read_timer() -> u32 {
+///     FAKE_TIMER.load(Ordering::Relaxed)
+/// }
+/// static CLOCK: TimerClock = TimerClock::new(read_timer, 16, 1_000_000);
+///
+/// let a = CLOCK.now();
+/// FAKE_TIMER.store(0x0003, Ordering::Relaxed); // it wrapped
+/// let b = CLOCK.now();
+/// assert_eq!(b.tsc - a.tsc, 5);
+/// // Generic code takes `&TimerClock` as a `Clock`.
+/// assert_eq!((&CLOCK).ticks_per_second().get(), 1_000_000);
+/// ```
+#[derive(Debug)]
+pub struct TimerClock {
+    read: fn() -> u32,
+    bits: u32,
+    ticks_per_second: NonZeroU64,
+    extension: SharedExtension,
+}
+
+impl TimerClock {
+    /// A clock over the `bits`-bit counter (16 to 32) that `read` returns, counting
+    /// `ticks_per_second` (0 is taken as 1); a `const fn`, for `static`s.
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// fn read_timer() -> u32 { 42 }
+    /// static CLOCK: TimerClock = TimerClock::new(read_timer, 32, 48_000_000);
+    /// assert_eq!(CLOCK.now().tsc, 42);
+    /// ```
+    pub const fn new(read: fn() -> u32, bits: u32, ticks_per_second: u64) -> Self {
+        Self {
+            read,
+            bits,
+            ticks_per_second: nonzero_or_one(ticks_per_second),
+            extension: SharedExtension::new(),
+        }
+    }
+
+    /// The time now, on CPU 0. Safe from every context at once.
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// fn read_timer() -> u32 { 0x1_2345 }
+    /// static CLOCK: TimerClock = TimerClock::new(read_timer, 16, 1_000);
+    /// assert_eq!(CLOCK.now().tsc, 0x2345); // the low 16 bits only
+    /// ```
+    #[inline]
+    pub fn now(&self) -> Timestamp {
+        Timestamp {
+            tsc: self.extension.extend(self.bits, self.read),
+            cpu: 0,
+        }
+    }
+}
+
+impl Clock for &TimerClock {
+    #[inline]
+    fn now(&mut self) -> Timestamp {
+        TimerClock::now(self)
+    }
+
+    #[inline]
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        self.ticks_per_second
+    }
+}
+
+pub(crate) const fn nonzero_or_one(n: u64) -> NonZeroU64 {
+    match NonZeroU64::new(n) {
+        Some(f) => f,
+        None => NonZeroU64::MIN,
+    }
+}
+
+/// A count of SysTick periods, written by the handler alone and read by every
+/// context: 32 bits extended with a [`SharedExtension`] whose only writer that
+/// matters is the handler, which keeps it current.
+#[derive(Debug)]
+#[cfg_attr(
+    not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
+    allow(dead_code)
+)]
+pub(crate) struct TickCount {
+    low: AtomicU32,
+    extension: SharedExtension,
+}
+
+#[cfg_attr(
+    not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
+    allow(dead_code)
+)]
+impl TickCount {
+    pub(crate) const fn new() -> Self {
+        Self {
+            low: AtomicU32::new(0),
+            extension: SharedExtension::new(),
+        }
+    }
+
+    /// One more period: the SysTick handler's job (the only writer).
+    pub(crate) fn increment(&self) {
+        let next = self.low.load(Ordering::Relaxed).wrapping_add(1);
+        self.low.store(next, Ordering::Release);
+        // Keeps the half-period count current, so no reader is ever two behind.
+        self.extension.extend(32, || next);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.extension
+            .extend(32, || self.low.load(Ordering::Acquire))
+    }
+}
+
+/// The time of a SysTick clock in core cycles: whole periods counted by the handler
+/// (`ticks`) and the down-counting current value within the period.
+///
+/// The reading protocol lives here, away from the registers, so that host tests
+/// drive it with a fake SysTick: `read_current` reads the current value and
+/// `read_pending` the interrupt's pending bit. A reading preempted by the handler
+/// sees the tick count change and reads again; a reading the handler cannot preempt
+/// (a higher priority, or interrupts masked) sees the pending bit of a wrap the
+/// handler has not counted yet, and counts it itself.
+#[cfg_attr(
+    not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
+    allow(dead_code)
+)]
+pub(crate) fn systick_now(
+    ticks: &TickCount,
+    reload: u32,
+    mut read_current: impl FnMut() -> u32,
+    mut read_pending: impl FnMut() -> bool,
+) -> u64 {
+    let period = u64::from(reload) + 1;
+    loop {
+        let before = ticks.get();
+        let mut current = read_current();
+        let mut uncounted = 0;
+        if read_pending() {
+            // The counter wrapped and the handler has not run: count the wrap, and
+            // read the counter again, since the first read may predate the wrap.
+            current = read_current();
+            uncounted = 1;
+        }
+        if ticks.get() == before {
+            let within = u64::from(reload.saturating_sub(current));
+            return (before + uncounted) * period + within;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::Cell;
+
+    /// A fake 16-bit counter stepped by a fixed amount: every context's readings
+    /// extended through one shared extension stay exact.
+    #[test]
+    fn extension_follows_many_wraps() {
+        for bits in [16, 24, 32] {
+            let ext = SharedExtension::new();
+            let step = 1u64 << (bits - 2); // four readings per period
+            let mask = if bits == 32 {
+                u64::from(u32::MAX)
+            } else {
+                (1 << bits) - 1
+            };
+            for n in 0..100u64 {
+                let truth = n * step + 3;
+                assert_eq!(ext.extend(bits, || (truth & mask) as u32), truth);
+            }
+        }
+    }
+
+    /// Context A loads the count, is preempted by B, whose reading crosses into the
+    /// next half period, then reads the counter: its value is right. A late store
+    /// that lags by one (from a reading made before B's) does no harm either.
+    #[test]
+    fn a_reading_preempted_mid_extension_stays_right() {
+        let ext = SharedExtension::new();
+        let truth = Cell::new((1u64 << 31) - 100);
+        let read = || truth.get() as u32;
+        assert_eq!(ext.extend(32, read), truth.get());
+        // A: loads the count (0 half periods)...
+        let seen = ext.half_periods.load(Ordering::Acquire);
+        // ...B preempts: time crosses into half period 1, B reads and counts it.
+        truth.set(truth.get() + 200);
+        assert_eq!(ext.extend(32, read), truth.get());
+        assert_eq!(ext.half_periods.load(Ordering::Relaxed), 1);
+        // A resumes: reads the counter, one half period ahead of its load.
+        truth.set(truth.get() + 10);
+        let (half_periods, value) = extend_counter(seen, read(), 32);
+        assert_eq!((half_periods, value), (1, truth.get()));
+        // Time moves to half period 2 (past the 32-bit wrap); B counts it...
+        truth.set((1 << 32) + 50);
+        assert_eq!(ext.extend(32, read), truth.get());
+        assert_eq!(ext.half_periods.load(Ordering::Relaxed), 2);
+        // ...then a store from a reading made in half period 1 lands late.
+        ext.half_periods.store(1, Ordering::Release);
+        truth.set(truth.get() + 12_345);
+        assert_eq!(ext.extend(32, read), truth.get());
+        assert_eq!(ext.half_periods.load(Ordering::Relaxed), 2);
+        // And the next wraps are counted as usual.
+        for _ in 0..8 {
+            truth.set(truth.get() + (3 << 29));
+            assert_eq!(ext.extend(32, read), truth.get());
+        }
+    }
+
+    /// Two contexts with one clock: B preempts A between A's load and A's counter
+    /// read, at every point of a period of a 16-bit timer.
+    #[test]
+    fn interleaved_readers_agree_on_a_16_bit_timer() {
+        let ext = SharedExtension::new();
+        let truth = Cell::new(0u64);
+        let read = || truth.get() as u32;
+        for _ in 0..10_000 {
+            // A starts a reading.
+            let seen = ext.half_periods.load(Ordering::Acquire);
+            // B preempts: time moves, B reads.
+            truth.set(truth.get() + 7_919);
+            assert_eq!(ext.extend(16, read), truth.get());
+            // A finishes.
+            truth.set(truth.get() + 13);
+            let (half_periods, value) = extend_counter(seen, read(), 16);
+            assert_eq!(value, truth.get());
+            if half_periods != seen {
+                ext.half_periods.store(half_periods, Ordering::Release);
+            }
+        }
+    }
+
+    /// A fake SysTick of period 1000 counting down, with its handler.
+    struct FakeSysTick {
+        cycles: Cell<u64>,
+        handled: Cell<u64>,
+        ticks: TickCount,
+    }
+
+    impl FakeSysTick {
+        const RELOAD: u32 = 999;
+        fn current(&self) -> u32 {
+            Self::RELOAD - (self.cycles.get() % 1000) as u32
+        }
+        fn pending(&self) -> bool {
+            self.cycles.get() / 1000 > self.handled.get()
+        }
+        fn handle(&self) {
+            while self.pending() {
+                self.handled.set(self.handled.get() + 1);
+                self.ticks.increment();
+            }
+        }
+    }
+
+    /// Readings by a context that the handler cannot preempt, with the wrap not
+    /// yet handled, and readings the handler preempts between their steps.
+    #[test]
+    fn systick_readings_count_unhandled_wraps_and_retry_when_preempted() {
+        let st = FakeSysTick {
+            cycles: Cell::new(0),
+            handled: Cell::new(0),
+            ticks: TickCount::new(),
+        };
+        // At most one wrap between handler runs: SysTick's pending bit holds one.
+        for step in [1u64, 7, 333, 999, 1000] {
+            for _ in 0..50 {
+                st.cycles.set(st.cycles.get() + step);
+                // A high-priority reader: the handler has not run.
+                let now = systick_now(
+                    &st.ticks,
+                    FakeSysTick::RELOAD,
+                    || st.current(),
+                    || st.pending(),
+                );
+                assert_eq!(now, st.cycles.get());
+                st.handle();
+            }
+        }
+        // A thread-mode reader preempted by the handler after its first read: the
+        // time moves past a wrap and the handler counts it; the reader retries.
+        st.cycles.set(st.cycles.get() + 990);
+        let first = Cell::new(true);
+        let now = systick_now(
+            &st.ticks,
+            FakeSysTick::RELOAD,
+            || {
+                let v = st.current();
+                if first.replace(false) {
+                    st.cycles.set(st.cycles.get() + 20);
+                    st.handle();
+                }
+                v
+            },
+            || st.pending(),
+        );
+        assert_eq!(now, st.cycles.get());
+    }
+}

@@ -1,0 +1,435 @@
+//! Rings that own their memory, made to be declared as `static`s.
+//!
+//! A [`StaticRing`] holds its buffers, its slots and its counters, and its
+//! [`new`](StaticRing::new) is a `const fn`, so firmware declares one per recording
+//! context as a plain `static` and takes its [`Recorder`] and [`Consumer`] from it,
+//! each once, without `unsafe`, without `static mut` and without a critical section
+//! on the recording path:
+//!
+//! ```
+//! use flightrec_core::clock::Timestamp;
+//! use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+//! use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+//! use flightrec_core::fdr::writer::WriterConfig;
+//! use flightrec_core::fdr::FunctionId;
+//!
+//! static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
+//!
+//! let mut rec = MAIN.take_recorder(RecorderConfig::new(WriterConfig::new(1), 1_000)).unwrap();
+//! let mut consumer = MAIN.take_consumer().unwrap();
+//! assert_eq!(MAIN.take_consumer().err(), Some(AlreadyTaken)); // once only
+//!
+//! rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+//! rec.flush();
+//! assert_eq!(consumer.pop().unwrap().len(), 72);
+//! ```
+//!
+//! The buffers are aligned to 8 bytes and every buffer size is a multiple of 8, so
+//! function records land on aligned words: targets without unaligned stores
+//! (`thumbv6m`) write a record with two word stores instead of eight byte stores.
+//!
+//! # Taking once
+//!
+//! Taking a half is a read-modify-write of a flag word, which must be atomic since
+//! any context may call it. Where the target has compare-and-swap it is a lock-free
+//! compare-exchange. Targets without it (`thumbv6m-none-eabi`) do it inside a
+//! [`critical_section`](https://docs.rs/critical-section) (as `defmt-rtt` does): the
+//! firmware links an implementation, for example `cortex-m`'s
+//! `critical-section-single-core` feature. Only taking uses it, once per half at
+//! start-up; recording never does.
+
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use super::ring::{
+    Consumer, Policy, Recorder, RecorderConfig, RingState, RingStats, RingView, Slot,
+};
+
+/// The Rust blocks of `docs/firmware-guide.md`, compiled and run as doc tests so
+/// that the guide's code stays right.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/firmware-guide.md")]
+pub struct FirmwareGuide;
+
+/// A half of a [`StaticRing`] was asked for a second time.
+///
+/// ```
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+/// use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// static RING: StaticRing<2, 256> = StaticRing::new(Policy::FlightRecorder);
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+/// assert!(RING.take_recorder(cfg).is_ok());
+/// assert_eq!(RING.take_recorder(cfg).err(), Some(AlreadyTaken));
+/// assert_eq!(AlreadyTaken.to_string(), "this half of the ring was already taken");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AlreadyTaken;
+
+impl core::fmt::Display for AlreadyTaken {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("this half of the ring was already taken")
+    }
+}
+
+/// `N` buffers of `BUFFER_SIZE` bytes, aligned to 8 bytes. With `BUFFER_SIZE` a
+/// multiple of 8, every buffer starts 8-aligned.
+#[repr(C, align(8))]
+struct Buffers<const N: usize, const BUFFER_SIZE: usize>([[u8; BUFFER_SIZE]; N]);
+
+const RECORDER: u8 = 1;
+const CONSUMER: u8 = 2;
+
+/// A ring of `N` buffers of `BUFFER_SIZE` bytes that owns its memory: declare it as a
+/// `static` and take its [`Recorder`] and [`Consumer`] once each. See the
+/// [module docs](self); the policies and the concurrency contract are those of
+/// [`Ring`](super::ring::Ring).
+///
+/// `N` must be at least 1 and `BUFFER_SIZE` a multiple of 8 below 4 GiB; other
+/// values fail to compile where the ring is made.
+///
+/// A streaming ring is all zero bytes until used, so it goes in `.bss`; a
+/// flight-recorder ring has one non-zero byte (its policy), which puts it in `.data`.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+/// use flightrec_core::fdr::static_ring::StaticRing;
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+///
+/// static CRASH: StaticRing<3, 128> = StaticRing::new(Policy::FlightRecorder);
+/// let (mut rec, _consumer) = CRASH.split(RecorderConfig::new(WriterConfig::new(1), 1_000)).unwrap();
+/// let f = FunctionId::new(1).unwrap();
+/// for t in 0..100 {
+///     rec.enter(f, Timestamp { tsc: t, cpu: 0 }).unwrap();
+/// }
+/// let mut buffers = 0;
+/// rec.for_each_buffer(|_| buffers += 1);
+/// assert_eq!(buffers, 3);
+/// assert!(CRASH.stats().buffers_overwritten > 0);
+/// ```
+pub struct StaticRing<const N: usize, const BUFFER_SIZE: usize> {
+    buffers: UnsafeCell<Buffers<N, BUFFER_SIZE>>,
+    slots: [Slot; N],
+    /// `true` for [`Policy::FlightRecorder`]: a streaming ring is all zeros (`.bss`).
+    flight_recorder: bool,
+    state: RingState,
+    /// `RECORDER` and `CONSUMER` bits: the halves taken so far.
+    taken: TakenFlags,
+}
+
+// SAFETY: the buffers are only reached through the one recorder and the one consumer
+// (`taken` hands each out at most once), which share them under the ring protocol
+// (see `ring`'s module docs); every other field is an atomic or never changes.
+unsafe impl<const N: usize, const BUFFER_SIZE: usize> Sync for StaticRing<N, BUFFER_SIZE> {}
+
+impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
+    /// An unused ring; a `const fn`, for `static`s.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
+    /// assert_eq!((MAIN.buffer_count(), MAIN.buffer_size()), (4, 1024));
+    /// ```
+    pub const fn new(policy: Policy) -> Self {
+        const {
+            assert!(N > 0, "a ring needs at least one buffer");
+            assert!(
+                N as u64 <= u32::MAX as u64,
+                "a ring has at most u32::MAX buffers"
+            );
+            assert!(
+                BUFFER_SIZE % 8 == 0,
+                "the buffer size must be a multiple of 8"
+            );
+            assert!(
+                BUFFER_SIZE as u64 <= u32::MAX as u64,
+                "buffers must be under 4 GiB"
+            );
+        }
+        Self {
+            buffers: UnsafeCell::new(Buffers([[0; BUFFER_SIZE]; N])),
+            slots: [Slot::NEW; N],
+            flight_recorder: matches!(policy, Policy::FlightRecorder),
+            state: RingState::new(),
+            taken: TakenFlags::new(),
+        }
+    }
+
+    /// Size of each buffer in bytes: `BUFFER_SIZE`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// static RING: StaticRing<2, 512> = StaticRing::new(Policy::Streaming);
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// assert_eq!(cfg.file_header(RING.buffer_size()).buffer_size, 512);
+    /// ```
+    pub const fn buffer_size(&self) -> usize {
+        BUFFER_SIZE
+    }
+
+    /// Number of buffers: `N`.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// static RING: StaticRing<3, 256> = StaticRing::new(Policy::Streaming);
+    /// assert_eq!(RING.buffer_count(), 3);
+    /// ```
+    pub const fn buffer_count(&self) -> usize {
+        N
+    }
+
+    /// The ring's policy.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// static RING: StaticRing<1, 256> = StaticRing::new(Policy::FlightRecorder);
+    /// assert_eq!(RING.policy(), Policy::FlightRecorder);
+    /// ```
+    pub const fn policy(&self) -> Policy {
+        if self.flight_recorder {
+            Policy::FlightRecorder
+        } else {
+            Policy::Streaming
+        }
+    }
+
+    /// The counters; safe from any context at any time.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    /// static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// let mut rec = RING.take_recorder(RecorderConfig::new(WriterConfig::new(1), 1_000)).unwrap();
+    /// rec.enter(FunctionId::new(1).unwrap(), Timestamp::default()).unwrap();
+    /// rec.flush();
+    /// assert_eq!(RING.stats().buffers_finished, 1);
+    /// ```
+    pub fn stats(&self) -> RingStats {
+        self.state.stats()
+    }
+
+    /// Takes the recorder, once. Hand it to the context that records into this ring
+    /// (see [`Recorder`] for what it may do there).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// let cfg = RecorderConfig::new(WriterConfig::new(5), 1_000);
+    /// let rec = RING.take_recorder(cfg).unwrap();
+    /// assert_eq!(rec.config().writer.tid, 5);
+    /// assert_eq!(RING.take_recorder(cfg).err(), Some(AlreadyTaken));
+    /// ```
+    pub fn take_recorder(
+        &'static self,
+        config: RecorderConfig,
+    ) -> Result<Recorder<'static, 'static>, AlreadyTaken> {
+        self.taken.take(RECORDER)?;
+        Ok(Recorder::new(self.view(), config))
+    }
+
+    /// Takes the consumer, once. Hand it to the context that drains the ring.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+    /// static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// let consumer = RING.take_consumer().unwrap();
+    /// assert_eq!(consumer.pending(), 0);
+    /// assert_eq!(RING.take_consumer().err(), Some(AlreadyTaken));
+    /// ```
+    pub fn take_consumer(&'static self) -> Result<Consumer<'static, 'static>, AlreadyTaken> {
+        self.taken.take(CONSUMER)?;
+        Ok(Consumer::new(self.view()))
+    }
+
+    /// Takes both halves at once, or neither if either was taken.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// let consumer = RING.take_consumer().unwrap();
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// assert_eq!(RING.split(cfg).err(), Some(AlreadyTaken));
+    /// assert!(RING.take_recorder(cfg).is_ok()); // `split` took nothing
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn split(
+        &'static self,
+        config: RecorderConfig,
+    ) -> Result<(Recorder<'static, 'static>, Consumer<'static, 'static>), AlreadyTaken> {
+        self.taken.take(RECORDER | CONSUMER)?;
+        let view = self.view();
+        Ok((Recorder::new(view, config), Consumer::new(view)))
+    }
+
+    fn view(&'static self) -> RingView<'static> {
+        RingView {
+            // `UnsafeCell::get` never returns null; the cast keeps the provenance of
+            // the whole buffer array, which the ring's slices index into.
+            storage: NonNull::new(self.buffers.get().cast::<u8>()).unwrap_or(NonNull::dangling()),
+            buffer_size: BUFFER_SIZE,
+            slots: &self.slots,
+            policy: self.policy(),
+            state: &self.state,
+        }
+    }
+}
+
+/// Which halves of a ring were taken, set with an atomic read-modify-write.
+struct TakenFlags(TakenCell);
+
+#[cfg(target_has_atomic = "8")]
+type TakenCell = core::sync::atomic::AtomicU8;
+#[cfg(not(target_has_atomic = "8"))]
+type TakenCell = critical_section::Mutex<core::cell::Cell<u8>>;
+
+impl TakenFlags {
+    const fn new() -> Self {
+        #[cfg(target_has_atomic = "8")]
+        {
+            TakenFlags(core::sync::atomic::AtomicU8::new(0))
+        }
+        #[cfg(not(target_has_atomic = "8"))]
+        {
+            TakenFlags(critical_section::Mutex::new(core::cell::Cell::new(0)))
+        }
+    }
+
+    /// Sets the bits of `mask` if none of them is set yet.
+    fn take(&self, mask: u8) -> Result<(), AlreadyTaken> {
+        #[cfg(target_has_atomic = "8")]
+        {
+            use core::sync::atomic::Ordering;
+            self.0
+                .fetch_update(Ordering::Acquire, Ordering::Relaxed, |taken| {
+                    (taken & mask == 0).then_some(taken | mask)
+                })
+                .map(drop)
+                .map_err(|_| AlreadyTaken)
+        }
+        #[cfg(not(target_has_atomic = "8"))]
+        {
+            critical_section::with(|cs| {
+                let taken = self.0.borrow(cs);
+                if taken.get() & mask != 0 {
+                    return Err(AlreadyTaken);
+                }
+                taken.set(taken.get() | mask);
+                Ok(())
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::fdr::decoder::verify;
+    use crate::fdr::header::HEADER_SIZE;
+    use crate::fdr::writer::WriterConfig;
+    use crate::fdr::FunctionId;
+
+    fn cfg() -> RecorderConfig {
+        RecorderConfig::new(WriterConfig::new(1), 1_000)
+    }
+
+    #[test]
+    fn each_half_is_taken_once() {
+        static RING: StaticRing<2, 128> = StaticRing::new(Policy::Streaming);
+        let rec = RING.take_recorder(cfg());
+        assert!(rec.is_ok());
+        assert_eq!(RING.take_recorder(cfg()).err(), Some(AlreadyTaken));
+        assert_eq!(RING.split(cfg()).err(), Some(AlreadyTaken));
+        assert!(RING.take_consumer().is_ok());
+        assert_eq!(RING.take_consumer().err(), Some(AlreadyTaken));
+    }
+
+    #[test]
+    fn buffers_are_aligned_to_8_bytes() {
+        static RING: StaticRing<3, 64> = StaticRing::new(Policy::Streaming);
+        assert_eq!(core::mem::align_of::<StaticRing<3, 64>>() % 8, 0);
+        let view = RING.view();
+        assert_eq!(view.storage.as_ptr() as usize % 8, 0);
+    }
+
+    /// Many threads race to take the halves; exactly one wins each.
+    #[test]
+    fn racing_takers_get_one_half_each() {
+        extern crate std;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static RING: StaticRing<2, 128> = StaticRing::new(Policy::Streaming);
+        static RECORDERS: AtomicUsize = AtomicUsize::new(0);
+        static CONSUMERS: AtomicUsize = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    if RING.take_recorder(cfg()).is_ok() {
+                        RECORDERS.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if RING.take_consumer().is_ok() {
+                        CONSUMERS.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(RECORDERS.load(Ordering::Relaxed), 1);
+        assert_eq!(CONSUMERS.load(Ordering::Relaxed), 1);
+    }
+
+    /// A recorder thread and a consumer thread share a static ring; every record is
+    /// either in a buffer the consumer read or counted as dropped.
+    #[test]
+    fn streams_between_threads() {
+        extern crate std;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static RING: StaticRing<3, 128> = StaticRing::new(Policy::Streaming);
+        static DONE: AtomicBool = AtomicBool::new(false);
+        const CALLS: u64 = if cfg!(miri) { 60 } else { 5_000 };
+        let (mut rec, mut consumer) = RING.split(cfg()).unwrap();
+        let header = rec.file_header();
+        std::thread::scope(|s| {
+            let recording = s.spawn(move || {
+                let f = FunctionId::new(1).unwrap();
+                for t in 0..CALLS {
+                    let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+                }
+                rec.flush();
+                DONE.store(true, Ordering::Release);
+                rec.records_dropped()
+            });
+            let mut kept = 0;
+            loop {
+                let finished = DONE.load(Ordering::Acquire);
+                while let Some(buffer) = consumer.pop() {
+                    let mut file = [0u8; HEADER_SIZE + 128];
+                    file[..HEADER_SIZE].copy_from_slice(&header.to_bytes());
+                    file[HEADER_SIZE..HEADER_SIZE + buffer.len()].copy_from_slice(&buffer);
+                    let summary = verify(&file[..HEADER_SIZE + buffer.len()]).unwrap();
+                    kept += summary.function_records as u64;
+                }
+                if finished {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            let dropped = recording.join().unwrap();
+            assert_eq!(kept + dropped, CALLS);
+        });
+    }
+}
