@@ -82,7 +82,7 @@ fn main() {
         std::process::exit(2);
     }
     let size: u64 = args[2].parse::<u64>().expect("SIZE_MB") << 20;
-    let threads: i32 = args.get(3).map_or(4, |t| t.parse().expect("THREADS"));
+    let threads: u32 = args.get(3).map_or(4, |t| t.parse().expect("THREADS"));
     let mut ts: Vec<Thread> = (0..threads)
         .map(|t| Thread {
             cfg: RecorderConfig::new(WriterConfig::new(1000 + t).with_pid(4242), 1_000_000_000),
