@@ -45,7 +45,7 @@ import sys
 
 ENFORCED = sys.argv[1:]
 VERBOSE = os.environ.get("DOC_EXAMPLES_VERBOSE") == "1"
-ROOTS = ["core/src", "std-shell/src", "host/src", "cli/src", "sleds/src"]
+ROOTS = ["core/src", "std-shell/src", "host/src", "cli/src", "sleds/src", "sleds/aarch64/src"]
 
 
 def mask(text):

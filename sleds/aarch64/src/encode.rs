@@ -25,15 +25,16 @@
 
 use core::fmt;
 
-/// Words in a sled (32 bytes).
+/// Words in a sled (32 bytes). Example on [`is_unpatched`].
 pub const SLED_WORDS: usize = 8;
-/// `b #32`: the first word of an unpatched sled.
+/// `b #32`: the first word of an unpatched sled. Example on [`is_unpatched`].
 pub const B_OVER_SLED: u32 = 0x1400_0008;
-/// `nop`.
+/// `nop`. Example on [`is_unpatched`].
 pub const NOP: u32 = 0xd503_201f;
-/// `stp x0, x30, [sp, #-16]!`: the first word of a patched sled.
+/// `stp x0, x30, [sp, #-16]!`: the first word of a patched sled. Example on
+/// [`patched`].
 pub const STP_X0_X30_PRE: u32 = 0xa9bf_7be0;
-/// `ldp x0, x30, [sp], #16`.
+/// `ldp x0, x30, [sp], #16`. Example on [`patched`].
 pub const LDP_X0_X30_POST: u32 = 0xa8c1_7be0;
 const MOVZ_W17: u32 = 0x5280_0011;
 const MOVK_W17_LSL16: u32 = 0x72a0_0011;
@@ -118,8 +119,9 @@ pub fn patched(id: u32, sled: usize, trampoline: usize) -> Result<[u32; 5], Patc
 /// Whether `words` is a sled as the compiler emits it.
 ///
 /// ```
-/// use flightrec_sleds_aarch64::encode::{is_unpatched, B_OVER_SLED, NOP};
-/// let mut sled = [NOP; 8];
+/// use flightrec_sleds_aarch64::encode::{is_unpatched, B_OVER_SLED, NOP, SLED_WORDS};
+/// let mut sled = [NOP; SLED_WORDS];
+/// assert_eq!(core::mem::size_of_val(&sled), 32);
 /// sled[0] = B_OVER_SLED;
 /// assert!(is_unpatched(&sled));
 /// sled[3] = 0;

@@ -148,6 +148,7 @@ impl core::error::Error for MapError {}
 /// }
 /// let map = SledMap::parse(&bytes, 0x9000)?;
 /// assert_eq!(map.len(), 2);
+/// assert!(!map.is_empty());
 /// assert_eq!(map.max_function_id(), 1);
 /// let exit = map.iter().nth(1).unwrap();
 /// assert_eq!((exit.address, exit.kind, exit.function_id), (0x420, SledKind::Exit, 1));
