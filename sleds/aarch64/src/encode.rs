@@ -49,6 +49,8 @@ const BL_OFFSET: usize = 12;
 /// let err = encode::patched(1, 0x4000_0000, 0x5000_0000).unwrap_err();
 /// assert_eq!(err, PatchError::OutOfRange { sled: 0x4000_0000, trampoline: 0x5000_0000 });
 /// assert!(err.to_string().contains("too far"));
+/// let err = PatchError::NotASled { sled: 0x4020_0000, word: 0xd65f_03c0 };
+/// assert_eq!(err.to_string(), "no XRay sled at 0x40200000 (its first word is 0xd65f03c0)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchError {
@@ -58,6 +60,14 @@ pub enum PatchError {
         sled: usize,
         /// The trampoline's address.
         trampoline: usize,
+    },
+    /// The map names an address that holds neither an unpatched nor a patched
+    /// sled (a map that is not this program's): nothing was written there.
+    NotASled {
+        /// The address.
+        sled: usize,
+        /// Its first word.
+        word: u32,
     },
     /// The sled or the trampoline is not 4-byte aligned.
     Misaligned {
@@ -74,6 +84,10 @@ impl fmt::Display for PatchError {
             PatchError::OutOfRange { sled, trampoline } => write!(
                 f,
                 "trampoline {trampoline:#x} is too far from the sled at {sled:#x} for a bl"
+            ),
+            PatchError::NotASled { sled, word } => write!(
+                f,
+                "no XRay sled at {sled:#x} (its first word is {word:#010x})"
             ),
             PatchError::Misaligned { sled, trampoline } => write!(
                 f,
@@ -116,7 +130,8 @@ pub fn patched(id: u32, sled: usize, trampoline: usize) -> Result<[u32; 5], Patc
     ])
 }
 
-/// Whether `words` is a sled as the compiler emits it.
+/// Whether `words` is a sled as the compiler emits it. The patcher checks only
+/// the first word (a patched sled starts with [`STP_X0_X30_PRE`]).
 ///
 /// ```
 /// use flightrec_sleds_aarch64::encode::{is_unpatched, B_OVER_SLED, NOP, SLED_WORDS};

@@ -128,7 +128,8 @@ fn trampoline(kind: SledKind) -> Option<usize> {
 }
 
 /// Patches every entry, exit and tail-exit sled of `map` to call the trampolines.
-/// Returns how many were written; stops at the first that cannot be.
+/// Returns how many were written; stops at the first that cannot be, and writes
+/// nothing where the first word is neither `b #32` nor a patched sled's.
 ///
 /// # Safety
 /// `map` must be this program's own map (from [`SledMap::from_linker`]) and its
@@ -141,6 +142,15 @@ pub unsafe fn patch(map: &SledMap<'_>) -> Result<usize, PatchError> {
             continue;
         };
         let words = encode::patched(sled.function_id, sled.address, t)?;
+        // SAFETY: the caller's promise: a readable sled of this program.
+        let first =
+            unsafe { AtomicU32::from_ptr(sled.address as *mut u32) }.load(Ordering::Relaxed);
+        if first != B_OVER_SLED && first != encode::STP_X0_X30_PRE {
+            return Err(PatchError::NotASled {
+                sled: sled.address,
+                word: first,
+            });
+        }
         // SAFETY: the caller's promise: a writable sled of this program.
         unsafe { write(&sled, &words) };
         n += 1;
