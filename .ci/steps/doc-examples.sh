@@ -13,7 +13,7 @@
 # same file) names it and asserts. Docs given as `#[doc = ...]` attributes are trusted.
 #
 # Offenders are listed for every file; those under ENFORCED (every library source
-# file of the core and the std shell) fail the step.
+# file of the core, the std shell, host, cli and sleds) fail the step.
 #
 # rustdoc's own lint (`rustdoc::missing_doc_code_examples`) is unstable, skips
 # constants and misses items re-exported from private modules, so this reads the
@@ -29,6 +29,7 @@ ENFORCED=(
   std-shell/src/
   host/src/
   cli/src/
+  sleds/src/
 )
 
 command -v python3 >/dev/null 2>&1 || {
@@ -44,7 +45,7 @@ import sys
 
 ENFORCED = sys.argv[1:]
 VERBOSE = os.environ.get("DOC_EXAMPLES_VERBOSE") == "1"
-ROOTS = ["core/src", "std-shell/src", "host/src", "cli/src", "sleds/src"]
+ROOTS = ["core/src", "std-shell/src", "host/src", "cli/src", "sleds/src", "sleds/aarch64/src"]
 
 
 def mask(text):

@@ -51,6 +51,12 @@ pub use patch::PatchError;
 pub use trampoline::Handler;
 
 /// Why sleds could not be used or the runtime not started. Tracing stays off.
+///
+/// ```
+/// use flightrec_sleds::{Error, MapError};
+/// assert_eq!(flightrec_sleds::set_function_patched(-1, true).unwrap_err(), Error::Map(MapError::NoSleds));
+/// assert_eq!(Error::NoSuchFunction(7).to_string(), "no instrumented function has id 7");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The executable's instrumentation map is missing or not understood.
@@ -152,8 +158,15 @@ pub fn set_function_patched(id: i32, on: bool) -> Result<usize, Error> {
 /// runs with sleds disabled on its thread, so it may call instrumented code.
 ///
 /// ```
-/// unsafe extern "C" fn count(_id: i32, _kind: u32) {}
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// static CALLS: AtomicU32 = AtomicU32::new(0);
+/// unsafe extern "C" fn count(_id: i32, _kind: u32) {
+///     CALLS.fetch_add(1, Ordering::Relaxed);
+/// }
 /// flightrec_sleds::set_handler(Some(count));
+/// // This test program has no sleds, so nothing calls the handler.
+/// assert!(flightrec_sleds::patch().is_err());
+/// assert_eq!(CALLS.load(Ordering::Relaxed), 0);
 /// flightrec_sleds::set_handler(None);
 /// ```
 pub fn set_handler(handler: Option<Handler>) {

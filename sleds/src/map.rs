@@ -14,10 +14,18 @@
 
 use std::fmt;
 
-/// Size of one entry of `xray_instr_map` on 64-bit targets.
+/// Size of one entry of `xray_instr_map` on 64-bit targets. Example on [`SledMap`].
 pub const ENTRY_SIZE: usize = 32;
 
 /// The newest entry version this runtime understands.
+///
+/// ```
+/// use flightrec_sleds::map::{MapError, SledMap, ENTRY_SIZE, MAX_VERSION};
+/// let mut entry = [0u8; ENTRY_SIZE];
+/// entry[18] = MAX_VERSION + 1;
+/// let err = SledMap::parse(&entry, 0).unwrap_err();
+/// assert_eq!(err, MapError::UnknownVersion { index: 0, version: MAX_VERSION + 1 });
+/// ```
 pub const MAX_VERSION: u8 = 2;
 
 /// What a sled marks (compiler-rt's `XRayEntryType` numbering).
@@ -44,7 +52,7 @@ pub enum SledKind {
 }
 
 impl SledKind {
-    /// The kind of an entry's kind byte.
+    /// The kind of an entry's kind byte. Example on [`SledKind`].
     pub fn from_byte(b: u8) -> Option<Self> {
         Some(match b {
             0 => Self::Entry,
@@ -59,6 +67,19 @@ impl SledKind {
 }
 
 /// One sled: where it is, what it marks, and its function's id.
+///
+/// ```
+/// use flightrec_sleds::map::{Sled, SledKind, SledMap, ENTRY_SIZE};
+/// // One absolute (version 1) entry: an entry sled at 0x1010 in a function at 0x1000.
+/// let mut entry = [0u8; ENTRY_SIZE];
+/// entry[0..8].copy_from_slice(&0x1010u64.to_le_bytes());
+/// entry[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+/// entry[18] = 1;
+/// let map = SledMap::parse(&entry, 0x8000)?;
+/// let expected = Sled { address: 0x1010, function: 0x1000, kind: SledKind::Entry, function_id: 1 };
+/// assert_eq!(map.sleds(), &[expected]);
+/// # Ok::<(), flightrec_sleds::map::MapError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sled {
     /// Address of the sled's first byte.
@@ -72,6 +93,14 @@ pub struct Sled {
 }
 
 /// Why the map cannot be used. Tracing stays off.
+///
+/// ```
+/// use flightrec_sleds::map::{MapError, SledMap};
+/// assert_eq!(SledMap::parse(&[], 0).unwrap_err(), MapError::NoSleds);
+/// let err = SledMap::parse(&[0; 40], 0).unwrap_err();
+/// assert_eq!(err, MapError::Truncated(40));
+/// assert!(err.to_string().contains("40 bytes"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MapError {
     /// The executable has no `xray_instr_map` section.
@@ -149,7 +178,7 @@ pub struct SledMap {
 
 impl SledMap {
     /// Reads the entries in `bytes`, which the process maps at address `base`
-    /// (relative addresses count from there).
+    /// (relative addresses count from there). Example on [`SledMap`].
     pub fn parse(bytes: &[u8], base: usize) -> Result<Self, MapError> {
         if bytes.is_empty() {
             return Err(MapError::NoSleds);
@@ -191,17 +220,17 @@ impl SledMap {
         Ok(map)
     }
 
-    /// Every sled, in map order.
+    /// Every sled, in map order. Example on [`SledMap`].
     pub fn sleds(&self) -> &[Sled] {
         &self.sleds
     }
 
-    /// The largest function id (ids run from 1 to this).
+    /// The largest function id (ids run from 1 to this). Example on [`SledMap`].
     pub fn max_function_id(&self) -> u32 {
         self.functions.len() as u32
     }
 
-    /// The address of function `id`, if there is one.
+    /// The address of function `id`, if there is one. Example on [`SledMap`].
     pub fn function_address(&self, id: u32) -> Option<usize> {
         let i = usize::try_from(id).ok()?.checked_sub(1)?;
         self.functions.get(i).copied()

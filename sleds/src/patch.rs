@@ -35,6 +35,15 @@ const CALL_REL32: u8 = 0xe8;
 const JMP_REL32: u8 = 0xe9;
 
 /// Why sleds could not be written.
+///
+/// ```
+/// use flightrec_sleds::PatchError;
+/// let err = PatchError::OutOfRange { sled: 0x1000, trampoline: 0x9_0000_0000 };
+/// assert_eq!(
+///     err.to_string(),
+///     "trampoline 0x900000000 is too far from the sled at 0x1000"
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PatchError {
     /// `mprotect` refused (the message says why).

@@ -20,6 +20,20 @@ use flightrec::core::fdr::FunctionId;
 
 /// A handler installed in place of the recording one (`__xray_set_handler`):
 /// function id and kind (compiler-rt's `XRayEntryType` numbering).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// static EXITS: AtomicU32 = AtomicU32::new(0);
+/// unsafe extern "C" fn count_exits(_id: i32, kind: u32) {
+///     if kind == 1 {
+///         EXITS.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+/// let handler: flightrec_sleds::Handler = count_exits;
+/// // What a patched exit sled of function 3 does:
+/// unsafe { handler(3, 1) };
+/// assert_eq!(EXITS.load(Ordering::Relaxed), 1);
+/// ```
 pub type Handler = unsafe extern "C" fn(i32, u32);
 
 /// The installed handler, or null for flightrec's recording.

@@ -1,0 +1,294 @@
+//! The instrumentation map (`xray_instr_map`), read in place without allocating.
+//!
+//! One 32-byte entry per sled (compiler-rt's `XRaySledEntry`): the sled's
+//! address, its function's address, the kind, an "always instrument" flag and the
+//! version. From version 2 on both addresses are relative to the field holding
+//! them. Function ids follow `llvm-xray`'s `InstrumentationMap`: walking the
+//! entries in order, a new id (from 1) starts whenever the function changes.
+
+use core::fmt;
+
+/// Size of one entry of `xray_instr_map` on 64-bit targets. Example on [`SledMap`].
+pub const ENTRY_SIZE: usize = 32;
+
+/// The newest entry version understood. Example on [`MapError`].
+pub const MAX_VERSION: u8 = 2;
+
+/// What a sled marks (compiler-rt's `XRayEntryType` numbering).
+///
+/// ```
+/// use flightrec_sleds_aarch64::SledKind;
+/// assert_eq!(SledKind::from_byte(1), Some(SledKind::Exit));
+/// assert_eq!(SledKind::from_byte(9), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SledKind {
+    /// Function entry.
+    Entry,
+    /// Function exit (before a `ret`).
+    Exit,
+    /// Exit through a tail call.
+    TailExit,
+    /// Function entry that logs the first argument.
+    LogArgsEntry,
+    /// A `__xray_customevent` call site.
+    CustomEvent,
+    /// A `__xray_typedevent` call site.
+    TypedEvent,
+}
+
+impl SledKind {
+    /// The kind of an entry's kind byte. Example on [`SledKind`].
+    pub fn from_byte(b: u8) -> Option<Self> {
+        Some(match b {
+            0 => Self::Entry,
+            1 => Self::Exit,
+            2 => Self::TailExit,
+            3 => Self::LogArgsEntry,
+            4 => Self::CustomEvent,
+            5 => Self::TypedEvent,
+            _ => return None,
+        })
+    }
+}
+
+/// One sled: where it is, what it marks, and its function's id.
+///
+/// ```
+/// use flightrec_sleds_aarch64::{Sled, SledKind, SledMap, ENTRY_SIZE};
+/// let mut entry = [0u8; ENTRY_SIZE];
+/// entry[0..8].copy_from_slice(&0x1020u64.to_le_bytes());
+/// entry[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+/// entry[16] = 1; // exit
+/// entry[18] = 1; // version 1: absolute addresses
+/// let map = SledMap::parse(&entry, 0)?;
+/// let want = Sled { address: 0x1020, function: 0x1000, kind: SledKind::Exit, function_id: 1 };
+/// assert_eq!(map.iter().next(), Some(want));
+/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sled {
+    /// Address of the sled's first instruction.
+    pub address: usize,
+    /// Address of the function the sled belongs to.
+    pub function: usize,
+    /// What the sled marks.
+    pub kind: SledKind,
+    /// The function's id (1-based, `llvm-xray`'s numbering).
+    pub function_id: u32,
+}
+
+/// Why the map cannot be used.
+///
+/// ```
+/// use flightrec_sleds_aarch64::{map::MAX_VERSION, MapError, SledMap, ENTRY_SIZE};
+/// assert_eq!(SledMap::parse(&[], 0).unwrap_err(), MapError::NoSleds);
+/// assert_eq!(SledMap::parse(&[0; 40], 0).unwrap_err(), MapError::Truncated(40));
+/// let mut entry = [0u8; ENTRY_SIZE];
+/// entry[18] = MAX_VERSION + 1;
+/// let err = SledMap::parse(&entry, 0).unwrap_err();
+/// assert_eq!(err, MapError::UnknownVersion { index: 0, version: MAX_VERSION + 1 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The section is empty or missing.
+    NoSleds,
+    /// The section's size is not a whole number of entries.
+    Truncated(usize),
+    /// An entry of a version not understood.
+    UnknownVersion {
+        /// Index of the first such entry.
+        index: usize,
+        /// Its version byte.
+        version: u8,
+    },
+    /// An entry of an unknown kind.
+    UnknownKind {
+        /// Index of the first such entry.
+        index: usize,
+        /// Its kind byte.
+        kind: u8,
+    },
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapError::NoSleds => f.write_str("no XRay sleds (xray_instr_map is empty)"),
+            MapError::Truncated(n) => write!(
+                f,
+                "xray_instr_map has {n} bytes, not a multiple of {ENTRY_SIZE}"
+            ),
+            MapError::UnknownVersion { index, version } => write!(
+                f,
+                "XRay sled entry {index} has version {version}; known: 0 to {MAX_VERSION}"
+            ),
+            MapError::UnknownKind { index, kind } => {
+                write!(f, "XRay sled entry {index} has unknown kind {kind}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for MapError {}
+
+/// A checked instrumentation map: its bytes and the address they are mapped at.
+///
+/// ```
+/// use flightrec_sleds_aarch64::{SledKind, SledMap, ENTRY_SIZE};
+/// // Version-2 entries at 0x9000: entry and exit sleds of a function at 0x400.
+/// let mut bytes = [0u8; 2 * ENTRY_SIZE];
+/// for (i, (sled, kind)) in [(0x400u64, 0u8), (0x420, 1)].into_iter().enumerate() {
+///     let at = 0x9000 + (i * ENTRY_SIZE) as u64;
+///     let e = &mut bytes[i * ENTRY_SIZE..][..ENTRY_SIZE];
+///     e[0..8].copy_from_slice(&sled.wrapping_sub(at).to_le_bytes());
+///     e[8..16].copy_from_slice(&0x400u64.wrapping_sub(at + 8).to_le_bytes());
+///     e[16] = kind;
+///     e[18] = 2;
+/// }
+/// let map = SledMap::parse(&bytes, 0x9000)?;
+/// assert_eq!(map.len(), 2);
+/// assert!(!map.is_empty());
+/// assert_eq!(map.max_function_id(), 1);
+/// let exit = map.iter().nth(1).unwrap();
+/// assert_eq!((exit.address, exit.kind, exit.function_id), (0x420, SledKind::Exit, 1));
+/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SledMap<'a> {
+    bytes: &'a [u8],
+    base: usize,
+    functions: u32,
+}
+
+impl<'a> SledMap<'a> {
+    /// Checks every entry of `bytes`, mapped at address `base` (relative
+    /// addresses count from there). Example on [`SledMap`].
+    pub fn parse(bytes: &'a [u8], base: usize) -> Result<Self, MapError> {
+        if bytes.is_empty() {
+            return Err(MapError::NoSleds);
+        }
+        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
+            return Err(MapError::Truncated(bytes.len()));
+        }
+        for (index, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
+            let (kind, version) = (e[16], e[18]);
+            if version > MAX_VERSION {
+                return Err(MapError::UnknownVersion { index, version });
+            }
+            if SledKind::from_byte(kind).is_none() {
+                return Err(MapError::UnknownKind { index, kind });
+            }
+        }
+        let mut map = SledMap {
+            bytes,
+            base,
+            functions: 0,
+        };
+        map.functions = map.iter().last().map_or(0, |s| s.function_id);
+        Ok(map)
+    }
+
+    /// The map between the linker's `__start_xray_instr_map` and
+    /// `__stop_xray_instr_map`.
+    ///
+    /// # Safety
+    /// The firmware's linker script must define both symbols around the
+    /// `xray_instr_map` section, which nothing writes.
+    #[cfg(all(target_arch = "aarch64", target_os = "none"))]
+    pub unsafe fn from_linker() -> Result<SledMap<'static>, MapError> {
+        extern "C" {
+            static __start_xray_instr_map: u8;
+            static __stop_xray_instr_map: u8;
+        }
+        let start = core::ptr::addr_of!(__start_xray_instr_map) as usize;
+        let stop = core::ptr::addr_of!(__stop_xray_instr_map) as usize;
+        let len = stop.saturating_sub(start);
+        // SAFETY: the caller's promise: the linker bounds the section with these
+        // symbols and it stays in place, unwritten, for the program's life.
+        let bytes = unsafe { core::slice::from_raw_parts(start as *const u8, len) };
+        SledMap::parse(bytes, start)
+    }
+
+    /// Number of sleds. Example on [`SledMap`].
+    pub fn len(&self) -> usize {
+        self.bytes.len() / ENTRY_SIZE
+    }
+
+    /// Whether there are no sleds (never, for a parsed map). Example on [`SledMap`].
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The largest function id (ids run from 1 to this). Example on [`SledMap`].
+    pub fn max_function_id(&self) -> u32 {
+        self.functions
+    }
+
+    /// Every sled, in map order, with its function id. Example on [`SledMap`].
+    pub fn iter(&self) -> Sleds<'a> {
+        Sleds {
+            entries: self.bytes.chunks_exact(ENTRY_SIZE),
+            at: self.base,
+            current: None,
+            id: 0,
+        }
+    }
+}
+
+/// The sleds of a [`SledMap`], in map order (from [`SledMap::iter`]).
+///
+/// ```
+/// use flightrec_sleds_aarch64::{SledMap, ENTRY_SIZE};
+/// // Version 1, functions A, B, A: A again after B gets a new id.
+/// let mut bytes = [0u8; 3 * ENTRY_SIZE];
+/// for (i, f) in [0xa0u64, 0xb0, 0xa0].into_iter().enumerate() {
+///     bytes[i * ENTRY_SIZE + 8..][..8].copy_from_slice(&f.to_le_bytes());
+///     bytes[i * ENTRY_SIZE + 18] = 1;
+/// }
+/// let ids: Vec<u32> = SledMap::parse(&bytes, 0)?.iter().map(|s| s.function_id).collect();
+/// assert_eq!(ids, [1, 2, 3]);
+/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sleds<'a> {
+    entries: core::slice::ChunksExact<'a, u8>,
+    at: usize,
+    current: Option<usize>,
+    id: u32,
+}
+
+impl Iterator for Sleds<'_> {
+    type Item = Sled;
+
+    fn next(&mut self) -> Option<Sled> {
+        let e = self.entries.next()?;
+        let entry_at = self.at;
+        self.at = self.at.wrapping_add(ENTRY_SIZE);
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&e[at..at + 8]);
+            u64::from_le_bytes(w) as usize
+        };
+        let (raw_address, raw_function) = (word(0), word(8));
+        let (address, function) = if e[18] >= 2 {
+            (
+                entry_at.wrapping_add(raw_address),
+                entry_at.wrapping_add(8).wrapping_add(raw_function),
+            )
+        } else {
+            (raw_address, raw_function)
+        };
+        if self.current != Some(function) {
+            self.current = Some(function);
+            self.id += 1;
+        }
+        Some(Sled {
+            address,
+            function,
+            // `parse` checked every kind byte.
+            kind: SledKind::from_byte(e[16]).unwrap_or(SledKind::CustomEvent),
+            function_id: self.id,
+        })
+    }
+}
