@@ -327,4 +327,4 @@ PY
 [ "${DOC_EXAMPLES_LIST_ONLY:-}" = 1 ] && exit 0
 
 # The examples themselves run with the workspace tests (`cargo test --workspace`).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli -p flightrec-sleds

@@ -74,7 +74,7 @@ impl TraceFile {
         self.map.as_deref().unwrap_or(&[])
     }
 
-    /// Counts `n` bytes read; past [`RELEASE_EVERY`], drops every resident page of
+    /// Counts `n` bytes read; past `RELEASE_EVERY` (32 MiB), drops every resident page of
     /// the map (they come back from the page cache when read again). Example on
     /// [`TraceFile`].
     pub fn consumed(&self, n: usize) {

@@ -1,5 +1,5 @@
 //! The names file the desktop runtime writes beside each trace (`<trace>.names`,
-//! see [`flightrec::xray::names`]), and firmware images that carry the same
+//! see `flightrec::xray::names` in the runtime library), and firmware images that carry the same
 //! table: an ELF file whose [`SECTION`] section is the id-to-name table, one
 //! `id<TAB>name<LF>` line per named id.
 //!

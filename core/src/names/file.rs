@@ -377,7 +377,7 @@ pub fn write<'n, E>(
     put_section_headers(put, &layout)
 }
 
-/// [`write`] to an [`embedded_io::Write`].
+/// [`write`](fn@write) to an [`embedded_io::Write`].
 ///
 /// ```
 /// use flightrec_core::names::{elf, file, table, SECTION};
@@ -406,7 +406,7 @@ pub fn write_to<'n, W: embedded_io::Write>(
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FileTooLarge;
 
-/// [`write`] into the start of `buf`; returns the file's length.
+/// [`write`](fn@write) into the start of `buf`; returns the file's length.
 ///
 /// ```
 /// use flightrec_core::names::file::write_into;

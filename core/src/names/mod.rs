@@ -3,7 +3,7 @@
 //! One format serves every side. The desktop runtime writes a names file beside
 //! each trace (`<trace>` + [`SUFFIX`]): a small ELF shared object that `llvm-xray`
 //! reads as an instrumentation map, whose [`SECTION`] section holds the id-to-name
-//! table ([`file`]). Firmware puts the same table in a non-loaded section of its
+//! table ([`file`](mod@file)). Firmware puts the same table in a non-loaded section of its
 //! own ELF image. The host finds the section in either ([`elf::find_section`]) and
 //! reads the table ([`table::entries`]).
 //!
