@@ -375,3 +375,276 @@ fn event_nesting_past_int_is_truncated_like_git() {
     assert_eq!(nestings(None), [1, 2], "git status nests regions");
     assert_eq!(nestings(Some(value)), [1]);
 }
+
+// ---------------------------------------------------------------------------
+// XRay outputs that cannot be written.
+
+use flightrec::core::fdr::FunctionId;
+use flightrec::xray::{Config, Mode};
+
+/// Records `calls` calls of function 1 (named `main_loop`) on this thread.
+fn record(calls: u64) {
+    let f = FunctionId::new(1).unwrap();
+    flightrec::xray::set_function_name(f, "main_loop");
+    for i in 0..calls {
+        let _g = flightrec::xray::enter_with_arg(f, i);
+    }
+}
+
+fn xray_config(base: &str, mode: Mode) -> flightrec::xray::ConfigBuilder {
+    Config::builder()
+        .logfile_base(base)
+        .mode(mode)
+        .func_duration_threshold_us(0)
+        .buffer_size(4096)
+        .buffer_max(64)
+        .thread_buffers(32)
+        .flush_interval_ms(5)
+}
+
+/// Stands for a disk that fills after `bytes` bytes of any one file.
+fn limit_file_size(bytes: u64) {
+    // SAFETY: this process's own signal disposition and limit, set before
+    // tracing starts; SIGXFSZ would otherwise kill it.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let lim = libc::rlimit {
+            rlim_cur: bytes,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+    }
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Files of `dir` whose names start with `prefix`, sorted.
+fn files_in(dir: &std::path::Path, prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The scenarios below take their trace prefix from this variable.
+const BASE: &str = "FAULTS_XRAY_BASE";
+
+fn base() -> String {
+    std::env::var(BASE).unwrap()
+}
+
+#[test]
+fn xray_missing_directory_is_reported_at_init_and_exit() {
+    if in_child("xray_missing_directory", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(100);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let missing = s.file("missing");
+    let base = format!("{}/t-", missing.display());
+    let mut cmd = s.command(
+        "xray_missing_directory_is_reported_at_init_and_exit",
+        "xray_missing_directory",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let err = stderr_of(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("XRay")).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "XRay: flightrec: cannot write traces to '{}': No such file or directory",
+            missing.display()
+        )
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "XRay: flightrec: XRay output: cannot create '{base}"
+        )) && lines[1].ends_with("XXXXXX': No such file or directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn xray_flight_recorder_cut_short_is_renamed_and_reported() {
+    if in_child("xray_fr_cut", || {
+        // 32 buffers of 4 kB do not fit under 20 kB.
+        limit_file_size(20_000);
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(20_000);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_flight_recorder_cut_short_is_renamed_and_reported",
+        "xray_fr_cut",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 2, "{files:?}");
+    let (trace, names) = (&files[0], &files[1]);
+    assert!(trace.ends_with(".incomplete"), "{files:?}");
+    assert_eq!(*names, format!("{trace}.names"));
+    let whole = trace.strip_suffix(".incomplete").unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("XRay"))
+            .collect::<Vec<_>>(),
+        [format!(
+            "XRay: flightrec: XRay output: cannot write '{}/{whole}': File too large; \
+             the part written is in '{}/{trace}'",
+            s.dir.display(),
+            s.dir.display()
+        )]
+    );
+    let len = std::fs::metadata(s.file(trace)).unwrap().len();
+    assert_eq!(len, 20_000, "cut at the limit");
+}
+
+#[test]
+fn xray_streaming_cut_short_is_renamed_and_reported_once() {
+    if in_child("xray_stream_cut", || {
+        limit_file_size(20_000);
+        flightrec::xray::init(xray_config(&base(), Mode::Streaming).build().unwrap()).unwrap();
+        for _ in 0..20 {
+            record(2_000);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_streaming_cut_short_is_renamed_and_reported_once",
+        "xray_stream_cut",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 2, "{files:?}");
+    let trace = &files[0];
+    assert!(trace.ends_with(".incomplete"), "{files:?}");
+    assert_eq!(files[1], format!("{trace}.names"));
+    let whole = format!(
+        "{}/{}",
+        s.dir.display(),
+        trace.strip_suffix(".incomplete").unwrap()
+    );
+    let err = stderr_of(&out);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("XRay"))
+            .collect::<Vec<_>>(),
+        [format!(
+            "XRay: flightrec: tracing disabled: cannot write the trace file '{whole}': \
+             File too large; the trace so far is in '{whole}.incomplete'"
+        )]
+    );
+}
+
+#[test]
+fn xray_streaming_sigkill_leaves_a_names_file() {
+    if in_child("xray_stream_kill", || {
+        flightrec::xray::init(xray_config(&base(), Mode::Streaming).build().unwrap()).unwrap();
+        record(1000);
+        // The writer thread runs every 5 ms: give it a few rounds.
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: ends this process at once, as `kill -9` would.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_streaming_sigkill_leaves_a_names_file",
+        "xray_stream_kill",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files[1], format!("{}.names", files[0]));
+    let elf = std::fs::read(s.file(&files[1])).unwrap();
+    assert!(elf.starts_with(b"\x7fELF"));
+    assert!(elf.windows(12).any(|w| w == b"1\tmain_loop\n"));
+}
+
+fn dump_on_signal(test: &str, scenario: &str, sig: i32, flag: bool) {
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(test, scenario, &[]);
+    cmd.env(BASE, &base)
+        .env("FAULTS_SIGNAL", sig.to_string())
+        .env("FAULTS_FLAG", if flag { "1" } else { "" });
+    let (out, _) = run_bounded(cmd);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(sig), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    if !flag {
+        assert_eq!(files, Vec::<String>::new(), "off by default");
+        return;
+    }
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files[1], format!("{}.names", files[0]));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(&format!(
+            "XRay: flightrec: fatal signal; trace written to '{}/{}'",
+            s.dir.display(),
+            files[0]
+        )),
+        "{err}"
+    );
+    // The 32-byte header and the buffer of the 100 calls.
+    let len = std::fs::metadata(s.file(&files[0])).unwrap().len();
+    assert!(len > 32 + 100 * 8, "{len}");
+}
+
+fn signalled_child() {
+    let flag = std::env::var("FAULTS_FLAG").is_ok_and(|v| v == "1");
+    let sig: i32 = std::env::var("FAULTS_SIGNAL").unwrap().parse().unwrap();
+    flightrec::xray::init(
+        xray_config(&base(), Mode::FlightRecorder)
+            .dump_on_signal(flag)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    record(100);
+    // SAFETY: the program does not handle the signal: it ends the process.
+    unsafe { libc::raise(sig) };
+    unreachable!("the signal ends the process");
+}
+
+#[test]
+fn xray_dump_on_sigterm() {
+    if in_child("xray_sig", signalled_child) {
+        return;
+    }
+    dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGTERM, true);
+    dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGINT, true);
+    dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGTERM, false);
+}
