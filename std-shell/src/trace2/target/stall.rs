@@ -77,7 +77,8 @@ pub(crate) fn stalled(timeout: Duration) -> io::Error {
 pub(crate) fn set_send_timeout(fd: RawFd, timeout: Duration) -> bool {
     let tv = libc::timeval {
         tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::try_from(timeout.subsec_micros()).unwrap_or(0),
+        // Under a million: fits every platform's suseconds_t.
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
     };
     // SAFETY: `tv` is a valid timeval for the duration of the call and the
     // length passed is its size, as setsockopt(SO_SNDTIMEO) requires.
