@@ -131,11 +131,16 @@ fn write_event_where(
         q.keep_all();
     }
     for (slot, out) in rt.outputs.iter().enumerate() {
-        if !out.dest.is_enabled() || !pick(out) {
+        if !pick(out) {
             continue;
         }
         let n = format_into(&out.format, ctx, ev, buf);
         if n == 0 {
+            continue;
+        }
+        if !out.dest.is_enabled() {
+            // Failed before: the line is counted for the report at exit.
+            out.dest.count_lost(1);
             continue;
         }
         let line = &buf[..n];

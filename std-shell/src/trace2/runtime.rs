@@ -174,14 +174,21 @@ impl Runtime {
     }
 
     /// Writes what the background writer still holds, ends it, and reports
-    /// the lines it dropped, once per destination (after `atexit`).
+    /// the lines it dropped, once per destination; then the lines each
+    /// destination lost to a failed write (after `atexit`).
     pub(crate) fn finish_background(&self) {
-        let Some(bg) = &self.background else { return };
-        for (dest, n) in bg.shutdown() {
-            warn(&format!(
-                "trace2: dropped {n} lines for '{}': the background queue was full",
-                dest.var()
-            ));
+        if let Some(bg) = &self.background {
+            for (dest, n) in bg.shutdown() {
+                warn(&format!(
+                    "trace2: dropped {n} lines for '{}': the background queue was full",
+                    dest.var()
+                ));
+            }
+        }
+        for out in &self.outputs {
+            if let Some(report) = out.dest.take_loss_report() {
+                warn(&report);
+            }
         }
     }
 }

@@ -198,6 +198,10 @@ pub struct Config {
     pub flush_interval_ms: u32,
     /// Write the trace when the process dies of a fatal signal.
     pub fatal_signals: bool,
+    /// Write the trace on `SIGINT` and `SIGTERM` too, where the program
+    /// leaves them at their default action, then let the signal end the
+    /// process (`flightrec_dump_on_signal`, off by default).
+    pub dump_on_signal: bool,
     /// Record CPU ids (x86_64 `rdtscp`): measured, always or never.
     pub cpu_ids: CpuIds,
 }
@@ -218,6 +222,7 @@ impl Default for Config {
             no_file_flush: false,
             flush_interval_ms: 10,
             fatal_signals: true,
+            dump_on_signal: false,
             cpu_ids: CpuIds::Auto,
         }
     }
@@ -396,6 +401,7 @@ impl Config {
                 f.flightrec_flush_interval_ms,
             )? as u32,
             fatal_signals: f.flightrec_fatal_signals,
+            dump_on_signal: f.flightrec_dump_on_signal,
             cpu_ids,
         };
         config.validate()?;
@@ -448,6 +454,7 @@ impl Config {
 ///     .no_file_flush(true)
 ///     .flush_interval_ms(20)
 ///     .fatal_signals(false)
+///     .dump_on_signal(true)
 ///     .cpu_ids(CpuIds::Never)
 ///     .build()?;
 /// // The same settings as compiler-rt-style flag strings.
@@ -455,7 +462,8 @@ impl Config {
 ///     "xray_mode=xray-fdr xray_logfile_base=/var/tmp/app- patch_premain=false verbosity=2",
 ///     "flightrec_mode=streaming buffer_size=4096 buffer_max=64 flightrec_thread_buffers=8 \
 ///      func_duration_threshold_us=0 grace_period_ms=50 no_file_flush=true \
-///      flightrec_flush_interval_ms=20 flightrec_fatal_signals=false flightrec_cpu_ids=no",
+///      flightrec_flush_interval_ms=20 flightrec_fatal_signals=false flightrec_cpu_ids=no \
+///      flightrec_dump_on_signal=true",
 /// )?;
 /// assert_eq!(built, parsed.config);
 ///
@@ -536,6 +544,12 @@ impl ConfigBuilder {
     /// Dump on fatal signals (`flightrec_fatal_signals`). Example on [`ConfigBuilder`].
     pub fn fatal_signals(mut self, on: bool) -> Self {
         self.config.fatal_signals = on;
+        self
+    }
+    /// Dump on `SIGINT`/`SIGTERM` (`flightrec_dump_on_signal`). Example on
+    /// [`ConfigBuilder`].
+    pub fn dump_on_signal(mut self, on: bool) -> Self {
+        self.config.dump_on_signal = on;
         self
     }
     /// CPU ids (`flightrec_cpu_ids`). Example on [`ConfigBuilder`].

@@ -1,13 +1,14 @@
 //! Writing the trace: flight-recorder dumps, the streaming writer thread and its
 //! drain, the names file, and the dump a fatal signal makes.
 
+use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::config::Mode;
 use super::names::{self, Sink};
-use super::output::{self, names_path, FdSink, RawFile};
+use super::output::{self, incomplete_path, names_path, reason, FdSink, RawFile};
 use super::pool::{FREE, ORPHAN};
 use super::runtime::{runtime, Runtime};
 use super::state::{Paused, FINISHED, STATE};
@@ -96,7 +97,18 @@ impl Runtime {
             if let Some(cons) = unsafe { r.consumer() } {
                 while let Some(buf) = cons.pop() {
                     if let Some(f) = file {
-                        ok &= !self.broken.load(Ordering::Relaxed) && f.write_all(&buf);
+                        ok &= !self.broken.load(Ordering::Relaxed);
+                        if ok {
+                            if let Err(e) = f.write_all(&buf) {
+                                ok = false;
+                                let _ = self.write_errno.compare_exchange(
+                                    0,
+                                    e,
+                                    Ordering::Relaxed,
+                                    Ordering::Relaxed,
+                                );
+                            }
+                        }
                     }
                     if ok {
                         self.buffers_written.fetch_add(1, Ordering::Relaxed);
@@ -123,13 +135,94 @@ impl Runtime {
         }
     }
 
-    fn write_names(&self, path: &std::ffi::CStr) -> bool {
-        let Some(file) = RawFile::create(path, false) else {
-            return false;
+    /// Streaming: the trace file could not be written (the writer thread,
+    /// the last drain, or a fatal signal's). Once: stops tracing, renames the
+    /// trace `<name>.incomplete` so that a cut trace never passes for a whole
+    /// one, writes its names file there, and says so on stderr with the path
+    /// and the reason. Async-signal-safe.
+    pub(crate) fn stream_failed(&self) {
+        STATE.store(FINISHED, Ordering::SeqCst);
+        if self.broken.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let errno = self.write_errno.load(Ordering::Relaxed);
+        let path = self
+            .stream
+            .as_ref()
+            .map(|(_, p)| p.as_os_str().as_encoded_bytes());
+        let mut renamed = false;
+        if let (Some(from), Some((to, to_names))) = (&self.stream_c, &self.incomplete) {
+            // SAFETY: both are NUL-terminated paths; rename is async-signal-safe.
+            renamed = unsafe { libc::rename(from.as_ptr(), to.as_ptr()) } == 0;
+            if renamed {
+                let _ = write_names_file(to_names);
+                if let Some(n) = &self.stream_names {
+                    // SAFETY: a NUL-terminated path; unlink is async-signal-safe.
+                    unsafe { libc::unlink(n.as_ptr()) };
+                }
+            }
+        }
+        let path = path.unwrap_or_default();
+        let head: [&[u8]; 4] = [
+            b"XRay: flightrec: tracing disabled: cannot write the trace file '",
+            path,
+            b"': ",
+            output::reason_static(errno),
+        ];
+        let tail: [&[u8]; 3] = if renamed {
+            [b"; the trace so far is in '", path, b".incomplete'\n"]
+        } else {
+            [b"\n", b"", b""]
         };
-        let mut sink = FdSink::new(&file);
-        let ok = names::write_names_elf(&mut sink, names::max_named_id());
-        sink.flush() && ok
+        output::stderr_raw(&[
+            head[0], head[1], head[2], head[3], tail[0], tail[1], tail[2],
+        ]);
+    }
+
+    /// Streaming: rewrites the names file when names were added since the
+    /// last time, through a temporary file and `rename`, so that the file on
+    /// disk is always whole (a `SIGKILL` leaves a usable pair). Not for
+    /// signal handlers.
+    pub(crate) fn refresh_names(&self, written: &mut u32) {
+        let now = names::names_stored();
+        if now == *written || self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some((_, path)) = &self.stream else {
+            return;
+        };
+        let names = names_path(path);
+        let mut tmp = names.clone().into_os_string();
+        tmp.push(".tmp");
+        let (Some(c_names), Some(c_tmp)) = (output::c_path(&names), output::c_path(tmp.as_ref()))
+        else {
+            return;
+        };
+        match write_names_file(&c_tmp) {
+            // SAFETY: two NUL-terminated paths.
+            Ok(()) if unsafe { libc::rename(c_tmp.as_ptr(), c_names.as_ptr()) } == 0 => {
+                *written = now;
+            }
+            Ok(()) => self.names_failed(&names, output::last_errno()),
+            Err(e) => {
+                // SAFETY: a NUL-terminated path.
+                unsafe { libc::unlink(c_tmp.as_ptr()) };
+                self.names_failed(&names, e);
+            }
+        }
+    }
+
+    /// Says once that the names file cannot be kept current.
+    fn names_failed(&self, names: &std::path::Path, errno: i32) {
+        if !self.names_broken.swap(true, Ordering::Relaxed) {
+            output::stderr_raw(&[
+                b"XRay: flightrec: cannot write '",
+                names.as_os_str().as_encoded_bytes(),
+                b"': ",
+                reason(errno).as_bytes(),
+                b"\n",
+            ]);
+        }
     }
 
     /// Flight recorder: writes the trace now to a new file. Not for signal handlers.
@@ -139,21 +232,48 @@ impl Runtime {
             return Ok(None);
         }
         let prefix = format!("{}{}.", self.config.logfile_base, output::program_name());
-        let (file, path) = RawFile::create_unique(&prefix)
-            .map_err(|e| Error::Io(format!("cannot create '{prefix}XXXXXX': {e}")))?;
+        let (file, path) = RawFile::create_unique(&prefix).map_err(|e| {
+            Error::Io(format!(
+                "cannot create '{prefix}XXXXXX': {}",
+                reason(e.raw_os_error().unwrap_or(libc::EIO))
+            ))
+        })?;
         let mut sink = FdSink::new(&file);
         let written = self.write_rings(&paused, &mut sink);
         let flushed = sink.flush();
         drop(paused);
-        let Some(n) = written.filter(|_| flushed) else {
-            return Err(Error::Io(format!("cannot write '{}'", path.display())));
+        let n = match (written, flushed) {
+            (Some(n), Ok(())) => n,
+            (_, Err(e)) => return Err(self.cut_short(&path, e)),
+            (None, Ok(())) => return Err(self.cut_short(&path, libc::EIO)),
         };
         self.buffers_written.fetch_add(n, Ordering::Relaxed);
         let names = names_path(&path);
-        if !output::c_path(&names).is_some_and(|c| self.write_names(&c)) {
-            return Err(Error::Io(format!("cannot write '{}'", names.display())));
-        }
+        let c_names = output::c_path(&names).ok_or(Error::Io(format!(
+            "cannot write '{}': the path holds a NUL byte",
+            names.display()
+        )))?;
+        write_names_file(&c_names)
+            .map_err(|e| Error::Io(format!("cannot write '{}': {}", names.display(), reason(e))))?;
         Ok(Some(path))
+    }
+
+    /// A flight-recorder dump that could not be written whole: renamed
+    /// `<name>.incomplete` (with its names file), and the error that says
+    /// where and why.
+    fn cut_short(&self, path: &std::path::Path, errno: i32) -> Error {
+        let incomplete = incomplete_path(path);
+        let mut text = format!("cannot write '{}': {}", path.display(), reason(errno));
+        if std::fs::rename(path, &incomplete).is_ok() {
+            if let Some(c) = output::c_path(&names_path(&incomplete)) {
+                let _ = write_names_file(&c);
+            }
+            text.push_str(&format!(
+                "; the part written is in '{}'",
+                incomplete.display()
+            ));
+        }
+        Error::Io(text)
     }
 
     /// Streaming: publishes partial buffers and writes everything pending now.
@@ -162,20 +282,29 @@ impl Runtime {
             let paused = self.pause(finish).ok_or(Error::Busy)?;
             self.flush_all(&paused);
         }
-        if !self.drain() {
-            self.disable("cannot write the trace file");
-            return Err(Error::Io("cannot write the trace file".into()));
-        }
         let Some((_, path)) = &self.stream else {
+            self.drain();
             return Ok(None);
         };
+        if self.broken.load(Ordering::Relaxed) || !self.drain() {
+            self.stream_failed();
+            return Err(Error::Io(format!(
+                "cannot write '{}': {}",
+                path.display(),
+                reason(match self.write_errno.load(Ordering::Relaxed) {
+                    0 => libc::EIO,
+                    e => e,
+                })
+            )));
+        }
         if let Some(c) = &self.stream_names {
-            if !self.write_names(c) {
-                return Err(Error::Io(format!(
-                    "cannot write the names file of '{}'",
-                    path.display()
-                )));
-            }
+            write_names_file(c).map_err(|e| {
+                Error::Io(format!(
+                    "cannot write '{}': {}",
+                    names_path(path).display(),
+                    reason(e)
+                ))
+            })?;
         }
         Ok(Some(path.clone()))
     }
@@ -197,50 +326,104 @@ impl Runtime {
                 if self.count_buffers(&paused) == 0 {
                     return;
                 }
-                let Some(file) = RawFile::create(cpath, true) else {
-                    return;
+                let path = path.as_os_str().as_encoded_bytes();
+                let file = match RawFile::create(cpath, true) {
+                    Ok(file) => file,
+                    Err(e) => return fatal_failed(path, e, false),
                 };
                 let mut sink = FdSink::new(&file);
                 let _ = self.write_rings(&paused, &mut sink);
-                sink.flush();
+                if let Err(e) = sink.flush() {
+                    let mut renamed = false;
+                    if let Some((to, to_names)) = &self.incomplete {
+                        // SAFETY: NUL-terminated paths; rename is async-signal-safe.
+                        renamed = unsafe { libc::rename(cpath.as_ptr(), to.as_ptr()) } == 0;
+                        if renamed {
+                            let _ = write_names_file(to_names);
+                        }
+                    }
+                    return fatal_failed(path, e, renamed);
+                }
                 if let Some(n) = &self.fatal_names {
-                    self.write_names(n);
+                    if let Err(e) = write_names_file(n) {
+                        return fatal_failed(n.to_bytes(), e, false);
+                    }
                 }
                 path
             }
             Mode::Streaming => {
                 self.flush_all(&paused);
                 drop(paused);
-                self.drain();
-                if let Some(n) = &self.stream_names {
-                    self.write_names(n);
+                if self.broken.load(Ordering::Relaxed) || !self.drain() {
+                    // Says where and why, once.
+                    return self.stream_failed();
                 }
                 let Some((_, path)) = &self.stream else {
                     return;
                 };
-                path
+                if let Some(n) = &self.stream_names {
+                    if let Err(e) = write_names_file(n) {
+                        return fatal_failed(n.to_bytes(), e, false);
+                    }
+                }
+                path.as_os_str().as_encoded_bytes()
             }
         };
         output::stderr_raw(&[
             b"XRay: flightrec: fatal signal; trace written to '",
-            path.as_os_str().as_encoded_bytes(),
+            path,
             b"'\n",
         ]);
+    }
+}
+
+/// The line a fatal-signal dump prints when it cannot write `path`.
+/// Async-signal-safe.
+fn fatal_failed(path: &[u8], errno: i32, renamed: bool) {
+    let head: [&[u8]; 4] = [
+        b"XRay: flightrec: fatal signal; cannot write '",
+        path,
+        b"': ",
+        output::reason_static(errno),
+    ];
+    let tail: [&[u8]; 3] = if renamed {
+        [b"; the part written is in '", path, b".incomplete'\n"]
+    } else {
+        [b"\n", b"", b""]
+    };
+    output::stderr_raw(&[
+        head[0], head[1], head[2], head[3], tail[0], tail[1], tail[2],
+    ]);
+}
+
+/// The names file of the current names at `path`, written whole (the
+/// `errno` of a failure). Async-signal-safe.
+pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
+    let file = RawFile::create(path, false)?;
+    let mut sink = FdSink::new(&file);
+    let ok = names::write_names_elf(&mut sink, names::max_named_id());
+    sink.flush()?;
+    if ok {
+        Ok(())
+    } else {
+        Err(libc::EIO)
     }
 }
 
 /// Streaming: the writer thread.
 pub(super) fn writer_loop(rt: &'static Runtime) {
     let interval = Duration::from_millis(u64::from(rt.config.flush_interval_ms));
+    let mut names_written = 0;
     loop {
         let s = STATE.load(Ordering::Acquire);
         if s == FINISHED {
             return;
         }
         if !rt.drain() {
-            rt.disable("cannot write the trace file");
+            rt.stream_failed();
             return;
         }
+        rt.refresh_names(&mut names_written);
         std::thread::park_timeout(interval);
     }
 }

@@ -1,8 +1,9 @@
 //! Starting and ending the runtime: `init` (pool, files, writer thread, exit hook,
 //! fatal-signal handler) and `shutdown` (the last dump and the report).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -11,8 +12,8 @@ use flightrec_core::fdr::writer::{Walltime, WriterConfig};
 
 use super::clock;
 use super::config::{Config, Mode};
-use super::flush::writer_loop;
-use super::output::{self, names_path, RawFile};
+use super::flush::{write_names_file, writer_loop};
+use super::output::{self, incomplete_path, names_path, reason, RawFile};
 use super::pool::Pool;
 use super::runtime::{install, runtime, Runtime, Stats};
 use super::signal;
@@ -61,24 +62,44 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     let mut stream_names = None;
     let mut fatal_path = None;
     let mut fatal_names = None;
+    let mut incomplete = None;
     if !config.no_file_flush {
-        match config.mode {
+        let path = match config.mode {
             Mode::Streaming => {
-                let (file, path) = RawFile::create_unique(&prefix)
-                    .map_err(|e| Error::Io(format!("cannot create '{prefix}XXXXXX': {e}")))?;
-                if !file.write_all(&header) {
-                    return Err(Error::Io(format!("cannot write '{}'", path.display())));
+                let (file, path) = RawFile::create_unique(&prefix).map_err(|e| {
+                    Error::Io(format!(
+                        "cannot create '{prefix}XXXXXX': {}",
+                        reason(e.raw_os_error().unwrap_or(libc::EIO))
+                    ))
+                })?;
+                let cannot = |what: &Path, e| {
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(names_path(&path));
+                    Error::Io(format!("cannot write '{}': {}", what.display(), reason(e)))
+                };
+                file.write_all(&header).map_err(|e| cannot(&path, e))?;
+                // The names file exists from the start (and is kept current by
+                // the writer thread), so a killed process leaves a pair.
+                let names = names_path(&path);
+                stream_names = output::c_path(&names);
+                if let Some(c) = &stream_names {
+                    write_names_file(c).map_err(|e| cannot(&names, e))?;
                 }
-                stream_names = output::c_path(&names_path(&path));
-                stream = Some((file, path));
+                stream = Some((file, path.clone()));
+                path
             }
             Mode::FlightRecorder => {
                 let path = output::reserve_unique_name(&prefix);
+                check_writable_dir(&path);
                 fatal_names = output::c_path(&names_path(&path));
-                fatal_path = output::c_path(&path).map(|c| (c, path));
+                fatal_path = output::c_path(&path).map(|c| (c, path.clone()));
+                path
             }
-        }
+        };
+        let cut = incomplete_path(&path);
+        incomplete = output::c_path(&cut).zip(output::c_path(&names_path(&cut)));
     }
+    let stream_c = stream.as_ref().and_then(|(_, p)| output::c_path(p));
     let epoch_tsc = clock::now().tsc;
     let rt = Runtime {
         frequency,
@@ -96,6 +117,10 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
         stream_names,
         fatal_names,
         broken: AtomicBool::new(false),
+        write_errno: AtomicI32::new(0),
+        names_broken: AtomicBool::new(false),
+        stream_c,
+        incomplete,
         shut_down: AtomicBool::new(false),
         orphan_seq: AtomicU64::new(0),
         threads: AtomicU64::new(0),
@@ -135,8 +160,14 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
-    if rt.config.fatal_signals {
-        signal::install(on_fatal_signal);
+    if rt.config.fatal_signals || rt.config.dump_on_signal {
+        signal::install(
+            on_fatal_signal,
+            signal::Handled {
+                faults: rt.config.fatal_signals,
+                termination: rt.config.dump_on_signal,
+            },
+        );
     }
     STATE.store(
         if rt.config.patch_premain {
@@ -152,9 +183,38 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
 extern "C" fn at_exit() {
     // Unwinding out of an `extern "C"` function aborts; nothing here panics, but a
     // panic must not turn a normal exit into an abort.
-    let _ = std::panic::catch_unwind(|| {
-        let _ = shutdown();
+    let _ = std::panic::catch_unwind(|| match shutdown() {
+        Ok(_) | Err(Error::NotInitialized | Error::AlreadyShutDown) => {}
+        // A streaming trace that failed said so when it failed.
+        Err(_) if runtime().is_some_and(|rt| rt.broken.load(Ordering::Relaxed)) => {}
+        Err(e) => {
+            // Not eprintln!: a closed stderr must not panic here.
+            let _ = writeln!(std::io::stderr().lock(), "XRay: flightrec: {e}");
+        }
     });
+}
+
+/// A flight recorder writes its trace at exit, on demand or from a signal
+/// handler: say at once when its directory cannot take a file, rather than
+/// only when the trace is lost.
+fn check_writable_dir(trace: &Path) {
+    let dir = match trace.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(c) = output::c_path(dir) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated path; access only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = output::last_errno();
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "XRay: flightrec: cannot write traces to '{}': {}",
+            dir.display(),
+            reason(e)
+        );
+    }
 }
 
 /// What a fatal signal does (registered with the signal handler by `init`).

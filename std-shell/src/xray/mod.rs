@@ -55,7 +55,7 @@ pub use clock::CpuIds;
 pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
 pub use lifecycle::Report;
 pub use names::{function_id, set_function_name};
-pub use output::NAMES_SUFFIX;
+pub use output::{INCOMPLETE_SUFFIX, NAMES_SUFFIX};
 #[doc(hidden)]
 pub use record::enclosing_function_name;
 pub use record::{

@@ -103,6 +103,15 @@ pub fn max_named_id() -> u32 {
     MAX_ID.load(Ordering::Acquire)
 }
 
+/// How many names were stored so far: a writer that saw the same count has
+/// the names file up to date.
+static NAMES_STORED: AtomicU32 = AtomicU32::new(0);
+
+/// The count of names stored so far (it grows on every new or changed name).
+pub(crate) fn names_stored() -> u32 {
+    NAMES_STORED.load(Ordering::Acquire)
+}
+
 /// Stores a name; `stored` is the count [`WRITER`] holds. `false` when
 /// [`STORED`] is full (after about four billion names).
 fn store(stored: &mut u32, id: u32, name: &'static str) -> bool {
@@ -117,6 +126,7 @@ fn store(stored: &mut u32, id: u32, name: &'static str) -> bool {
         return false;
     }
     *stored = index + 1;
+    NAMES_STORED.store(index + 1, Ordering::Release);
     let chunk =
         TABLE[id as usize / CHUNK].get_or_init(|| Box::new([const { AtomicU32::new(0) }; CHUNK]));
     // Release: a reader that sees the index sees the slot written.

@@ -369,6 +369,9 @@ flag_set! {
         /// flightrec: write the trace when the process dies of SIGSEGV, SIGBUS,
         /// SIGILL, SIGFPE or SIGABRT.
         flightrec_fatal_signals: bool = true,
+        /// flightrec: also write the trace on SIGINT and SIGTERM (where the
+        /// program does not handle them), then end the process by the signal.
+        flightrec_dump_on_signal: bool = false,
         /// flightrec: record CPU ids with `rdtscp`: `auto` (when it is cheap), or a
         /// boolean.
         flightrec_cpu_ids: String = "auto",

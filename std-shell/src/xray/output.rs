@@ -77,8 +77,9 @@ impl RawFile {
         Ok((RawFile { fd }, PathBuf::from(OsStr::from_bytes(&template))))
     }
 
-    /// Opens `path` for writing, creating or truncating it. Async-signal-safe.
-    pub(crate) fn create(path: &CStr, exclusive: bool) -> Option<RawFile> {
+    /// Opens `path` for writing, creating or truncating it; the `errno` of a
+    /// failure. Async-signal-safe.
+    pub(crate) fn create(path: &CStr, exclusive: bool) -> Result<RawFile, i32> {
         let mut flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC;
         flags |= if exclusive {
             libc::O_EXCL
@@ -87,27 +88,32 @@ impl RawFile {
         };
         // SAFETY: `path` is NUL-terminated; `open` has no other preconditions.
         let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
-        (fd >= 0).then_some(RawFile { fd })
+        if fd < 0 {
+            Err(last_errno())
+        } else {
+            Ok(RawFile { fd })
+        }
     }
 
-    /// Writes all of `bytes`, retrying after signals and short writes.
-    /// Async-signal-safe.
-    pub(crate) fn write_all(&self, mut bytes: &[u8]) -> bool {
+    /// Writes all of `bytes`, retrying after signals and short writes; the
+    /// `errno` of a failure. Async-signal-safe.
+    pub(crate) fn write_all(&self, mut bytes: &[u8]) -> Result<(), i32> {
         while !bytes.is_empty() {
             // SAFETY: `bytes` is a valid readable slice for its length.
             let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
             if n < 0 {
-                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                let e = last_errno();
+                if e == libc::EINTR {
                     continue;
                 }
-                return false;
+                return Err(e);
             }
             if n == 0 {
-                return false;
+                return Err(libc::EIO);
             }
             bytes = &bytes[n as usize..];
         }
-        true
+        Ok(())
     }
 }
 
@@ -124,7 +130,8 @@ pub(crate) struct FdSink<'f> {
     file: &'f RawFile,
     buf: [u8; 256],
     len: usize,
-    ok: bool,
+    /// The `errno` of the first failed write (0: none).
+    errno: i32,
 }
 
 impl<'f> FdSink<'f> {
@@ -134,32 +141,46 @@ impl<'f> FdSink<'f> {
             file,
             buf: [0; 256],
             len: 0,
-            ok: true,
+            errno: 0,
         }
     }
 
-    /// Writes what is buffered; `false` if any write failed.
-    pub(crate) fn flush(&mut self) -> bool {
+    /// Writes what is buffered; the `errno` of the first write that failed.
+    pub(crate) fn flush(&mut self) -> Result<(), i32> {
         if self.len > 0 {
-            self.ok &= self.file.write_all(&self.buf[..self.len]);
+            let r = self.file.write_all(&self.buf[..self.len]);
+            self.note(r);
             self.len = 0;
         }
-        self.ok
+        match self.errno {
+            0 => Ok(()),
+            e => Err(e),
+        }
+    }
+
+    fn note(&mut self, r: Result<(), i32>) {
+        if let (Err(e), 0) = (r, self.errno) {
+            self.errno = e;
+        }
     }
 }
 
 impl Sink for FdSink<'_> {
     fn put(&mut self, bytes: &[u8]) -> bool {
+        if self.errno != 0 {
+            return false;
+        }
         if self.len + bytes.len() > self.buf.len() {
-            self.flush();
+            let _ = self.flush();
         }
         if bytes.len() >= self.buf.len() {
-            self.ok &= self.file.write_all(bytes);
+            let r = self.file.write_all(bytes);
+            self.note(r);
         } else {
             self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
             self.len += bytes.len();
         }
-        self.ok
+        self.errno == 0
     }
 }
 
@@ -202,4 +223,55 @@ pub(crate) fn stderr_raw(parts: &[&[u8]]) {
     }
     // SAFETY: writing a valid buffer to fd 2; the result does not matter.
     unsafe { libc::write(2, buf.as_ptr().cast(), len) };
+}
+
+/// Appended to a trace's path when the trace could not be written whole: a
+/// file under its normal name is complete; `<name>.incomplete` stops early
+/// (a full disk, an I/O error), and its names file is
+/// `<name>.incomplete.names`.
+///
+/// ```
+/// assert_eq!(flightrec::xray::INCOMPLETE_SUFFIX, ".incomplete");
+/// ```
+pub const INCOMPLETE_SUFFIX: &str = ".incomplete";
+
+/// `trace` plus [`INCOMPLETE_SUFFIX`].
+pub(crate) fn incomplete_path(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(INCOMPLETE_SUFFIX);
+    PathBuf::from(s)
+}
+
+/// This thread's `errno`. Async-signal-safe (a read of a thread-local).
+pub(crate) fn last_errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// The C library's text for `errno`, without Rust's " (os error N)".
+pub(crate) fn reason(errno: i32) -> String {
+    let s = io::Error::from_raw_os_error(errno).to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// The text of the `errno` values a write or create can fail with, for a
+/// signal handler (`strerror` is not async-signal-safe).
+pub(crate) fn reason_static(errno: i32) -> &'static [u8] {
+    match errno {
+        libc::ENOSPC => b"No space left on device",
+        libc::EDQUOT => b"Disk quota exceeded",
+        libc::EFBIG => b"File too large",
+        libc::EIO => b"Input/output error",
+        libc::EACCES => b"Permission denied",
+        libc::EROFS => b"Read-only file system",
+        libc::ENOENT => b"No such file or directory",
+        libc::ENOTDIR => b"Not a directory",
+        libc::EEXIST => b"File exists",
+        libc::EMFILE | libc::ENFILE => b"Too many open files",
+        _ => b"write error",
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -97,6 +97,16 @@ pub(crate) struct Runtime {
     pub(super) fatal_names: Option<CString>,
     /// An output failed; the warning was printed.
     pub(super) broken: AtomicBool,
+    /// The `errno` of the first failed write of the streaming trace (0: none).
+    pub(super) write_errno: AtomicI32,
+    /// The names file could not be rewritten (said once).
+    pub(super) names_broken: AtomicBool,
+    /// Streaming: the trace's path as a C string (renamed from a signal
+    /// handler when it cannot be written).
+    pub(super) stream_c: Option<CString>,
+    /// `<trace>.incomplete` and its names file, for the trace this runtime
+    /// writes from a signal handler or as a stream.
+    pub(super) incomplete: Option<(CString, CString)>,
     /// Shutdown ran.
     pub(super) shut_down: AtomicBool,
     pub(super) orphan_seq: AtomicU64,

@@ -25,17 +25,38 @@
 //! is left out after `grace_period_ms`), data of a thread whose ring was corrupted
 //! by the fault itself, and anything after `SIGKILL` or an out-of-memory kill, which
 //! cannot be caught.
+//!
+//! With `flightrec_dump_on_signal=true` the same handler also takes `SIGINT`
+//! and `SIGTERM`, but only where the program left them at their default
+//! action (a program that handles them keeps its own handler): it writes the
+//! trace, puts the default action back and raises the signal again, so the
+//! process ends as it would have.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-const SIGNALS: [libc::c_int; 5] = [
+const SIGNALS: [libc::c_int; 7] = [
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGILL,
     libc::SIGFPE,
     libc::SIGABRT,
+    libc::SIGINT,
+    libc::SIGTERM,
 ];
+
+/// The first five of [`SIGNALS`] are faults; the others end a process on
+/// request.
+const FAULTS: usize = 5;
+
+/// Which signals [`install`] takes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Handled {
+    /// `SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`.
+    pub faults: bool,
+    /// `SIGINT` and `SIGTERM`, where their action is the default.
+    pub termination: bool,
+}
 
 /// What the handler runs first: the runtime's dump, registered by `install`.
 static ON_FATAL: OnceLock<fn()> = OnceLock::new();
@@ -54,7 +75,7 @@ fn default_action() -> libc::sigaction {
 
 /// Installs the handler for the fatal signals (once per process); it calls
 /// `on_fatal` and then lets the signal take its previous course.
-pub(crate) fn install(on_fatal: fn()) {
+pub(crate) fn install(on_fatal: fn(), handled: Handled) {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -70,7 +91,16 @@ pub(crate) fn install(on_fatal: fn()) {
         prev
     });
     let _ = PREVIOUS.set(previous);
-    for sig in SIGNALS {
+    for (i, sig) in SIGNALS.into_iter().enumerate() {
+        let wanted = if i < FAULTS {
+            handled.faults
+        } else {
+            // Only where nobody handles or ignores it.
+            handled.termination && previous[i].sa_sigaction == libc::SIG_DFL
+        };
+        if !wanted {
+            continue;
+        }
         let mut action = default_action();
         action.sa_sigaction = handler as *const () as libc::sighandler_t;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
@@ -107,7 +137,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     // itself; send it again: it stays pending while this handler runs and then
     // reaches the previous action. A fault repeats when the instruction runs again.
     // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO).
-    let sent = !info.is_null() && unsafe { (*info).si_code } <= 0;
+    // SIGINT and SIGTERM never come back by themselves (a terminal's SIGINT
+    // has a positive si_code too).
+    let sent = i >= FAULTS || (!info.is_null() && unsafe { (*info).si_code } <= 0);
     if sent {
         // SAFETY: `raise` is async-signal-safe.
         unsafe { libc::raise(sig) };

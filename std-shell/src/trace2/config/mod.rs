@@ -339,7 +339,7 @@ impl Trace2Config {
         };
         let text = |i: usize| value(i).map(|v| v.to_string_lossy().into_owned());
         let brief = |i: usize| text(i).and_then(|v| parse_maybe_bool(&v)).unwrap_or(false);
-        let number = |i: usize| text(i).map(|v| atoi(&v)).unwrap_or(0);
+        let number = |i: usize| text(i).map(|v| c_int_atoi(&v)).unwrap_or(0);
         let list = |i: usize| -> Vec<String> {
             text(i)
                 .map(|v| {
@@ -497,6 +497,29 @@ fn target_wanted(value: Option<&std::ffi::OsStr>) -> bool {
     })
 }
 
+/// git's `atoi()` of a Trace2 number (`MAX_FILES`, `EVENT_NESTING`,
+/// `DST_DEBUG`): glibc's `atoi` is `(int) strtol(v, NULL, 10)`, so the value
+/// saturates at the `long` range and then keeps its low 32 bits, as a C
+/// `int`: `4294967301` is 5, `4294967297` is 1, `99999999999999999999` is -1.
+fn c_int_atoi(v: &str) -> i64 {
+    let n = atoi(v);
+    // `atoi` saturates a negative overflow at -i64::MAX; strtol at LONG_MIN.
+    let long = if n == -i64::MAX && strtol_overflows(v) {
+        i64::MIN
+    } else {
+        n
+    };
+    // The truncation to a C `int` is the point here.
+    i64::from(long as i32)
+}
+
+/// Whether the digits of `v` (after blanks and a sign) exceed `i64::MAX`.
+fn strtol_overflows(v: &str) -> bool {
+    let t = v.trim_start().trim_start_matches(['-', '+']);
+    let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse::<i64>().is_err() && !digits.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,5 +535,32 @@ mod tests {
         for junk in ["junk", "1x", "k", "0x", "99999999999", "4g", "1 "] {
             assert_eq!(parse_maybe_bool(junk), None, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn numbers_are_c_ints_like_gits_atoi() {
+        for (text, want) in [
+            ("4294967301", 5),
+            ("4294967297", 1),
+            ("2147483648", -2147483648),
+            ("99999999999999999999", -1),
+            ("-99999999999999999999", 0),
+            ("-9223372036854775807", 1),
+            (" 12x", 12),
+            ("junk", 0),
+        ] {
+            assert_eq!(c_int_atoi(text), want, "{text:?}");
+        }
+        let cfg = Trace2Config::load_from("GIT_TRACE2", |name| match name {
+            "GIT_TRACE2_MAX_FILES" => Some("4294967301".into()),
+            "GIT_TRACE2_EVENT_NESTING" => Some("4294967297".into()),
+            "GIT_TRACE2_DST_DEBUG" => Some("4294967296".into()),
+            "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+            _ => None,
+        });
+        assert_eq!(
+            (cfg.max_files, cfg.event_nesting, cfg.dst_debug),
+            (5, 1, false)
+        );
     }
 }

@@ -53,13 +53,15 @@ mod background;
 mod dir;
 mod mode;
 mod sink;
+mod stall;
 mod value;
 
 use std::ffi::OsStr;
 use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use flightrec_core::trace2::Target as Kind;
 
@@ -67,6 +69,7 @@ pub(crate) use background::{BackgroundWriter, Pushed};
 pub use dir::{DISCARD_SENTINEL, MAX_ATTEMPTS};
 pub use mode::{WriteMode, DEFAULT_QUEUE_BYTES, WRITE_MODE_VAR};
 use sink::Sink;
+pub use stall::{write_timeout, DEFAULT_TIMEOUT_MS, TIMEOUT_VAR};
 pub use value::{SocketType, TargetValue, UnixSocketError, UnixSocketSpec, SUN_PATH_LEN};
 
 /// An open Trace2 destination. Writing never fails the caller: a failing
@@ -110,6 +113,12 @@ pub struct Destination {
     too_many_files: bool,
     path: Option<PathBuf>,
     socket: Option<SocketType>,
+    /// Lines lost to a failed write, or not written because of one.
+    lost: AtomicU64,
+    /// A line went out cut short (a short write: a full disk, a timeout).
+    cut: AtomicBool,
+    /// Why the destination failed, for the report at exit.
+    failure: OnceLock<String>,
 }
 
 /// Why a destination did not open, with git's warning text when git prints one.
@@ -201,16 +210,18 @@ impl Destination {
         let mut path = None;
         let mut socket = None;
         let mut too_many_files = false;
+        let timeout = stall::timeout_from_env();
         let sink = match TargetValue::parse(value) {
             TargetValue::Off => return Err(OpenOutcome::Off),
-            TargetValue::Stderr => Sink::borrowed(2),
-            TargetValue::Fd(fd) => Sink::borrowed(RawFd::from(fd)),
+            // No bound on stderr: the warning would wait on it all the same.
+            TargetValue::Stderr => Sink::borrowed(2, None),
+            TargetValue::Fd(fd) => Sink::borrowed(RawFd::from(fd), timeout),
             TargetValue::Absolute(target) if target.is_dir() => {
                 match dir::open_in(target, p.sid, p.max_files) {
                     Ok(f) => {
                         too_many_files = f.discard;
                         path = Some(f.path);
-                        Sink::owned(OwnedFd::from(f.file))
+                        Sink::owned(OwnedFd::from(f.file), timeout)
                     }
                     Err(dir::DirError::TooManyFiles) => {
                         return Err(debug_warning(format!(
@@ -227,7 +238,7 @@ impl Destination {
             TargetValue::Absolute(target) => match open_append(target) {
                 Ok(f) => {
                     path = Some(target.to_path_buf());
-                    Sink::owned(OwnedFd::from(f))
+                    Sink::owned(OwnedFd::from(f), timeout)
                 }
                 Err(error) => return Err(debug_warning(could_not_open(target, p.var, &error))),
             },
@@ -250,7 +261,7 @@ impl Destination {
                     Ok((fd, ty)) => {
                         path = Some(spec.path.to_path_buf());
                         socket = Some(ty);
-                        Sink::owned(fd)
+                        Sink::owned(fd, timeout)
                     }
                     Err(e) => {
                         return Err(debug_warning(format!(
@@ -281,6 +292,9 @@ impl Destination {
             too_many_files,
             path,
             socket,
+            lost: AtomicU64::new(0),
+            cut: AtomicBool::new(false),
+            failure: OnceLock::new(),
         })
     }
 
@@ -393,14 +407,82 @@ impl Destination {
     /// warning git would print (only with `DST_DEBUG`); when several threads
     /// fail at once only one of them gets the warning. Example on
     /// [`Destination`] and [`Destination::is_enabled`].
+    ///
+    /// A line that cannot be written (the write failed, or the destination
+    /// failed before) or that went out cut short (a short write) is counted
+    /// for [`Self::take_loss_report`].
     pub fn write_line(&self, line: &[u8]) -> Option<String> {
-        if line.is_empty() || !self.is_enabled() {
+        if line.is_empty() {
+            return None;
+        }
+        if !self.is_enabled() {
+            self.count_lost(1);
             return None;
         }
         match self.sink.write_once(line) {
+            Ok(n) if n < line.len() => {
+                self.cut.store(true, Ordering::Relaxed);
+                self.count_lost(1);
+                None
+            }
             Ok(_) => None,
-            Err(e) => self.fail(&e),
+            Err(e) => {
+                self.count_lost(1);
+                self.fail(&e)
+            }
         }
+    }
+
+    /// Counts `n` lines that this destination did not write (it had failed
+    /// before they came).
+    pub(crate) fn count_lost(&self, n: u64) {
+        self.lost.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The lines lost so far, as the warning printed at exit (the text after
+    /// `warning: `), or `None` when none was lost; the count starts again
+    /// from zero, so each loss is reported once.
+    ///
+    /// ```
+    /// use flightrec::core::trace2::Target;
+    /// use flightrec::trace2::target::{Destination, OpenParams};
+    ///
+    /// // Descriptor 9 is not open here: every line is lost, and said so.
+    /// let params = OpenParams {
+    ///     kind: Target::Normal,
+    ///     var: "GIT_TRACE2",
+    ///     dst_debug: false,
+    ///     max_files: 0,
+    ///     sid: "sid",
+    /// };
+    /// let dest = Destination::open_value("9".as_ref(), params).unwrap();
+    /// assert_eq!(dest.take_loss_report(), None);
+    /// assert_eq!(dest.write_line(b"version 2.47.3\n"), None); // no DST_DEBUG
+    /// assert_eq!(dest.write_line(b"start\n"), None);
+    /// assert_eq!(
+    ///     dest.take_loss_report().as_deref(),
+    ///     Some("trace2: lost 2 lines for 'GIT_TRACE2': Bad file descriptor")
+    /// );
+    /// assert_eq!(dest.take_loss_report(), None);
+    /// ```
+    pub fn take_loss_report(&self) -> Option<String> {
+        let n = self.lost.swap(0, Ordering::Relaxed);
+        if n == 0 {
+            return None;
+        }
+        let mut text = format!(
+            "trace2: lost {n} line{} for '{}'",
+            if n == 1 { "" } else { "s" },
+            self.var
+        );
+        if let Some(why) = self.failure.get() {
+            text.push_str(": ");
+            text.push_str(why);
+        }
+        if self.cut.swap(false, Ordering::Relaxed) {
+            text.push_str(" (a line was written cut short)");
+        }
+        Some(text)
     }
 
     /// Writes a batch of complete lines (`bytes`, where each line ends at
@@ -410,6 +492,7 @@ impl Destination {
     /// socket. Fails as [`Self::write_line`] does.
     pub(crate) fn write_lines(&self, bytes: &[u8], ends: &[usize]) -> Option<String> {
         if !self.is_enabled() {
+            self.count_lost(ends.len() as u64);
             return None;
         }
         let limit = self.sink.batch_limit();
@@ -424,7 +507,16 @@ impl Destination {
                 i += 1;
             }
             let chunk = bytes.get(start..end)?;
-            if let Err(e) = self.sink.write_all(chunk) {
+            if let Err((written, e)) = self.sink.write_all(chunk) {
+                // Lines that ended before the failure are out; the one it
+                // cut, and every one after, are lost.
+                let pos = start + written;
+                let whole = ends.partition_point(|&e| e <= pos);
+                let last_end = whole.checked_sub(1).and_then(|i| ends.get(i));
+                if written > 0 && last_end != Some(&pos) {
+                    self.cut.store(true, Ordering::Relaxed);
+                }
+                self.count_lost((ends.len() - whole) as u64);
                 return self.fail(&e);
             }
             start = end;
@@ -434,9 +526,17 @@ impl Destination {
 
     /// Disables the destination after a failed write; the warning goes to
     /// the first failing caller only, and only with `DST_DEBUG`.
+    ///
+    /// A reader that stalled past the timeout ([`TIMEOUT_VAR`]) always
+    /// warns: git would still be waiting, so there is no git behaviour to
+    /// keep, and a trace that stops for that reason must not stop in silence.
     fn fail(&self, e: &std::io::Error) -> Option<String> {
         let first = self.enabled.swap(false, Ordering::Relaxed);
-        (first && self.dst_debug)
+        if first {
+            let _ = self.failure.set(strerror(e));
+        }
+        let stalled = e.kind() == std::io::ErrorKind::TimedOut;
+        (first && (self.dst_debug || stalled))
             .then(|| format!("unable to write trace to '{}': {}", self.var, strerror(e)))
     }
 }

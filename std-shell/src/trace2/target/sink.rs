@@ -18,9 +18,15 @@
 //! (see [`Sink::write_once`]), a short write of a batch is
 //! ([`Sink::write_all`]). [`Sink::batch_limit`] says how many bytes of lines
 //! one write of a batch may carry.
+//!
+//! A write waits for a stalled reader at most the sink's timeout (see
+//! [`stall`](super::stall)), then fails with `ErrorKind::TimedOut`.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::stall;
 
 /// How lines go to the descriptor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,29 +49,46 @@ pub(crate) struct Sink {
     /// A datagram socket: every `send()` is one message, so lines go one
     /// per call even when batched.
     datagram: bool,
+    /// How long one write may wait for the reader (`None`: forever).
+    timeout: Option<Duration>,
+    /// Poll for room before each write (pipes, and sockets without
+    /// `SO_SNDTIMEO`); else the socket's own timeout bounds the `send()`.
+    poll_first: bool,
 }
 
 impl Sink {
     /// A descriptor the host owns. It need not be open: writing then fails
     /// with `EBADF`, as in git.
-    pub(crate) fn borrowed(fd: RawFd) -> Self {
+    /// Its settings are the host's: a bound is kept by polling.
+    pub(crate) fn borrowed(fd: RawFd, timeout: Option<Duration>) -> Self {
         let mode = mode_of(fd);
         Sink {
             fd,
             _owned: None,
             mode,
             datagram: mode == Syscall::Socket && is_datagram(fd),
+            timeout,
+            poll_first: timeout.is_some() && mode != Syscall::Plain,
         }
     }
 
-    /// A descriptor Trace2 opened and closes when the sink drops.
-    pub(crate) fn owned(fd: OwnedFd) -> Self {
-        let mode = mode_of(fd.as_raw_fd());
+    /// A descriptor Trace2 opened and closes when the sink drops. A socket
+    /// gets `SO_SNDTIMEO` for the bound.
+    pub(crate) fn owned(fd: OwnedFd, timeout: Option<Duration>) -> Self {
+        let raw = fd.as_raw_fd();
+        let mode = mode_of(raw);
+        let poll_first = match (mode, timeout) {
+            (_, None) | (Syscall::Plain, _) => false,
+            (Syscall::Socket, Some(t)) => !stall::set_send_timeout(raw, t),
+            (Syscall::Pipe, Some(_)) => true,
+        };
         Sink {
-            fd: fd.as_raw_fd(),
+            fd: raw,
             mode,
-            datagram: mode == Syscall::Socket && is_datagram(fd.as_raw_fd()),
+            datagram: mode == Syscall::Socket && is_datagram(raw),
             _owned: Some(fd),
+            timeout,
+            poll_first,
         }
     }
 
@@ -100,11 +123,14 @@ impl Sink {
     /// write. Used for batches: a short write of a batch happens at most when
     /// the destination is about to fail (a full disk), and dropping the rest
     /// of the batch would lose many lines where the direct path loses one.
-    pub(crate) fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
-        while !bytes.is_empty() {
-            match self.write_once(bytes)? {
-                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                n => bytes = bytes.get(n..).unwrap_or_default(),
+    /// On failure, returns how many bytes were written before it.
+    pub(crate) fn write_all(&self, bytes: &[u8]) -> Result<(), (usize, io::Error)> {
+        let mut done = 0;
+        while let Some(rest) = bytes.get(done..).filter(|r| !r.is_empty()) {
+            match self.write_once(rest) {
+                Ok(0) => return Err((done, io::Error::from(io::ErrorKind::WriteZero))),
+                Ok(n) => done += n,
+                Err(e) => return Err((done, e)),
             }
         }
         Ok(())
@@ -114,15 +140,27 @@ impl Sink {
     /// counts as success and is not retried: another writer's line could land
     /// between the two parts, which is worse than a cut line.
     pub(crate) fn write_once(&self, line: &[u8]) -> io::Result<usize> {
+        if let (true, Some(t)) = (self.poll_first, self.timeout) {
+            stall::wait_writable(self.fd, t)?;
+        }
         loop {
             let r = match self.mode {
                 Syscall::Plain => plain_write(self.fd, line),
                 Syscall::Socket => send_nosignal(self.fd, line),
                 Syscall::Pipe => write_blocking_sigpipe(self.fd, line),
             };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
+            match (r, self.timeout) {
+                (Err(e), _) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A descriptor the host made non-blocking: wait for room,
+                // boundedly, and try again.
+                (Err(e), Some(t)) if e.kind() == io::ErrorKind::WouldBlock && self.poll_first => {
+                    stall::wait_writable(self.fd, t)?;
+                }
+                // SO_SNDTIMEO expired: the reader took nothing for that long.
+                (Err(e), Some(t)) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(stall::stalled(t))
+                }
+                (other, _) => return other,
             }
         }
     }
@@ -272,25 +310,25 @@ mod tests {
     #[test]
     fn descriptor_types_pick_the_write() {
         let (r, w) = pipe();
-        assert_eq!(Sink::owned(w).mode(), Syscall::Pipe);
+        assert_eq!(Sink::owned(w, None).mode(), Syscall::Pipe);
         drop(r);
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert_eq!(Sink::owned(a.into()).mode(), Syscall::Socket);
+        assert_eq!(Sink::owned(a.into(), None).mode(), Syscall::Socket);
         let f = tempfile_in_target();
-        assert_eq!(Sink::owned(f.into()).mode(), Syscall::Plain);
+        assert_eq!(Sink::owned(f.into(), None).mode(), Syscall::Plain);
     }
 
     #[test]
     fn batch_limits_follow_the_descriptor() {
         let (r, w) = pipe();
-        assert_eq!(Sink::owned(w).batch_limit(), libc::PIPE_BUF);
+        assert_eq!(Sink::owned(w, None).batch_limit(), libc::PIPE_BUF);
         drop(r);
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert_eq!(Sink::owned(a.into()).batch_limit(), usize::MAX);
+        assert_eq!(Sink::owned(a.into(), None).batch_limit(), usize::MAX);
         let (d, _e) = std::os::unix::net::UnixDatagram::pair().unwrap();
-        assert_eq!(Sink::owned(d.into()).batch_limit(), 0);
+        assert_eq!(Sink::owned(d.into(), None).batch_limit(), 0);
         assert_eq!(
-            Sink::owned(tempfile::tempfile().unwrap().into()).batch_limit(),
+            Sink::owned(tempfile::tempfile().unwrap().into(), None).batch_limit(),
             usize::MAX
         );
     }
@@ -298,15 +336,15 @@ mod tests {
     #[test]
     fn write_all_writes_everything_or_fails() {
         let (r, w) = pipe();
-        let sink = Sink::owned(w);
+        let sink = Sink::owned(w, None);
         sink.write_all(b"a\nbb\n").unwrap();
         let mut got = [0u8; 8];
         // SAFETY: reads into a local buffer from the pipe's read end.
         let n = unsafe { libc::read(r.as_raw_fd(), got.as_mut_ptr().cast(), got.len()) };
         assert_eq!(&got[..n as usize], b"a\nbb\n");
         drop(r);
-        let e = sink.write_all(b"x\n").unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+        let (written, e) = sink.write_all(b"x\n").unwrap_err();
+        assert_eq!((written, e.raw_os_error()), (0, Some(libc::EPIPE)));
     }
 
     fn tempfile_in_target() -> std::fs::File {
@@ -324,7 +362,7 @@ mod tests {
         // process whose SIGPIPE disposition is the default.
         let (r, w) = pipe();
         drop(r);
-        let sink = Sink::owned(w);
+        let sink = Sink::owned(w, None);
         let e = sink.write_once(b"x\n").unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
     }
@@ -387,7 +425,7 @@ mod tests {
     #[test]
     fn closed_descriptor_gives_ebadf() {
         // -1 is never an open descriptor.
-        let sink = Sink::borrowed(-1);
+        let sink = Sink::borrowed(-1, None);
         assert_eq!(sink.mode(), Syscall::Plain);
         let e = sink.write_once(b"x\n").unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EBADF));
