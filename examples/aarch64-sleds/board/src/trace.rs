@@ -62,7 +62,7 @@ impl Error {
 /// Returns how many sleds were patched. Call once, first thing.
 pub fn start() -> Result<usize, Error> {
     let config = RecorderConfig::new(
-        WriterConfig::new(SOURCE as i32).with_pid(1),
+        WriterConfig::new(SOURCE).with_pid(1),
         crate::ticks_per_second(),
     );
     // SAFETY: `start` runs once, before anything else uses these statics; the
