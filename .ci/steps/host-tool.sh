@@ -12,7 +12,8 @@ command -v llvm-xray >/dev/null 2>&1 || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm >/dev/null
 }
 
-cargo build -q -p flightrec-cli --bin flightrec --example xray-host
+cargo build -q -p flightrec-cli --bin flightrec
+cargo build -q -p flightrec --example xray-host
 bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"
 flightrec="$bin/flightrec"
 out=$(mktemp -d)
