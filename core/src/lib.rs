@@ -52,6 +52,7 @@
 
 pub mod clock;
 pub mod fdr;
+pub mod global;
 pub mod link;
 pub mod names;
 pub mod trace2;
