@@ -16,8 +16,7 @@
 
 use core::num::NonZeroU64;
 
-use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+use super::le;
 
 /// The value of the header's `type` field for FDR mode (0 is XRay's "basic" mode).
 ///
@@ -158,39 +157,81 @@ impl defmt::Format for HeaderFlags {
     }
 }
 
-/// The header exactly as it lies in the file (little-endian, no padding).
+/// The header's fields exactly as they lie in the file, unvalidated: bytes 0-1
+/// version, 2-3 log type, 4-7 flags, 8-15 cycle frequency, 16-23 buffer size, 24-31
+/// reserved (all little-endian).
 ///
-/// A zerocopy type: read it straight out of a byte slice, or write it as bytes. Most
-/// code wants the validated [`FileHeader`] instead.
+/// Most code wants the validated [`FileHeader`] instead.
 ///
 /// ```
 /// use core::num::NonZeroU64;
 /// use flightrec_core::fdr::header::{FileHeader, RawFileHeader, HEADER_SIZE};
 /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 4096);
 /// let raw: RawFileHeader = header.to_raw();
-/// assert_eq!(raw.version.get(), 5);
-/// assert_eq!(raw.log_type.get(), 1);
-/// assert_eq!(raw.buffer_size.get(), 4096);
+/// assert_eq!(raw.version, 5);
+/// assert_eq!(raw.log_type, 1);
+/// assert_eq!(raw.buffer_size, 4096);
 /// assert_eq!(raw.reserved, [0; 8]);
-/// assert_eq!(core::mem::size_of::<RawFileHeader>(), HEADER_SIZE);
+/// assert_eq!(RawFileHeader::from_bytes(&raw.to_bytes()), raw);
+/// assert_eq!(raw.to_bytes().len(), HEADER_SIZE);
 /// ```
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
-)]
-#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawFileHeader {
     /// Format version, 1 to 5.
-    pub version: U16,
+    pub version: u16,
     /// Log type: 1 for FDR.
-    pub log_type: U16,
+    pub log_type: u16,
     /// [`HeaderFlags`] bits; other bits are ignored by readers.
-    pub flags: U32,
+    pub flags: u32,
     /// TSC ticks per second.
-    pub cycle_frequency: U64,
+    pub cycle_frequency: u64,
     /// The per-thread buffer size (compiler-rt writes it here; readers ignore it).
-    pub buffer_size: U64,
-    /// Eight zero bytes.
+    pub buffer_size: u64,
+    /// Eight bytes, zero when this crate or compiler-rt writes them.
     pub reserved: [u8; 8],
+}
+
+impl RawFileHeader {
+    /// Reads the fields of a header's 32 bytes.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::header::RawFileHeader;
+    /// let mut bytes = [0u8; 32];
+    /// bytes[..4].copy_from_slice(&[5, 0, 1, 0]);
+    /// bytes[8] = 100;
+    /// let raw = RawFileHeader::from_bytes(&bytes);
+    /// assert_eq!((raw.version, raw.log_type, raw.cycle_frequency), (5, 1, 100));
+    /// ```
+    pub fn from_bytes(bytes: &[u8; HEADER_SIZE]) -> Self {
+        Self {
+            version: u16::from_le_bytes(le::read::<0, 2, HEADER_SIZE>(bytes)),
+            log_type: u16::from_le_bytes(le::read::<2, 2, HEADER_SIZE>(bytes)),
+            flags: u32::from_le_bytes(le::read::<4, 4, HEADER_SIZE>(bytes)),
+            cycle_frequency: u64::from_le_bytes(le::read::<8, 8, HEADER_SIZE>(bytes)),
+            buffer_size: u64::from_le_bytes(le::read::<16, 8, HEADER_SIZE>(bytes)),
+            reserved: le::read::<24, 8, HEADER_SIZE>(bytes),
+        }
+    }
+
+    /// The 32 bytes that hold these fields.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::header::RawFileHeader;
+    /// let raw = RawFileHeader {
+    ///     version: 3, log_type: 1, flags: 0, cycle_frequency: 1, buffer_size: 0, reserved: [0; 8],
+    /// };
+    /// assert_eq!(&raw.to_bytes()[..4], &[3, 0, 1, 0]);
+    /// ```
+    pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
+        let mut out = [0u8; HEADER_SIZE];
+        le::write::<0, 2, HEADER_SIZE>(&mut out, self.version.to_le_bytes());
+        le::write::<2, 2, HEADER_SIZE>(&mut out, self.log_type.to_le_bytes());
+        le::write::<4, 4, HEADER_SIZE>(&mut out, self.flags.to_le_bytes());
+        le::write::<8, 8, HEADER_SIZE>(&mut out, self.cycle_frequency.to_le_bytes());
+        le::write::<16, 8, HEADER_SIZE>(&mut out, self.buffer_size.to_le_bytes());
+        le::write::<24, 8, HEADER_SIZE>(&mut out, self.reserved);
+        out
+    }
 }
 
 /// The file header: what an FDR file says about itself.
@@ -304,16 +345,16 @@ impl FileHeader {
     /// use core::num::NonZeroU64;
     /// use flightrec_core::fdr::FileHeader;
     /// let raw = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0).to_raw();
-    /// assert_eq!(raw.cycle_frequency.get(), 1_000);
-    /// assert_eq!(raw.flags.get(), 3);
+    /// assert_eq!(raw.cycle_frequency, 1_000);
+    /// assert_eq!(raw.flags, 3);
     /// ```
     pub fn to_raw(&self) -> RawFileHeader {
         RawFileHeader {
-            version: U16::new(self.version.number()),
-            log_type: U16::new(FDR_LOG_TYPE),
-            flags: U32::new(self.flags.bits()),
-            cycle_frequency: U64::new(self.cycle_frequency.get()),
-            buffer_size: U64::new(self.buffer_size),
+            version: self.version.number(),
+            log_type: FDR_LOG_TYPE,
+            flags: self.flags.bits(),
+            cycle_frequency: self.cycle_frequency.get(),
+            buffer_size: self.buffer_size,
             reserved: [0; 8],
         }
     }
@@ -329,9 +370,7 @@ impl FileHeader {
     /// assert_eq!(&bytes[24..], &[0; 8]);
     /// ```
     pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
-        let mut out = [0u8; HEADER_SIZE];
-        out.copy_from_slice(self.to_raw().as_bytes());
-        out
+        self.to_raw().to_bytes()
     }
 
     /// Reads a header from the first 32 bytes of `bytes`.
@@ -350,10 +389,10 @@ impl FileHeader {
     /// assert_eq!(FileHeader::parse(&bytes), Err(HeaderError::ZeroFrequency));
     /// ```
     pub fn parse(bytes: &[u8]) -> Result<Self, HeaderError> {
-        let Ok((raw, _)) = RawFileHeader::read_from_prefix(bytes) else {
+        let Some(header) = bytes.first_chunk::<HEADER_SIZE>() else {
             return Err(HeaderError::Truncated { len: bytes.len() });
         };
-        Self::from_raw(&raw)
+        Self::from_raw(&RawFileHeader::from_bytes(header))
     }
 
     /// Validates a raw header: the checks of [`parse`](Self::parse) without the
@@ -365,22 +404,22 @@ impl FileHeader {
     /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0);
     /// let mut raw = header.to_raw();
     /// assert_eq!(FileHeader::from_raw(&raw), Ok(header));
-    /// raw.version.set(7);
+    /// raw.version = 7;
     /// assert_eq!(FileHeader::from_raw(&raw), Err(HeaderError::UnsupportedVersion(7)));
     /// ```
     pub fn from_raw(raw: &RawFileHeader) -> Result<Self, HeaderError> {
-        let version = Version::from_number(raw.version.get())
-            .ok_or(HeaderError::UnsupportedVersion(raw.version.get()))?;
-        if raw.log_type.get() != FDR_LOG_TYPE {
-            return Err(HeaderError::NotFdr(raw.log_type.get()));
+        let version = Version::from_number(raw.version)
+            .ok_or(HeaderError::UnsupportedVersion(raw.version))?;
+        if raw.log_type != FDR_LOG_TYPE {
+            return Err(HeaderError::NotFdr(raw.log_type));
         }
         let cycle_frequency =
-            NonZeroU64::new(raw.cycle_frequency.get()).ok_or(HeaderError::ZeroFrequency)?;
+            NonZeroU64::new(raw.cycle_frequency).ok_or(HeaderError::ZeroFrequency)?;
         Ok(Self {
             version,
-            flags: HeaderFlags::from_bits_truncate(raw.flags.get()),
+            flags: HeaderFlags::from_bits_truncate(raw.flags),
             cycle_frequency,
-            buffer_size: raw.buffer_size.get(),
+            buffer_size: raw.buffer_size,
         })
     }
 }
@@ -398,7 +437,7 @@ mod tests {
         ];
         let h = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 16384);
         assert_eq!(h.to_bytes(), real);
-        assert_eq!(core::mem::size_of::<RawFileHeader>(), HEADER_SIZE);
+        assert_eq!(RawFileHeader::from_bytes(&real), h.to_raw());
     }
 
     #[test]

@@ -52,6 +52,7 @@
 
 pub mod decoder;
 pub mod header;
+mod le;
 pub mod records;
 pub mod ring;
 pub mod static_ring;

@@ -3,18 +3,36 @@
 //!
 //! Each kind is one type with the fields the record carries, and its
 //! [`MetadataRecord::parse`] and [`MetadataRecord::emit`] side by side: the one place
-//! its layout is read and written. Behind each type is a private zerocopy layout that
-//! names every byte, reserved ones included, so that `emit` writes them as zero (LLVM's
-//! own runtime leaves stack garbage there; readers ignore it) and the compiler checks
-//! that every layout is 16 bytes.
+//! its layout is read and written. Each type's fields are named by offset and width
+//! (`field::<AT, N>`), which the compiler checks lie inside the 16 bytes; `emit` starts
+//! from zeros, so every byte no field names is written as zero (LLVM's own runtime
+//! leaves stack garbage there; readers ignore it).
 //!
 //! The custom event marker is the one kind whose layout depends on the version, so
 //! [`CustomEventMarker`] has `parse` and `emit` of its own that take one.
 
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, Unaligned};
-
 use super::super::header::Version;
+use super::super::le;
+
+/// Bytes `AT..AT + N` of a metadata record.
+#[inline(always)]
+fn field<const AT: usize, const N: usize>(record: &[u8; METADATA_RECORD_SIZE]) -> [u8; N] {
+    le::read::<AT, N, METADATA_RECORD_SIZE>(record)
+}
+
+/// A metadata record of kind `tag` with every other byte zero, for `emit` to fill.
+#[inline(always)]
+const fn zeroed(tag: u8) -> [u8; METADATA_RECORD_SIZE] {
+    let mut record = [0; METADATA_RECORD_SIZE];
+    record[0] = tag;
+    record
+}
+
+/// Writes `bytes` at bytes `AT..AT + N` of a metadata record.
+#[inline(always)]
+fn set<const AT: usize, const N: usize>(record: &mut [u8; METADATA_RECORD_SIZE], bytes: [u8; N]) {
+    le::write::<AT, N, METADATA_RECORD_SIZE>(record, bytes)
+}
 
 /// Size of a metadata record (custom and typed event payloads follow it).
 ///
@@ -165,30 +183,21 @@ pub struct NewBuffer {
     pub tid: i32,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct NewBufferLayout {
-    tag: u8,
-    tid: I32,
-    reserved: [u8; 11],
-}
-
 impl MetadataRecord for NewBuffer {
     const KIND: MetadataKind = MetadataKind::NewBuffer;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: NewBufferLayout = zerocopy::transmute!(*record);
-        Self { tid: raw.tid.get() }
+        Self {
+            tid: i32::from_le_bytes(field::<1, 4>(record)),
+        }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(NewBufferLayout {
-            tag: Self::KIND.tag(),
-            tid: I32::new(self.tid),
-            reserved: [0; 11],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 4>(&mut record, self.tid.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -239,35 +248,23 @@ pub struct NewCpuId {
     pub tsc: u64,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct NewCpuIdLayout {
-    tag: u8,
-    cpu: U16,
-    tsc: U64,
-    reserved: [u8; 5],
-}
-
 impl MetadataRecord for NewCpuId {
     const KIND: MetadataKind = MetadataKind::NewCpuId;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: NewCpuIdLayout = zerocopy::transmute!(*record);
         Self {
-            cpu: raw.cpu.get(),
-            tsc: raw.tsc.get(),
+            cpu: u16::from_le_bytes(field::<1, 2>(record)),
+            tsc: u64::from_le_bytes(field::<3, 8>(record)),
         }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(NewCpuIdLayout {
-            tag: Self::KIND.tag(),
-            cpu: U16::new(self.cpu),
-            tsc: U64::new(self.tsc),
-            reserved: [0; 5],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 2>(&mut record, self.cpu.to_le_bytes());
+        set::<3, 8>(&mut record, self.tsc.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -288,30 +285,21 @@ pub struct TscWrap {
     pub tsc: u64,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct TscWrapLayout {
-    tag: u8,
-    tsc: U64,
-    reserved: [u8; 7],
-}
-
 impl MetadataRecord for TscWrap {
     const KIND: MetadataKind = MetadataKind::TscWrap;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: TscWrapLayout = zerocopy::transmute!(*record);
-        Self { tsc: raw.tsc.get() }
+        Self {
+            tsc: u64::from_le_bytes(field::<1, 8>(record)),
+        }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(TscWrapLayout {
-            tag: Self::KIND.tag(),
-            tsc: U64::new(self.tsc),
-            reserved: [0; 7],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 8>(&mut record, self.tsc.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -335,35 +323,23 @@ pub struct WalltimeMarker {
     pub micros: u32,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct WalltimeMarkerLayout {
-    tag: u8,
-    seconds: I64,
-    micros: U32,
-    reserved: [u8; 3],
-}
-
 impl MetadataRecord for WalltimeMarker {
     const KIND: MetadataKind = MetadataKind::WalltimeMarker;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: WalltimeMarkerLayout = zerocopy::transmute!(*record);
         Self {
-            seconds: raw.seconds.get(),
-            micros: raw.micros.get(),
+            seconds: i64::from_le_bytes(field::<1, 8>(record)),
+            micros: u32::from_le_bytes(field::<9, 4>(record)),
         }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(WalltimeMarkerLayout {
-            tag: Self::KIND.tag(),
-            seconds: I64::new(self.seconds),
-            micros: U32::new(self.micros),
-            reserved: [0; 3],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 8>(&mut record, self.seconds.to_le_bytes());
+        set::<9, 4>(&mut record, self.micros.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -424,25 +400,6 @@ pub struct CustomEventMarker {
     pub time: CustomEventTime,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct CustomEventV4Layout {
-    tag: u8,
-    size: I32,
-    tsc: U64,
-    cpu: U16,
-    reserved: [u8; 1],
-}
-
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct CustomEventV5Layout {
-    tag: u8,
-    size: I32,
-    delta: I32,
-    reserved: [u8; 7],
-}
-
 impl CustomEventMarker {
     /// The kind; byte 0 of the marker is `KIND.tag()`.
     ///
@@ -468,22 +425,16 @@ impl CustomEventMarker {
     /// ```
     #[inline]
     pub fn parse(version: Version, record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        if version.events_use_delta() {
-            let raw: CustomEventV5Layout = zerocopy::transmute!(*record);
-            Self {
-                size: raw.size.get(),
-                time: CustomEventTime::Delta(raw.delta.get()),
-            }
+        let size = i32::from_le_bytes(field::<1, 4>(record));
+        let time = if version.events_use_delta() {
+            CustomEventTime::Delta(i32::from_le_bytes(field::<5, 4>(record)))
         } else {
-            let raw: CustomEventV4Layout = zerocopy::transmute!(*record);
-            Self {
-                size: raw.size.get(),
-                time: CustomEventTime::Absolute {
-                    tsc: raw.tsc.get(),
-                    cpu: raw.cpu.get(),
-                },
+            CustomEventTime::Absolute {
+                tsc: u64::from_le_bytes(field::<5, 8>(record)),
+                cpu: u16::from_le_bytes(field::<13, 2>(record)),
             }
-        }
+        };
+        Self { size, time }
     }
 
     /// Writes all 16 bytes of the marker (not the payload). The layout follows the
@@ -503,22 +454,18 @@ impl CustomEventMarker {
     /// ```
     #[inline]
     pub fn emit(&self, version: Version, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        let size = I32::new(self.size);
-        *out = match self.time {
-            CustomEventTime::Delta(delta) => zerocopy::transmute!(CustomEventV5Layout {
-                tag: Self::KIND.tag(),
-                size,
-                delta: I32::new(delta),
-                reserved: [0; 7],
-            }),
-            CustomEventTime::Absolute { tsc, cpu } => zerocopy::transmute!(CustomEventV4Layout {
-                tag: Self::KIND.tag(),
-                size,
-                tsc: U64::new(tsc),
-                cpu: U16::new(if version == Version::V4 { cpu } else { 0 }),
-                reserved: [0; 1],
-            }),
-        };
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 4>(&mut record, self.size.to_le_bytes());
+        match self.time {
+            CustomEventTime::Delta(delta) => set::<5, 4>(&mut record, delta.to_le_bytes()),
+            CustomEventTime::Absolute { tsc, cpu } => {
+                set::<5, 8>(&mut record, tsc.to_le_bytes());
+                if version == Version::V4 {
+                    set::<13, 2>(&mut record, cpu.to_le_bytes());
+                }
+            }
+        }
+        *out = record;
     }
 }
 
@@ -539,32 +486,21 @@ pub struct CallArgument {
     pub value: u64,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct CallArgumentLayout {
-    tag: u8,
-    value: U64,
-    reserved: [u8; 7],
-}
-
 impl MetadataRecord for CallArgument {
     const KIND: MetadataKind = MetadataKind::CallArgument;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: CallArgumentLayout = zerocopy::transmute!(*record);
         Self {
-            value: raw.value.get(),
+            value: u64::from_le_bytes(field::<1, 8>(record)),
         }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(CallArgumentLayout {
-            tag: Self::KIND.tag(),
-            value: U64::new(self.value),
-            reserved: [0; 7],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 8>(&mut record, self.value.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -585,14 +521,6 @@ pub struct BufferExtents {
     pub size: u64,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct BufferExtentsLayout {
-    tag: u8,
-    size: U64,
-    reserved: [u8; 7],
-}
-
 impl BufferExtents {
     /// Where the u64 byte count lies in the record. The writer rewrites it in place
     /// after every record, and `llvm-xray` accepts a file whose last BufferExtents is
@@ -607,13 +535,10 @@ impl BufferExtents {
     pub const SIZE_FIELD: core::ops::Range<usize> = 1..9;
 }
 
-// The field range above is the layout's, checked once here.
+// The field range above is the one `parse` and `emit` use, checked once here.
 const _: () = {
-    assert!(core::mem::offset_of!(BufferExtentsLayout, size) == BufferExtents::SIZE_FIELD.start);
-    assert!(
-        BufferExtents::SIZE_FIELD.end - BufferExtents::SIZE_FIELD.start
-            == core::mem::size_of::<U64>()
-    );
+    assert!(BufferExtents::SIZE_FIELD.start == 1);
+    assert!(BufferExtents::SIZE_FIELD.end - BufferExtents::SIZE_FIELD.start == 8);
 };
 
 impl MetadataRecord for BufferExtents {
@@ -621,19 +546,16 @@ impl MetadataRecord for BufferExtents {
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: BufferExtentsLayout = zerocopy::transmute!(*record);
         Self {
-            size: raw.size.get(),
+            size: u64::from_le_bytes(field::<1, 8>(record)),
         }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(BufferExtentsLayout {
-            tag: Self::KIND.tag(),
-            size: U64::new(self.size),
-            reserved: [0; 7],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 8>(&mut record, self.size.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -660,38 +582,25 @@ pub struct TypedEventMarker {
     pub event_type: u16,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct TypedEventLayout {
-    tag: u8,
-    size: I32,
-    delta: I32,
-    event_type: U16,
-    reserved: [u8; 5],
-}
-
 impl MetadataRecord for TypedEventMarker {
     const KIND: MetadataKind = MetadataKind::TypedEventMarker;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: TypedEventLayout = zerocopy::transmute!(*record);
         Self {
-            size: raw.size.get(),
-            delta: raw.delta.get(),
-            event_type: raw.event_type.get(),
+            size: i32::from_le_bytes(field::<1, 4>(record)),
+            delta: i32::from_le_bytes(field::<5, 4>(record)),
+            event_type: u16::from_le_bytes(field::<9, 2>(record)),
         }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(TypedEventLayout {
-            tag: Self::KIND.tag(),
-            size: I32::new(self.size),
-            delta: I32::new(self.delta),
-            event_type: U16::new(self.event_type),
-            reserved: [0; 5],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 4>(&mut record, self.size.to_le_bytes());
+        set::<5, 4>(&mut record, self.delta.to_le_bytes());
+        set::<9, 2>(&mut record, self.event_type.to_le_bytes());
+        *out = record;
     }
 }
 
@@ -712,29 +621,20 @@ pub struct Pid {
     pub pid: i32,
 }
 
-#[derive(FromBytes, IntoBytes, Immutable, Unaligned)]
-#[repr(C)]
-struct PidLayout {
-    tag: u8,
-    pid: I32,
-    reserved: [u8; 11],
-}
-
 impl MetadataRecord for Pid {
     const KIND: MetadataKind = MetadataKind::Pid;
 
     #[inline(always)]
     fn parse(record: &[u8; METADATA_RECORD_SIZE]) -> Self {
-        let raw: PidLayout = zerocopy::transmute!(*record);
-        Self { pid: raw.pid.get() }
+        Self {
+            pid: i32::from_le_bytes(field::<1, 4>(record)),
+        }
     }
 
     #[inline(always)]
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
-        *out = zerocopy::transmute!(PidLayout {
-            tag: Self::KIND.tag(),
-            pid: I32::new(self.pid),
-            reserved: [0; 11],
-        });
+        let mut record = zeroed(Self::KIND.tag());
+        set::<1, 4>(&mut record, self.pid.to_le_bytes());
+        *out = record;
     }
 }
