@@ -2,48 +2,12 @@
 //! YAML output, and a deterministic workload model.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-/// The `llvm-xray` binary, if installed. Under `CI=true` its absence is a failure:
-/// CI must judge the files with the real tool, not skip.
-///
-/// `$LLVM_XRAY` if set, else the first of Debian's names that runs.
-pub fn llvm_xray() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("LLVM_XRAY") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => ["/usr/bin/llvm-xray", "/usr/bin/llvm-xray-14", "llvm-xray"]
-            .map(PathBuf::from)
-            .to_vec(),
-    };
-    for c in candidates {
-        if Command::new(&c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c);
-        }
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("llvm-xray is not installed (Debian package `llvm`, or set LLVM_XRAY); CI must run these tests");
-    }
-    eprintln!("llvm-xray not found: skipping the llvm-xray checks");
-    None
-}
-
-/// Runs `llvm-xray` with `args`; returns (success, stdout, stderr).
-pub fn run(tool: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .expect("run llvm-xray");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+// Finding and running the real `llvm-xray` (under `CI=true` its absence fails the
+// test) lives in the testkit, shared with the other crates' tests.
+#[allow(unused_imports)] // each test binary uses some of them
+pub use flightrec_testkit::xray_tool::{llvm_xray, xray as run};
 
 /// A fresh scratch directory for one test.
 pub fn scratch_dir(name: &str) -> PathBuf {
