@@ -51,6 +51,7 @@
 #![warn(rustdoc::broken_intra_doc_links)]
 
 pub mod clock;
+pub mod context;
 pub mod fdr;
 pub mod global;
 pub mod link;

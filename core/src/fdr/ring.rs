@@ -836,6 +836,38 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.records_dropped
     }
 
+    /// Counts `n` records lost outside this recorder (for example by a context
+    /// that has no ring of its own, see [`crate::context`]) as its own drops: they
+    /// join [`records_dropped`](Self::records_dropped) and the next loss marker,
+    /// which [`flush`](Self::flush) writes. `ts` is when they were lost.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::decoder::verify;
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// rec.count_lost(3, Timestamp::default());
+    /// assert_eq!(rec.records_dropped(), 3);
+    /// rec.flush(); // writes a buffer with the loss marker
+    /// assert_eq!(consumer.pending(), 1);
+    /// ```
+    pub fn count_lost(&mut self, n: u64, ts: Timestamp) {
+        if n == 0 {
+            return;
+        }
+        self.records_dropped = self.records_dropped.saturating_add(n);
+        self.unmarked_loss = self.unmarked_loss.saturating_add(n);
+        self.last_loss = ts;
+        self.ring
+            .state
+            .records_dropped
+            .store(self.records_dropped as u32, Ordering::Relaxed);
+    }
+
     /// The configuration given to [`Ring::split`].
     ///
     /// ```

@@ -1,0 +1,695 @@
+//! One recorder per preemption context, chosen on each record.
+//!
+//! A [`Recorder`] is written by one context at a time: it takes `&mut self`. On a
+//! microcontroller the code that records runs in thread mode and in interrupt
+//! handlers that preempt it and each other, so each preemption context needs a
+//! ring of its own. [`ContextRecorders`] holds the recorders of those contexts
+//! in a `static`, asks a [`ContextSource`] which context is running on each
+//! record (on Cortex-M: thread mode, or the priority of the running exception,
+//! as SEGGER SystemView does; or a context id you supply, such as an RTOS task
+//! or a core), and writes into that context's recorder.
+//!
+//! Why this is sound without a critical section: handlers of the same priority
+//! never preempt each other, and a handler that preempts another runs to its end
+//! before the one it preempted goes on. So a context's recorder is only ever used
+//! by one execution at a time, and a preempting execution has finished with it
+//! before the preempted one continues. Each slot still carries a busy flag, taken
+//! with a compare-and-swap where the target has one and with a load and a store
+//! on single-core targets without it (thumbv6m): if a source maps two contexts
+//! that preempt each other to one recorder, or a record is made while the
+//! recorder is in use (an instrumented clock), the second record is refused and
+//! counted instead of corrupting the ring.
+//!
+//! Nothing is lost silently: a record for a context that has no recorder (or
+//! before its recorder is installed) and a refused record are counted
+//! ([`ContextRecorders::stats`]), and [`ContextRecorders::flush_all`] hands those
+//! counts to a recorder, which writes them into the trace as a loss marker, like
+//! its own drops.
+//!
+//! ```
+//! use core::sync::atomic::{AtomicU16, Ordering};
+//! use flightrec_core::clock::TimerClock;
+//! use flightrec_core::context::{Context, ContextRecorders, ContextSource};
+//! use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+//! use flightrec_core::fdr::static_ring::StaticRing;
+//! use flightrec_core::fdr::writer::WriterConfig;
+//! use flightrec_core::fdr::{FunctionAction, FunctionId};
+//! use flightrec_core::global::GlobalRecorder;
+//!
+//! /// The running context, as a scheduler would publish it.
+//! struct Running(AtomicU16);
+//! impl ContextSource for Running {
+//!     fn current(&self) -> Context {
+//!         Context::new(self.0.load(Ordering::Relaxed))
+//!     }
+//! }
+//!
+//! static RUNNING: Running = Running(AtomicU16::new(0));
+//! static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+//! static TRACE: ContextRecorders<2, &Running, &TimerClock> =
+//!     ContextRecorders::new(&RUNNING, &CLOCK);
+//! static TASK_A: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+//! static TASK_B: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+//!
+//! let cfg = |tid| RecorderConfig::new(WriterConfig::new(tid), 1_000);
+//! TRACE.install(Context::new(0), TASK_A.take_recorder(cfg(1)).unwrap()).unwrap();
+//! TRACE.install(Context::new(1), TASK_B.take_recorder(cfg(2)).unwrap()).unwrap();
+//!
+//! let f = FunctionId::new(1).unwrap();
+//! TRACE.record_function(FunctionAction::Enter, f); // into TASK_A
+//! RUNNING.0.store(1, Ordering::Relaxed);
+//! TRACE.record_function(FunctionAction::Enter, f); // into TASK_B
+//! RUNNING.0.store(7, Ordering::Relaxed);
+//! TRACE.record_function(FunctionAction::Enter, f); // no recorder: counted
+//! assert_eq!(TRACE.stats().unrouted, 1);
+//!
+//! TRACE.flush_all(); // the count becomes a loss marker in TASK_A's trace
+//! assert_eq!(TRACE.stats().unrouted, 0);
+//! let mut a = TASK_A.take_consumer().unwrap();
+//! let mut b = TASK_B.take_consumer().unwrap();
+//! assert!(a.pop().is_some() && b.pop().is_some());
+//! ```
+
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+mod cortex_m;
+#[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
+pub use cortex_m::CortexMContexts;
+
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::clock::Clock;
+use crate::fdr::ring::{Dropped, Recorder};
+use crate::fdr::{FunctionAction, FunctionId};
+use crate::global::GlobalRecorder;
+
+/// A preemption context: what a [`ContextSource`] says is running, and what a
+/// recorder is installed for.
+///
+/// Any 16-bit value names a context (an RTOS task, a core); the Cortex-M source
+/// uses [`THREAD_MODE`](Context::THREAD_MODE), [`priority`](Context::priority),
+/// [`NMI`](Context::NMI) and [`HARD_FAULT`](Context::HARD_FAULT).
+///
+/// ```
+/// use flightrec_core::context::Context;
+/// assert_eq!(Context::priority(0x40), Context::new(0x140));
+/// assert_ne!(Context::THREAD_MODE, Context::priority(0));
+/// assert_eq!(Context::new(3).get(), 3);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Context(u16);
+
+impl Context {
+    /// Cortex-M thread mode (no exception active).
+    pub const THREAD_MODE: Context = Context(0);
+    /// The non-maskable interrupt (fixed priority -2).
+    pub const NMI: Context = Context(0x200);
+    /// HardFault (fixed priority -1).
+    pub const HARD_FAULT: Context = Context(0x201);
+
+    /// A context by number.
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// let task = Context::new(12);
+    /// assert_eq!(task.get(), 12);
+    /// ```
+    pub const fn new(raw: u16) -> Context {
+        Context(raw)
+    }
+
+    /// The Cortex-M exceptions and interrupts of priority `priority`, as the
+    /// hardware reads it back (what `cortex_m::peripheral::NVIC::get_priority`
+    /// returns: the unimplemented low bits are zero). Handlers of one priority
+    /// never preempt each other, so they share a recorder.
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// assert_eq!(Context::priority(0x80).get(), 0x180);
+    /// ```
+    pub const fn priority(priority: u8) -> Context {
+        Context(0x100 | priority as u16)
+    }
+
+    /// The context's number.
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// assert_eq!(Context::THREAD_MODE.get(), 0);
+    /// ```
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+}
+
+/// Says which context is running.
+///
+/// Two executions that get the same context may preempt each other (the second is
+/// refused and counted), but on a target without compare-and-swap (thumbv6m) they
+/// must not run in parallel on two cores: on a multi-core part without it (such as
+/// an RP2040), include the core in the context.
+///
+/// A `fn() -> Context` is a source:
+///
+/// ```
+/// use flightrec_core::context::{Context, ContextSource};
+/// fn current_task() -> Context {
+///     Context::new(3) // the scheduler's running task
+/// }
+/// let source: fn() -> Context = current_task;
+/// assert_eq!(source.current(), Context::new(3));
+/// ```
+pub trait ContextSource: Sync {
+    /// The context running now.
+    ///
+    /// ```
+    /// use flightrec_core::context::{Context, ContextSource};
+    /// struct OnlyOne;
+    /// impl ContextSource for OnlyOne {
+    ///     fn current(&self) -> Context {
+    ///         Context::THREAD_MODE
+    ///     }
+    /// }
+    /// assert_eq!(OnlyOne.current(), Context::THREAD_MODE);
+    /// ```
+    fn current(&self) -> Context;
+}
+
+impl ContextSource for fn() -> Context {
+    #[inline]
+    fn current(&self) -> Context {
+        self()
+    }
+}
+
+impl<S: ContextSource + ?Sized> ContextSource for &S {
+    #[inline]
+    fn current(&self) -> Context {
+        (**self).current()
+    }
+}
+
+/// Why [`ContextRecorders::install`] or [`ContextRecorders::with_recorder`]
+/// refused.
+///
+/// ```
+/// use flightrec_core::context::ContextError;
+/// assert_eq!(ContextError::Full.to_string(), "every recorder slot is in use");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ContextError {
+    /// All `N` slots hold a recorder.
+    Full,
+    /// The context already has a recorder.
+    AlreadyInstalled,
+    /// Another install is under way (installs do not wait).
+    Busy,
+    /// The context has no recorder.
+    NotInstalled,
+    /// The context's recorder is in use by the context that was preempted.
+    InUse,
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ContextError::Full => "every recorder slot is in use",
+            ContextError::AlreadyInstalled => "the context already has a recorder",
+            ContextError::Busy => "another recorder is being installed",
+            ContextError::NotInstalled => "the context has no recorder",
+            ContextError::InUse => "the context's recorder is in use",
+        })
+    }
+}
+
+/// Records lost before they reached a recorder, since the last
+/// [`flush_all`](ContextRecorders::flush_all) handed them over.
+///
+/// ```
+/// use flightrec_core::context::ContextStats;
+/// assert_eq!(ContextStats::default(), ContextStats { unrouted: 0, refused: 0 });
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ContextStats {
+    /// Records made in a context that has no recorder.
+    pub unrouted: u32,
+    /// Records refused because the context's recorder was in use.
+    pub refused: u32,
+}
+
+// A slot's word: the context in the high 16 bits, the state in the low 8.
+const FREE: u32 = 0;
+const INSTALLING: u32 = 1;
+const READY: u32 = 2;
+const BUSY: u32 = 3;
+const STATE_MASK: u32 = 0xff;
+
+const fn word(context: Context, state: u32) -> u32 {
+    (context.0 as u32) << 16 | state
+}
+
+struct Slot {
+    /// `FREE`, or the context and `INSTALLING`, `READY` or `BUSY`.
+    word: AtomicU32,
+    /// Written once while `INSTALLING`; used by whoever moved the word from
+    /// `READY` to `BUSY`.
+    recorder: UnsafeCell<MaybeUninit<Recorder<'static, 'static>>>,
+}
+
+impl Slot {
+    #[allow(clippy::declare_interior_mutable_const)] // the point: a fresh slot per use
+    const NEW: Slot = Slot {
+        word: AtomicU32::new(FREE),
+        recorder: UnsafeCell::new(MaybeUninit::uninit()),
+    };
+
+    /// Moves the slot from `READY` to `BUSY` for `context`.
+    #[inline(always)]
+    fn claim(&self, ready: u32) -> bool {
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.word
+                .compare_exchange(
+                    ready,
+                    ready - READY + BUSY,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        {
+            // Single core, no compare-and-swap: an execution that preempts us
+            // between the load and the store finishes (and puts the word back)
+            // before we store, so the load and the store act as one step.
+            if self.word.load(Ordering::Acquire) != ready {
+                return false;
+            }
+            self.word.store(ready - READY + BUSY, Ordering::Relaxed);
+            true
+        }
+    }
+
+    /// Uses the recorder of a slot whose word is `ready`, if it is not in use.
+    #[inline(always)]
+    fn with<R>(
+        &self,
+        ready: u32,
+        f: impl FnOnce(&mut Recorder<'static, 'static>) -> R,
+    ) -> Option<R> {
+        if !self.claim(ready) {
+            return None;
+        }
+        // SAFETY: the word went from READY to BUSY here, so this execution alone
+        // uses the recorder until it stores READY again below (any other execution
+        // finds BUSY and leaves it alone); READY is stored (with release ordering)
+        // only after `install` wrote the recorder, and the claim's acquire ordering
+        // makes that write visible.
+        let recorder = unsafe { (*self.recorder.get()).assume_init_mut() };
+        let result = f(recorder);
+        self.word.store(ready, Ordering::Release);
+        Some(result)
+    }
+}
+
+/// Counts lost records: a read-modify-write where the target has one, a critical
+/// section on targets without (only the error paths count, never a good record).
+struct LossCounter(AtomicU32);
+
+impl LossCounter {
+    const fn new() -> Self {
+        LossCounter(AtomicU32::new(0))
+    }
+
+    #[cold]
+    fn add_one(&self) {
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        critical_section::with(|_| {
+            let n = self.0.load(Ordering::Relaxed);
+            self.0.store(n.wrapping_add(1), Ordering::Relaxed);
+        });
+    }
+
+    fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn take(&self) -> u32 {
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.0.swap(0, Ordering::Relaxed)
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        {
+            critical_section::with(|_| {
+                let n = self.0.load(Ordering::Relaxed);
+                self.0.store(0, Ordering::Relaxed);
+                n
+            })
+        }
+    }
+
+    /// Gives back what `take` took but could not hand over.
+    fn give_back(&self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.0.fetch_add(n, Ordering::Relaxed);
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        critical_section::with(|_| {
+            let m = self.0.load(Ordering::Relaxed);
+            self.0.store(m.wrapping_add(n), Ordering::Relaxed);
+        });
+    }
+}
+
+/// The recorders of up to `N` contexts, the [`ContextSource`] that picks one on
+/// each record, and the clock they share: a `static`, and a [`GlobalRecorder`] for
+/// [`global_recorder!`](crate::global_recorder). See the [module docs](self) for
+/// why no critical section is needed and an example.
+pub struct ContextRecorders<const N: usize, S, C> {
+    source: S,
+    clock: C,
+    slots: [Slot; N],
+    /// 1 while an install is under way.
+    installing: AtomicU32,
+    unrouted: LossCounter,
+    refused: LossCounter,
+}
+
+// SAFETY: a slot's recorder is used only by the execution that moved its word from
+// READY to BUSY (see `Slot::with`) or, once, by `install` while the word is
+// INSTALLING; everything else is atomics, the source (`Sync`) and the clock (`Sync`).
+unsafe impl<const N: usize, S: Sync, C: Sync> Sync for ContextRecorders<N, S, C> {}
+
+impl<const N: usize, S, C> ContextRecorders<N, S, C>
+where
+    S: ContextSource,
+    C: Clock + Copy + Sync,
+{
+    /// No recorders yet; a `const fn`, for `static`s. `clock` is shared by every
+    /// context (a `&'static` of the core's shared clocks: `SysTickClock`,
+    /// `DwtClock`, `TimerClock`).
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// use flightrec_core::context::{Context, ContextRecorders};
+    /// fn only_thread_mode() -> Context {
+    ///     Context::THREAD_MODE
+    /// }
+    /// static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000_000);
+    /// static TRACE: ContextRecorders<3, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(only_thread_mode, &CLOCK);
+    /// assert_eq!(TRACE.capacity(), 3);
+    /// ```
+    pub const fn new(source: S, clock: C) -> Self {
+        const { assert!(N > 0, "room for at least one recorder") };
+        Self {
+            source,
+            clock,
+            slots: [Slot::NEW; N],
+            installing: AtomicU32::new(0),
+            unrouted: LossCounter::new(),
+            refused: LossCounter::new(),
+        }
+    }
+
+    /// `N`: how many contexts can have a recorder.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextRecorders};
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1);
+    /// static TRACE: ContextRecorders<4, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// assert_eq!(TRACE.capacity(), 4);
+    /// ```
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// Gives `context` its recorder: records made in `context` from now on go
+    /// into it. Refused (the recorder is dropped) when the context has one, when
+    /// all `N` slots are used, or while another install is under way.
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// use flightrec_core::context::{Context, ContextError, ContextRecorders};
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// static A: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// static B: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// assert_eq!(TRACE.install(Context::THREAD_MODE, A.take_recorder(cfg).unwrap()), Ok(()));
+    /// let again = TRACE.install(Context::THREAD_MODE, B.take_recorder(cfg).unwrap());
+    /// assert_eq!(again, Err(ContextError::AlreadyInstalled));
+    /// ```
+    pub fn install(
+        &'static self,
+        context: Context,
+        recorder: Recorder<'static, 'static>,
+    ) -> Result<(), ContextError> {
+        if !self.lock_installs() {
+            return Err(ContextError::Busy);
+        }
+        let result = self.install_locked(context, recorder);
+        self.installing.store(0, Ordering::Release);
+        result
+    }
+
+    fn lock_installs(&self) -> bool {
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.installing
+                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        {
+            critical_section::with(|_| {
+                if self.installing.load(Ordering::Relaxed) != 0 {
+                    return false;
+                }
+                self.installing.store(1, Ordering::Relaxed);
+                true
+            })
+        }
+    }
+
+    fn install_locked(
+        &'static self,
+        context: Context,
+        recorder: Recorder<'static, 'static>,
+    ) -> Result<(), ContextError> {
+        // Installs are serialised by `installing`, and only installs change a FREE
+        // word, so the scan below sees every slot as it will be when we write it.
+        let mut free = None;
+        for slot in &self.slots {
+            let w = slot.word.load(Ordering::Acquire);
+            if w == FREE {
+                free = free.or(Some(slot));
+            } else if w >> 16 == context.0 as u32 {
+                return Err(ContextError::AlreadyInstalled);
+            }
+        }
+        let slot = free.ok_or(ContextError::Full)?;
+        slot.word
+            .store(word(context, INSTALLING), Ordering::Relaxed);
+        // SAFETY: the word is INSTALLING, which no record path claims and no other
+        // install touches (they are serialised), so nothing else reaches the
+        // recorder; it was FREE, so there is no recorder to overwrite.
+        unsafe { (*slot.recorder.get()).write(recorder) };
+        slot.word.store(word(context, READY), Ordering::Release);
+        Ok(())
+    }
+
+    /// Records `action` of `id` in `context`'s recorder, at the shared clock's time
+    /// (what [`GlobalRecorder::record_function`] does with the source's context).
+    /// A record for a context without a recorder or whose recorder is in use is
+    /// counted in [`stats`](Self::stats).
+    ///
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextRecorders};
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// # use flightrec_core::fdr::static_ring::StaticRing;
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// # static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// # let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// TRACE.install(Context::priority(0x40), RING.take_recorder(cfg).unwrap()).unwrap();
+    /// let f = FunctionId::new(5).unwrap();
+    /// assert!(TRACE.record_in(Context::priority(0x40), FunctionAction::Enter, f).is_ok());
+    /// assert!(TRACE.record_in(Context::THREAD_MODE, FunctionAction::Enter, f).is_err());
+    /// assert_eq!(TRACE.stats().unrouted, 1);
+    /// ```
+    #[inline]
+    pub fn record_in(
+        &'static self,
+        context: Context,
+        action: FunctionAction,
+        id: FunctionId,
+    ) -> Result<(), Lost> {
+        let mut clock = self.clock;
+        let ts = clock.now();
+        let ready = word(context, READY);
+        for slot in &self.slots {
+            let w = slot.word.load(Ordering::Relaxed);
+            if w == ready {
+                return match slot.with(ready, |r| r.function(action, id, ts)) {
+                    Some(Ok(())) => Ok(()),
+                    Some(Err(dropped)) => Err(Lost::Dropped(dropped)),
+                    None => Err(self.refuse()),
+                };
+            }
+            if w >> 16 == context.0 as u32 && w & STATE_MASK == BUSY {
+                return Err(self.refuse());
+            }
+        }
+        self.unrouted.add_one();
+        Err(Lost::Unrouted)
+    }
+
+    #[cold]
+    fn refuse(&self) -> Lost {
+        self.refused.add_one();
+        Lost::Refused
+    }
+
+    /// Runs `f` on `context`'s recorder from any context, e.g. to flush an
+    /// interrupt's recorder from the idle loop. While `f` runs, records of
+    /// `context` (an interrupt that fires meanwhile) are refused and counted.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextError, ContextRecorders};
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// # use flightrec_core::fdr::static_ring::StaticRing;
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// # static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    /// #     ContextRecorders::new(src, &CLOCK);
+    /// # static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// # let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// TRACE.install(Context::THREAD_MODE, RING.take_recorder(cfg).unwrap()).unwrap();
+    /// let dropped = TRACE.with_recorder(Context::THREAD_MODE, |r| r.records_dropped());
+    /// assert_eq!(dropped, Ok(0));
+    /// let none = TRACE.with_recorder(Context::NMI, |r| r.records_dropped());
+    /// assert_eq!(none, Err(ContextError::NotInstalled));
+    /// ```
+    pub fn with_recorder<R>(
+        &'static self,
+        context: Context,
+        f: impl FnOnce(&mut Recorder<'static, 'static>) -> R,
+    ) -> Result<R, ContextError> {
+        let ready = word(context, READY);
+        for slot in &self.slots {
+            let w = slot.word.load(Ordering::Relaxed);
+            if w >> 16 == context.0 as u32 && w != FREE {
+                return slot.with(ready, f).ok_or(ContextError::InUse);
+            }
+        }
+        Err(ContextError::NotInstalled)
+    }
+
+    /// Flushes every recorder (see [`Recorder::flush`]), after handing the records
+    /// lost outside them ([`stats`](Self::stats)) to the first recorder that is
+    /// free, which marks them in its trace like its own drops. Call it from the
+    /// lowest-priority context (the idle loop): a recorder whose context it
+    /// preempted is skipped.
+    ///
+    /// Example in the [module docs](self).
+    pub fn flush_all(&'static self) {
+        let mut lost = [self.unrouted.take(), self.refused.take()];
+        for slot in &self.slots {
+            let w = slot.word.load(Ordering::Relaxed);
+            if w & STATE_MASK != READY {
+                continue;
+            }
+            slot.with(w, |r| {
+                let n = u64::from(lost[0]) + u64::from(lost[1]);
+                if n > 0 {
+                    let mut clock = self.clock;
+                    r.count_lost(n, clock.now());
+                    lost = [0, 0];
+                }
+                r.flush();
+            });
+        }
+        // No recorder could take them: they stay counted for the next call.
+        self.unrouted.give_back(lost[0]);
+        self.refused.give_back(lost[1]);
+    }
+
+    /// Records lost outside the recorders since the last
+    /// [`flush_all`](Self::flush_all).
+    ///
+    /// Example in the [module docs](self).
+    pub fn stats(&self) -> ContextStats {
+        ContextStats {
+            unrouted: self.unrouted.get(),
+            refused: self.refused.get(),
+        }
+    }
+}
+
+/// Why a record did not reach a ring.
+///
+/// ```
+/// use flightrec_core::context::Lost;
+/// assert_eq!(Lost::Unrouted.to_string(), "no recorder for the running context");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Lost {
+    /// The running context has no recorder.
+    Unrouted,
+    /// The context's recorder was in use.
+    Refused,
+    /// The recorder dropped it (and counted it).
+    Dropped(Dropped),
+}
+
+impl fmt::Display for Lost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Lost::Unrouted => f.write_str("no recorder for the running context"),
+            Lost::Refused => f.write_str("the running context's recorder was in use"),
+            Lost::Dropped(d) => write!(f, "dropped by the recorder: {d}"),
+        }
+    }
+}
+
+impl<const N: usize, S, C> GlobalRecorder for ContextRecorders<N, S, C>
+where
+    S: ContextSource,
+    C: Clock + Copy + Sync,
+{
+    #[inline]
+    fn record_function(&'static self, action: FunctionAction, id: FunctionId) {
+        let _ = self.record_in(self.source.current(), action, id);
+    }
+}
