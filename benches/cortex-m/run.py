@@ -213,6 +213,11 @@ def measure(t):
     assert p1 == p2 == 0, "the steady-state pair run switched buffers"
     put("pair", pair, "enter + exit, steady state")
     put("record", tuple(v / 2 for v in pair), "per record (enter + exit) / 2, steady state")
+    ctx, _, (c1, c2) = t.per_op("bench_context_pair", 256)
+    assert c1 == c2 == 0, "the steady-state context run switched buffers"
+    put("context_record", tuple(v / 2 for v in ctx),
+        "per record through the global recorder and per-context recorders "
+        "(IPSR, shared timer clock, claim), steady state")
     n = 1024
     sw, (a, b), (s1, s2) = t.per_op("bench_switch", n)
     switches = s2 - s1

@@ -78,6 +78,8 @@ pub use cortex_m::CortexMContexts;
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::mem::MaybeUninit;
+#[cfg(not(target_has_atomic = "32"))]
+use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::clock::Clock;
@@ -286,11 +288,14 @@ impl Slot {
         {
             // Single core, no compare-and-swap: an execution that preempts us
             // between the load and the store finishes (and puts the word back)
-            // before we store, so the load and the store act as one step.
-            if self.word.load(Ordering::Acquire) != ready {
+            // before we store, so the load and the store act as one step. On one
+            // in-order core a compiler fence orders the recorder's accesses after
+            // the claim (a `dmb` would cost cycles and order nothing more).
+            if self.word.load(Ordering::Relaxed) != ready {
                 return false;
             }
             self.word.store(ready - READY + BUSY, Ordering::Relaxed);
+            compiler_fence(Ordering::Acquire);
             true
         }
     }
@@ -312,8 +317,21 @@ impl Slot {
         // makes that write visible.
         let recorder = unsafe { (*self.recorder.get()).assume_init_mut() };
         let result = f(recorder);
-        self.word.store(ready, Ordering::Release);
+        self.release(ready);
         Some(result)
+    }
+
+    /// Puts the word back to `ready` after the recorder was used.
+    #[inline(always)]
+    fn release(&self, ready: u32) {
+        #[cfg(target_has_atomic = "32")]
+        self.word.store(ready, Ordering::Release);
+        #[cfg(not(target_has_atomic = "32"))]
+        {
+            // One in-order core (see `claim`).
+            compiler_fence(Ordering::Release);
+            self.word.store(ready, Ordering::Relaxed);
+        }
     }
 }
 

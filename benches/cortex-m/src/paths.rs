@@ -3,18 +3,24 @@
 //! and takes the difference) or leaves outside the marks.
 
 use core::convert::Infallible;
+
+// Links the critical-section implementation.
+use cortex_m as _;
 use core::ptr::{addr_of_mut, write_volatile};
 
-use flightrec_core::clock::Timestamp;
+use flightrec_core::clock::{TimerClock, Timestamp};
+use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
 use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
+use flightrec_core::fdr::FunctionAction;
 use flightrec_core::fdr::FunctionId;
+use flightrec_core::global::record_function;
 use flightrec_core::link::{LinkWriter, Source};
 
 use crate::{mark, now, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 5;
+pub const COUNT: usize = 6;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -22,6 +28,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_switch,
     bench_flush_one,
     bench_fill_1k,
+    bench_context_pair,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB.
@@ -158,4 +165,38 @@ pub extern "C" fn bench_fill_1k(_n: u32) -> u32 {
         records += 1;
     }
     records - 1
+}
+
+/// The clock the context entry shares between contexts: the counter through a
+/// `TimerClock` (as firmware reads a hardware timer), extended to 64 bits.
+static SHARED_CLOCK: TimerClock = TimerClock::new(read_counter, 32, 48_000_000);
+
+fn read_counter() -> u32 {
+    now() as u32
+}
+
+/// The recorders by Cortex-M context (thread mode here), as firmware declares them.
+static CONTEXTS: ContextRecorders<2, CortexMContexts, &TimerClock> =
+    ContextRecorders::new(CortexMContexts::new(), &SHARED_CLOCK);
+
+/// A ring of its own for the context entry: 2 × 16 KiB.
+static CONTEXT_RING: flightrec_core::fdr::static_ring::StaticRing<2, { 16 * 1024 }> =
+    flightrec_core::fdr::static_ring::StaticRing::new(Policy::FlightRecorder);
+
+flightrec_core::global_recorder!(CONTEXTS);
+
+/// `n` enter + exit pairs through the global recorder, as an instrumented function
+/// makes them: the call to the registered recorder, the context source (IPSR), the
+/// shared clock, the slot's claim and release, the record. Steady state (the run
+/// fits in one buffer). Returns the buffers finished (0).
+#[no_mangle]
+pub extern "C" fn bench_context_pair(n: u32) -> u32 {
+    if let Ok(rec) = CONTEXT_RING.take_recorder(config()) {
+        let _ = CONTEXTS.install(Context::THREAD_MODE, rec);
+    }
+    for _ in 0..n {
+        record_function(FunctionAction::Enter, ID);
+        record_function(FunctionAction::Exit, ID);
+    }
+    CONTEXT_RING.stats().buffers_finished
 }

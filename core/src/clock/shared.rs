@@ -4,7 +4,21 @@
 //! `SysTickClock` (feature `cortex-m`) runs on the real registers.
 
 use core::num::NonZeroU64;
+#[cfg(not(target_has_atomic = "32"))]
+use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
+
+// The count's load and store are ordered with the counter's reading. Targets
+// without compare-and-swap (thumbv6m: Cortex-M0 and M0+) are single in-order cores,
+// where a compiler fence does that without a `dmb` on every reading.
+#[cfg(target_has_atomic = "32")]
+const LOAD: Ordering = Ordering::Acquire;
+#[cfg(target_has_atomic = "32")]
+const STORE: Ordering = Ordering::Release;
+#[cfg(not(target_has_atomic = "32"))]
+const LOAD: Ordering = Ordering::Relaxed;
+#[cfg(not(target_has_atomic = "32"))]
+const STORE: Ordering = Ordering::Relaxed;
 
 use super::{Clock, Timestamp};
 
@@ -71,10 +85,14 @@ impl SharedExtension {
     pub fn extend(&self, bits: u32, read: impl FnOnce() -> u32) -> u64 {
         // Load before reading the counter: the count is then at most one half
         // period behind the reading (see the type's docs).
-        let seen = self.half_periods.load(Ordering::Acquire);
+        let seen = self.half_periods.load(LOAD);
+        #[cfg(not(target_has_atomic = "32"))]
+        compiler_fence(Ordering::Acquire);
         let (half_periods, value) = extend_counter(seen, read(), bits);
         if half_periods != seen {
-            self.half_periods.store(half_periods, Ordering::Release);
+            #[cfg(not(target_has_atomic = "32"))]
+            compiler_fence(Ordering::Release);
+            self.half_periods.store(half_periods, STORE);
         }
         value
     }
@@ -94,8 +112,15 @@ fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
     let top = (raw >> (bits - 1)) & 1;
     // The reading's half period has the parity of its top bit: `seen` or the next.
     let half_periods = seen.wrapping_add(top ^ (seen & 1));
-    let value = (u64::from(half_periods >> 1) << bits) | u64::from(raw);
-    (half_periods, value)
+    // `(periods << bits) | raw` with 32-bit shifts only: a 64-bit shift by a
+    // variable amount is a library call on 32-bit cores.
+    let periods = half_periods >> 1;
+    let (high, low) = if bits == 32 {
+        (periods, raw)
+    } else {
+        (periods >> (32 - bits), (periods << bits) | raw)
+    };
+    (half_periods, (u64::from(high) << 32) | u64::from(low))
 }
 
 /// A free-running hardware timer of 16 to 32 bits, read through a function the
@@ -280,6 +305,26 @@ mod tests {
             for n in 0..100u64 {
                 let truth = n * step + 3;
                 assert_eq!(ext.extend(bits, || (truth & mask) as u32), truth);
+            }
+        }
+    }
+
+    /// The 32-bit-shift form of the value equals `(periods << bits) | raw` for
+    /// every width and for counts near the top of the 64-bit range.
+    #[test]
+    fn value_is_periods_shifted_by_bits_plus_raw() {
+        for bits in 16..=32u32 {
+            for seen in [0u32, 1, 2, 7, 0x1234_5678, u32::MAX - 1, u32::MAX] {
+                for raw in [0u32, 1, 0x7fff, 0x8000, 0xffff, 0x8000_0000, u32::MAX] {
+                    let (half, value) = extend_counter(seen, raw, bits);
+                    let masked = if bits == 32 {
+                        raw
+                    } else {
+                        raw & ((1 << bits) - 1)
+                    };
+                    let expected = (u64::from(half >> 1) << bits) | u64::from(masked);
+                    assert_eq!(value, expected, "bits {bits}, seen {seen:#x}, raw {raw:#x}");
+                }
             }
         }
     }

@@ -1234,10 +1234,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // `&mut self`, so no shared borrow of this buffer is alive.
         let buf = unsafe { self.ring.buffer_mut(self.slot) };
         let walltime = self.next_walltime(ts.tsc);
-        let Ok(w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
+        let Ok(mut w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
             self.broken = true;
             return false;
         };
+        // The count is brought up to date when the buffer is handed out.
+        w.defer_extents();
         self.writer = w;
         if self.unmarked_loss > 0 {
             self.mark_loss(ts);
@@ -1416,6 +1418,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
             slot = self.ring.next_slot(slot);
         }
         if self.writer.has_events() {
+            self.writer.sync_extents();
             f(self.writer.as_bytes());
         }
     }
