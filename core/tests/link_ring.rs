@@ -11,7 +11,9 @@ use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
-use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkStats, LinkWriter, Source};
+use flightrec_core::link::{
+    compact, Event, FrameDecoder, FrameKind, LinkStats, LinkWriter, Source,
+};
 
 /// A sink that fails every `fail_every`-th write call, and is otherwise a Vec.
 struct FlakySink {
@@ -84,9 +86,15 @@ fn receive(wire: &[u8]) -> Received {
                     .entry(f.head.source)
                     .or_insert_with(|| f.payload.to_vec());
             }
-            FrameKind::FdrBuffer => {
+            FrameKind::FdrBuffer | FrameKind::FdrCompact => {
                 let file = r.files.get_mut(&f.head.source).expect("header first");
-                file.extend_from_slice(f.payload);
+                if f.head.kind == FrameKind::FdrCompact {
+                    let mut buffer = vec![0u8; compact::expanded_len(f.payload).unwrap()];
+                    compact::expand(f.payload, &mut buffer).unwrap();
+                    file.extend_from_slice(&buffer);
+                } else {
+                    file.extend_from_slice(f.payload);
+                }
                 *r.buffers.entry(f.head.source).or_default() += 1;
             }
             FrameKind::Stats => {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::FileHeader;
-use flightrec_core::link::{Frame, FrameKind, LinkStats};
+use flightrec_core::link::{compact, Frame, FrameKind, LinkStats};
 
 /// Buffers held per source while its header has not arrived.
 const MAX_WAITING: usize = 256;
@@ -203,6 +203,24 @@ impl Collector {
         match frame.head.kind {
             FrameKind::FileHeader => self.header(id, frame.payload),
             FrameKind::FdrBuffer => self.buffer(id, frame.payload.to_vec()),
+            FrameKind::FdrCompact => {
+                // At most 4 times the payload (a 2-byte token per 8-byte record),
+                // which the frame decoder's buffer bounds.
+                let mut bytes = match compact::expanded_len(frame.payload) {
+                    Ok(len) => vec![0u8; len],
+                    Err(_) => {
+                        self.source(id).report.invalid_buffers += 1;
+                        return Ok(());
+                    }
+                };
+                match compact::expand(frame.payload, &mut bytes) {
+                    Ok(_) => self.buffer(id, bytes),
+                    Err(_) => {
+                        self.source(id).report.invalid_buffers += 1;
+                        Ok(())
+                    }
+                }
+            }
             FrameKind::Trace2Line => self.trace2_line(frame.payload),
             FrameKind::Stats => {
                 match LinkStats::parse(frame.payload) {

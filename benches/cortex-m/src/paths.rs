@@ -181,7 +181,7 @@ static CONTEXTS: ContextRecorders<2, CortexMContexts, &TimerClock> =
 
 /// A ring of its own for the context entry: 2 × 16 KiB.
 static CONTEXT_RING: flightrec_core::fdr::static_ring::StaticRing<2, { 16 * 1024 }> =
-    flightrec_core::fdr::static_ring::StaticRing::new(Policy::FlightRecorder);
+    flightrec_core::fdr::static_ring::StaticRing::new(Policy::Streaming);
 
 flightrec_core::global_recorder!(CONTEXTS);
 

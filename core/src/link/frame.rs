@@ -81,6 +81,9 @@ pub enum FrameKind {
     Trace2Line,
     /// The source's counters: a [`LinkStats`] payload.
     Stats,
+    /// One finished FDR buffer of the source in its compact form (see
+    /// [`compact`](super::compact)), which the receiver expands back to the buffer.
+    FdrCompact,
 }
 
 impl FrameKind {
@@ -91,6 +94,7 @@ impl FrameKind {
             FrameKind::FdrBuffer => 2,
             FrameKind::Trace2Line => 3,
             FrameKind::Stats => 4,
+            FrameKind::FdrCompact => 5,
         }
     }
 
@@ -101,6 +105,7 @@ impl FrameKind {
             2 => Some(FrameKind::FdrBuffer),
             3 => Some(FrameKind::Trace2Line),
             4 => Some(FrameKind::Stats),
+            5 => Some(FrameKind::FdrCompact),
             _ => None,
         }
     }
@@ -112,6 +117,7 @@ impl FrameKind {
             FrameKind::FdrBuffer => "fdr-buffer",
             FrameKind::Trace2Line => "trace2-line",
             FrameKind::Stats => "stats",
+            FrameKind::FdrCompact => "fdr-compact",
         }
     }
 }
@@ -300,8 +306,8 @@ mod tests {
             Err(HeadError::Version(2))
         );
         assert_eq!(
-            FrameHead::parse(&[0x15, 0, 0, 0, 0, 0, 0]),
-            Err(HeadError::Kind(5))
+            FrameHead::parse(&[0x16, 0, 0, 0, 0, 0, 0]),
+            Err(HeadError::Kind(6))
         );
         for n in 0..16 {
             if let Some(k) = FrameKind::from_number(n) {

@@ -6,6 +6,8 @@
 //!   core, task, interrupt level) and a sequence number.
 //! * [`encoder`]: COBS byte stuffing into caller memory, a chunk at a time; every
 //!   frame ends with `0x00` and carries a CRC-32C ([`crc32`]).
+//! * [`compact`]: the compact form of an FDR buffer (varint function records), about
+//!   half the bytes, which [`LinkWriter::flush_one`] sends when it is shorter.
 //! * [`writer`]: [`LinkWriter`] sends frames to a sink and flushes a streaming ring
 //!   one buffer per call ([`LinkWriter::flush_one`]), from a main loop or idle task.
 //! * [`decoder`]: [`FrameDecoder`], the receiver's state machine. A receiver that
@@ -21,6 +23,7 @@
 //!
 //! The full description is in `docs/firmware-guide.md`.
 
+pub mod compact;
 mod crc;
 pub mod decoder;
 pub mod encoder;

@@ -3,6 +3,8 @@
 
 use embedded_io::Write;
 
+use super::compact::{compact, compact_len};
+use super::crc;
 use super::encoder::FrameEncoder;
 use super::frame::{FrameHead, FrameKind, LinkStats};
 use crate::fdr::header::FileHeader;
@@ -32,6 +34,8 @@ pub struct Source {
     header_every: u32,
     /// Buffers sent since the header was last sent; `None` before the first.
     since_header: Option<u32>,
+    /// Send buffers in their compact form when it is shorter.
+    compact: bool,
 }
 
 impl Source {
@@ -45,7 +49,32 @@ impl Source {
             header,
             header_every: 16,
             since_header: None,
+            compact: true,
         }
+    }
+
+    /// Whether [`LinkWriter::flush_one`] sends a buffer in its compact form
+    /// ([`FrameKind::FdrCompact`], about half the bytes) when that is shorter: yes
+    /// by default. `false` sends every buffer as it is ([`FrameKind::FdrBuffer`]),
+    /// for receivers older than the compact form.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::link::Source;
+    /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 256);
+    /// assert!(Source::new(1, header).compact());
+    /// assert!(!Source::new(1, header).with_compact(false).compact());
+    /// ```
+    pub const fn with_compact(mut self, compact: bool) -> Self {
+        self.compact = compact;
+        self
+    }
+
+    /// Whether buffers go out in their compact form. Example on
+    /// [`with_compact`](Self::with_compact).
+    pub const fn compact(&self) -> bool {
+        self.compact
     }
 
     /// Repeats the header (and the counters) every `n` buffers (at least 1).
@@ -249,6 +278,56 @@ impl<W: Write> LinkWriter<W> {
         self.send(FrameKind::FdrBuffer, source, buffer)
     }
 
+    /// Sends one finished FDR buffer in its compact form ([`FrameKind::FdrCompact`]),
+    /// produced and stuffed as it goes (no copy of the buffer is made).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    /// use flightrec_core::link::compact::expand;
+    /// use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(3).unwrap(), Timestamp { tsc: 10, cpu: 0 }).unwrap();
+    /// let fdr = w.finish();
+    ///
+    /// let mut wire = Vec::new();
+    /// LinkWriter::new(&mut wire).send_buffer_compact(1, fdr).unwrap();
+    /// let mut frame = [0u8; 256];
+    /// let mut dec = FrameDecoder::new(&mut frame);
+    /// let (_, ev) = dec.feed(&wire[1..]); // after the leading delimiter
+    /// let Some(Event::Frame(f)) = ev else { panic!() };
+    /// assert_eq!(f.head.kind, FrameKind::FdrCompact);
+    /// let mut back = [0u8; 256];
+    /// let n = expand(f.payload, &mut back).unwrap();
+    /// assert_eq!(&back[..n], fdr);
+    /// ```
+    pub fn send_buffer_compact(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
+        let head = FrameHead {
+            kind: FrameKind::FdrCompact,
+            source,
+            seq: self.seq,
+        };
+        self.seq = self.seq.wrapping_add(1);
+        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        frame.push(&head.to_bytes());
+        compact(buffer, |part| frame.push(part));
+        match frame.finish() {
+            Ok(()) => {
+                self.resync = false;
+                self.frames_sent = self.frames_sent.wrapping_add(1);
+                Ok(())
+            }
+            Err(e) => {
+                self.frames_failed = self.frames_failed.wrapping_add(1);
+                self.resync = true;
+                Err(e)
+            }
+        }
+    }
+
     /// Sends one Trace2 line. Example on [`LinkWriter`].
     pub fn send_trace2_line(&mut self, source: u32, line: &[u8]) -> Result<(), W::Error> {
         self.send(FrameKind::Trace2Line, source, line)
@@ -314,7 +393,11 @@ impl<W: Write> LinkWriter<W> {
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
         };
-        let sent = self.send_buffer(source.id, &buffer);
+        let sent = if source.compact && compact_len(&buffer) < buffer.len() {
+            self.send_buffer_compact(source.id, &buffer)
+        } else {
+            self.send_buffer(source.id, &buffer)
+        };
         drop(buffer);
         source.since_header = source.since_header.map(|n| n.saturating_add(1));
         sent.map(|()| true)
@@ -371,5 +454,117 @@ impl<W: Write> LinkWriter<W> {
         self.send_stats(source.id, &stats)?;
         source.since_header = Some(0);
         Ok(())
+    }
+}
+
+/// Bytes of finished blocks a [`Stuffer`] gathers before writing them to the sink:
+/// few calls per frame, as with [`CHUNK`].
+const GATHER: usize = 128;
+
+/// A frame stuffed (COBS) as its bytes come, for payloads made on the fly. The
+/// current block waits in `block` after a reserved code byte, filled in when the
+/// block ends (at a zero, or full at 254 bytes); finished blocks are gathered in
+/// `done` and written [`GATHER`] bytes at a time (a longer block is written as it
+/// is). The CRC follows the bytes. The first sink error ends the frame (nothing
+/// more is written). Nothing is moved within a buffer, which would link a
+/// `memmove` (1.5 KiB on Cortex-M).
+struct Stuffer<'w, W: Write> {
+    sink: &'w mut W,
+    /// `block[0]` is the code byte, `block[1..=len]` the current block's bytes.
+    block: [u8; 255],
+    len: usize,
+    done: [u8; GATHER],
+    done_len: usize,
+    /// The last block ended full and nothing came after it.
+    after_full: bool,
+    crc: ::crc::Digest<'static, u32, ::crc::Table<1>>,
+    result: Result<(), W::Error>,
+}
+
+impl<'w, W: Write> Stuffer<'w, W> {
+    /// A frame, with a leading delimiter if `lead`.
+    fn new(sink: &'w mut W, lead: bool) -> Self {
+        Self {
+            sink,
+            block: [0; 255],
+            len: 0,
+            // With `lead`, `done[0]` is the leading 0x00.
+            done: [0; GATHER],
+            done_len: usize::from(lead),
+            after_full: false,
+            crc: crc::digest(),
+            result: Ok(()),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) {
+        self.crc.update(bytes);
+        self.stuff(bytes);
+    }
+
+    #[inline]
+    fn stuff(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == 0 {
+                self.end_block();
+                continue;
+            }
+            self.len += 1;
+            if let Some(slot) = self.block.get_mut(self.len) {
+                *slot = b;
+            }
+            if self.len == 254 {
+                self.end_block();
+                self.after_full = true;
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.result.is_ok() {
+            self.result = self.sink.write_all(bytes);
+        }
+    }
+
+    /// Ends the current block: its code is its length with the code byte (255 for
+    /// a full block, which implies no zero; below, the zero that ended it).
+    #[inline(never)]
+    fn end_block(&mut self) {
+        self.after_full = false;
+        let n = self.len + 1;
+        self.block[0] = n as u8;
+        self.len = 0;
+        if self.done_len + n > GATHER {
+            let done = self.done;
+            self.write(done.get(..self.done_len).unwrap_or(&[]));
+            self.done_len = 0;
+        }
+        if n > GATHER {
+            let block = self.block;
+            self.write(block.get(..n).unwrap_or(&[]));
+        } else if let (Some(dst), Some(src)) = (
+            self.done.get_mut(self.done_len..self.done_len + n),
+            self.block.get(..n),
+        ) {
+            dst.copy_from_slice(src);
+            self.done_len += n;
+        }
+    }
+
+    /// Appends the CRC, ends the last block (its implied zero dropped), and writes
+    /// what is gathered with the delimiter.
+    fn finish(mut self) -> Result<(), W::Error> {
+        let crc = self.crc.clone().finalize().to_le_bytes();
+        self.stuff(&crc);
+        // A frame that ends with a full block needs no empty last block (as the
+        // `cobs` crate encodes it).
+        if !(self.after_full && self.len == 0) {
+            self.end_block();
+        }
+        let done = self.done;
+        self.write(done.get(..self.done_len).unwrap_or(&[]));
+        self.write(&[0]);
+        self.result
     }
 }

@@ -1,0 +1,225 @@
+//! The compact form of FDR buffers on the link: any bytes round-trip exactly,
+//! through the frame too; real buffers shrink; a receiver gets back the very buffer
+//! the ring finished; hostile payloads are refused without a panic.
+
+use flightrec_core::clock::Timestamp;
+use flightrec_core::fdr::decoder::verify;
+use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+use flightrec_core::fdr::FunctionId;
+use flightrec_core::link::compact::{compact, compact_len, expand, expanded_len};
+use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter, Source};
+use proptest::prelude::*;
+
+fn compacted(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    compact(bytes, |part| out.extend_from_slice(part));
+    out
+}
+
+fn expanded(payload: &[u8]) -> Vec<u8> {
+    let len = expanded_len(payload).unwrap();
+    let mut out = vec![0u8; len];
+    assert_eq!(expand(payload, &mut out), Ok(len));
+    out
+}
+
+/// Frames of a wire capture: (kind, payload).
+fn frames(wire: &[u8]) -> Vec<(FrameKind, Vec<u8>)> {
+    let mut buf = vec![0u8; 70_000];
+    let mut dec = FrameDecoder::new(&mut buf);
+    let mut rest = wire;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (used, ev) = dec.feed(rest);
+        rest = &rest[used..];
+        if let Some(Event::Frame(f)) = ev {
+            out.push((f.head.kind, f.payload.to_vec()));
+        }
+    }
+    assert_eq!((dec.stats().crc_failures, dec.stats().malformed), (0, 0));
+    out
+}
+
+/// An FDR buffer from the writer: function records with the given ids and gaps,
+/// custom events now and then.
+fn fdr_buffer(calls: &[(u32, u32)], events: bool, size: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; size];
+    let cfg = WriterConfig::new(3).with_pid(77);
+    let mut w = BufferWriter::new(
+        &mut buf,
+        &cfg,
+        Walltime {
+            seconds: 5,
+            micros: 6,
+        },
+    )
+    .unwrap();
+    let mut tsc = 1_000u64;
+    for (i, &(id, gap)) in calls.iter().enumerate() {
+        tsc += u64::from(gap);
+        let f = FunctionId::new(id).unwrap();
+        let ts = Timestamp { tsc, cpu: 0 };
+        let r = if i % 2 == 0 {
+            w.enter(f, ts)
+        } else {
+            w.exit(f, ts)
+        };
+        if r.is_err() {
+            break;
+        }
+        if events
+            && i % 7 == 3
+            && w.custom_event(ts, &[0, 1, 0xff, 0, 2][..1 + i % 5])
+                .is_err()
+        {
+            break;
+        }
+    }
+    w.finish().to_vec()
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..600), ones in 0usize..600) {
+        // Long runs without zeros too (full COBS blocks).
+        let mut bytes = bytes;
+        bytes.extend(std::iter::repeat_n(0x11u8, ones));
+        let c = compacted(&bytes);
+        prop_assert_eq!(c.len(), compact_len(&bytes));
+        prop_assert_eq!(expanded(&c), bytes.clone());
+        // And through a frame.
+        let mut wire = Vec::new();
+        LinkWriter::new(&mut wire).send_buffer_compact(9, &bytes).unwrap();
+        // Exactly the `cobs` crate's stuffing of head + payload + CRC, between a
+        // leading and a closing delimiter.
+        let stuffed = &wire[1..wire.len() - 1];
+        let frame = cobs::decode_vec(stuffed).unwrap();
+        prop_assert_eq!(&cobs::encode_vec(&frame)[..], stuffed);
+        let got = frames(&wire);
+        prop_assert_eq!(got.len(), 1);
+        prop_assert_eq!(got[0].0, FrameKind::FdrCompact);
+        prop_assert_eq!(&got[0].1, &c);
+    }
+
+    #[test]
+    fn writer_buffers_round_trip_and_shrink(
+        calls in proptest::collection::vec((1u32..(1 << 28), 0u32..u32::MAX), 1..200),
+        small in proptest::collection::vec((1u32..2000, 0u32..5000), 1..200),
+        events: bool,
+    ) {
+        for calls in [&calls, &small] {
+            let fdr = fdr_buffer(calls, events, 2048);
+            let c = compacted(&fdr);
+            prop_assert_eq!(expanded(&c), fdr.clone());
+        }
+        // Small ids and gaps (what firmware records): under 5 bytes per record.
+        let fdr = fdr_buffer(&small, false, 4096);
+        let records = (fdr.len() - 64) / 8;
+        prop_assume!(records >= 20);
+        prop_assert!(compact_len(&fdr) < 64 + 5 * records, "{} bytes for {records} records", compact_len(&fdr));
+    }
+
+    /// Hostile payloads: an error or a buffer, never a panic, and `expand` agrees
+    /// with `expanded_len`.
+    #[test]
+    fn hostile_payloads_are_refused_or_expanded(payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+        match expanded_len(&payload) {
+            Ok(len) => {
+                let mut out = vec![0u8; len];
+                prop_assert_eq!(expand(&payload, &mut out), Ok(len));
+                if len > 0 {
+                    let mut short = vec![0u8; len - 1];
+                    prop_assert!(expand(&payload, &mut short).is_err());
+                }
+            }
+            Err(e) => {
+                let mut out = vec![0u8; 4096];
+                prop_assert_eq!(expand(&payload, &mut out), Err(e));
+            }
+        }
+    }
+}
+
+/// `flush_one` sends the compact form, and what the receiver expands is the buffer
+/// the ring finished, which verifies; with `with_compact(false)` the plain one.
+#[test]
+fn flush_one_sends_compact_buffers_that_expand_to_the_ring_s() {
+    for compact_on in [true, false] {
+        let mut storage = vec![0u8; 4 * 1024];
+        let slots = [Slot::NEW; 4];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+        let cfg = RecorderConfig::new(WriterConfig::new(1), 48_000_000);
+        let mut source =
+            Source::new(1, cfg.file_header(ring.buffer_size())).with_compact(compact_on);
+        let (mut rec, mut consumer) = ring.split(cfg);
+        let mut wire = Vec::new();
+        let mut link = LinkWriter::new(&mut wire);
+        let mut sent_raw = Vec::new();
+        for i in 0..300u64 {
+            let f = FunctionId::new(1 + (i % 13) as u32).unwrap();
+            rec.enter(
+                f,
+                Timestamp {
+                    tsc: 100 * i,
+                    cpu: 0,
+                },
+            )
+            .unwrap();
+            rec.exit(
+                f,
+                Timestamp {
+                    tsc: 100 * i + 40,
+                    cpu: 0,
+                },
+            )
+            .unwrap();
+            if consumer.pending() > 0 {
+                // What the ring finished, as `flush_one` is about to send it.
+                let copy = consumer.pop().unwrap().to_vec();
+                // Send it the way flush_one would (compact when shorter).
+                if compact_on && compact_len(&copy) < copy.len() {
+                    link.send_buffer_compact(1, &copy).unwrap();
+                } else {
+                    link.send_buffer(1, &copy).unwrap();
+                }
+                sent_raw.push(copy);
+            }
+        }
+        rec.flush();
+        while link.flush_one(&mut source, &mut consumer).unwrap() {}
+
+        let mut received = Vec::new();
+        let mut wire_fdr_bytes = 0;
+        for (kind, payload) in frames(&wire) {
+            match kind {
+                FrameKind::FdrCompact => {
+                    assert!(compact_on);
+                    wire_fdr_bytes += payload.len();
+                    received.push(expanded(&payload));
+                }
+                FrameKind::FdrBuffer => {
+                    wire_fdr_bytes += payload.len();
+                    received.push(payload);
+                }
+                _ => {}
+            }
+        }
+        assert!(received.len() > sent_raw.len());
+        assert_eq!(&received[..sent_raw.len()], &sent_raw[..]);
+        let mut file = cfg.file_header(1024).to_bytes().to_vec();
+        let raw_bytes: usize = received.iter().map(Vec::len).sum();
+        for b in &received {
+            file.extend_from_slice(b);
+        }
+        verify(&file).unwrap();
+        if compact_on {
+            assert!(
+                wire_fdr_bytes * 2 < raw_bytes,
+                "{wire_fdr_bytes} of {raw_bytes}"
+            );
+        } else {
+            assert_eq!(wire_fdr_bytes, raw_bytes);
+        }
+    }
+}
