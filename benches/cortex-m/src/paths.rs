@@ -5,8 +5,8 @@
 use core::convert::Infallible;
 
 // Links the critical-section implementation.
-use cortex_m as _;
 use core::ptr::{addr_of_mut, write_volatile};
+use cortex_m as _;
 
 use flightrec_core::clock::{TimerClock, Timestamp};
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
