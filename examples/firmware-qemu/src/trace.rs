@@ -15,7 +15,17 @@ use flightrec_core::link::{LinkWriter, Source};
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
 
 use crate::clock::{self, CLOCK};
+#[cfg(feature = "rtt")]
+use crate::rtt::{sink, Sink};
 use crate::uart::Uart0;
+
+/// The link's sink: UART0, or the RTT up-channel (feature `rtt`).
+#[cfg(not(feature = "rtt"))]
+type Sink = Uart0;
+#[cfg(not(feature = "rtt"))]
+fn sink(uart: Uart0) -> Sink {
+    uart
+}
 
 /// Source (and FDR thread) id of thread mode.
 const MAIN_SOURCE: u32 = 1;
@@ -55,7 +65,7 @@ pub struct Tracer {
     irq_consumer: Consumer<'static, 'static>,
     main_source: Source,
     irq_source: Source,
-    link: LinkWriter<Uart0>,
+    link: LinkWriter<Sink>,
     #[cfg(feature = "trace2")]
     t2_buf: [u8; 256],
 }
@@ -77,7 +87,7 @@ impl Tracer {
             irq_consumer,
             main_source: Source::new(MAIN_SOURCE, main_header),
             irq_source: Source::new(IRQ_SOURCE, irq_header),
-            link: LinkWriter::new(uart),
+            link: LinkWriter::new(sink(uart)),
             #[cfg(feature = "trace2")]
             t2_buf: [0; 256],
         }
@@ -143,6 +153,8 @@ impl Tracer {
         let _ = self
             .link
             .send_source_status(&mut self.irq_source, &self.irq_consumer);
+        // Until the host has read it all (RTT); at once for the UART.
+        let _ = embedded_io::Write::flush(self.link.sink_mut());
     }
 }
 
