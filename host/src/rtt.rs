@@ -296,9 +296,9 @@ pub enum Poll {
 }
 
 impl RttReader {
-    /// Connects to the GDB server at `address`, lets the target run until the
-    /// control block at `symbol` is ready (at most `timeout`) and reads its
-    /// up-channel 0. Example in the [module docs](self).
+    /// Connects to the GDB server at `address` (waiting for it to listen), lets the
+    /// target run until the control block at `symbol` is ready, all within
+    /// `timeout`, and reads its up-channel 0. Example in the [module docs](self).
     ///
     /// ```
     /// use flightrec_host::gdb_stub::MemoryStub;
@@ -317,13 +317,26 @@ impl RttReader {
         layout: Layout,
         timeout: Duration,
     ) -> io::Result<RttReader> {
-        let mut gdb = GdbClient::connect(address, timeout.max(Duration::from_secs(1)))?;
+        let deadline = Instant::now() + timeout;
+        // A server that is not listening yet (a debugger started at the same
+        // time) is waited for.
+        let mut gdb = loop {
+            match GdbClient::connect(address, timeout.max(Duration::from_secs(1))) {
+                Ok(gdb) => break gdb,
+                Err(e)
+                    if e.kind() == io::ErrorKind::ConnectionRefused
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let stop = gdb.handshake()?;
         if stop.is_gone() {
             return Err(gone_error(address, stop));
         }
         let header_len = layout.up_channels() + u64::from(layout.pointer_size) * 2 + 16;
-        let deadline = Instant::now() + timeout;
         let mut pause = Duration::from_millis(1);
         loop {
             let block = gdb.read_memory(symbol.address, header_len as usize)?;
