@@ -116,6 +116,7 @@ impl MemoryStub {
         let shared = Arc::clone(&memory);
         let thread = std::thread::spawn(move || {
             if let Ok((stream, _)) = listener.accept() {
+                let _ = stream.set_nodelay(true);
                 let _ = serve(stream, config, &shared);
             }
         });
