@@ -4,8 +4,10 @@
 # and `flightrec recv --gdb` reads the RTT up-channel through it. The files are
 # judged as link.sh judges the UART's (`flightrec verify`, `llvm-xray fdr-dump
 # --verify`, exact record counts), and the main thread's calls (function ids and
-# kinds, in order) must be the same as over the UART. Prints the bytes per second
-# through the GDB stub beside the UART's in the same run.
+# kinds, in order) must be the same as over the UART. The channel's non-blocking
+# mode runs too: the records kept and the records the target counted as dropped add
+# up to the workload's, and the trace's loss markers to the dropped count. Prints
+# the bytes per second through the GDB stub beside the UART's in the same run.
 # Run from the repository root.
 set -euo pipefail
 
@@ -41,6 +43,8 @@ echo "--- build the firmware (UART and RTT variants) and flightrec"
   # A 4 KiB channel: fewer stops of the target per byte than the default 1 KiB.
   FLIGHTREC_RTT_BUFFER_SIZE=4096 cargo build -q --release --features rtt
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/rtt.elf"
+  FLIGHTREC_RTT_BUFFER_SIZE=4096 cargo build -q --release --features rtt-nonblocking
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/rtt-nonblocking.elf"
 )
 cargo build -q -p flightrec-cli --bin flightrec
 flightrec=target/debug/flightrec
@@ -55,32 +59,37 @@ uart_end=$(date +%s.%N)
 uart_bytes=$(awk '/^flightrec recv:/ { print $3 }' "$work/uart-recv.txt")
 uart_secs=$(awk -v s="$start" -v e="$uart_end" 'BEGIN { print e - s }')
 
+# Runs ELF under QEMU's GDB stub (halted until the client lets it run: -S) and
+# receives its RTT channel with flightrec recv --gdb into DIR; fails on any error.
+run_rtt() {
+  local elf=$1 dir=$2 port recv_status qemu_status
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  timeout 300 "${qemu[@]}" -serial null -gdb "tcp:127.0.0.1:$port" -S -kernel "$elf" \
+    >"$dir.qemu" 2>&1 &
+  qemu_pid=$!
+  set +e
+  timeout 300 "$flightrec" recv -q --gdb "127.0.0.1:$port" --elf "$elf" -o "$dir" 2>"$dir.recv"
+  recv_status=$?
+  wait "$qemu_pid"
+  qemu_status=$?
+  qemu_pid=""
+  set -e
+  cat "$dir.recv"
+  if [[ $qemu_status -ne 0 ]]; then
+    echo "QEMU or the firmware failed (status $qemu_status)"
+    cat "$dir.qemu"
+    exit 1
+  fi
+  if [[ $recv_status -ne 0 ]]; then
+    echo "flightrec recv --gdb reported damage or failed (status $recv_status)"
+    exit 1
+  fi
+}
+
 echo "--- the RTT variant under QEMU's GDB stub, read by flightrec recv --gdb"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# -S: halted until the GDB client lets it run.
-timeout 300 "${qemu[@]}" -serial null -gdb "tcp:127.0.0.1:$port" -S -kernel "$work/rtt.elf" \
-  >"$work/qemu.out" 2>&1 &
-qemu_pid=$!
 start=$(date +%s.%N)
-set +e
-timeout 300 "$flightrec" recv -q --gdb "127.0.0.1:$port" --elf "$work/rtt.elf" -o "$work/out" \
-  2>"$work/recv.txt"
-recv_status=$?
+run_rtt "$work/rtt.elf" "$work/out"
 rtt_end=$(date +%s.%N)
-wait "$qemu_pid"
-qemu_status=$?
-qemu_pid=""
-set -e
-cat "$work/recv.txt"
-if [[ $qemu_status -ne 0 ]]; then
-  echo "QEMU or the firmware failed (status $qemu_status)"
-  cat "$work/qemu.out"
-  exit 1
-fi
-if [[ $recv_status -ne 0 ]]; then
-  echo "flightrec recv --gdb reported damage or failed (status $recv_status)"
-  exit 1
-fi
 
 echo "--- judge the files"
 "$flightrec" verify "$work/out/source-1.xray" "$work/out/source-2.xray"
@@ -102,8 +111,20 @@ cmp "$work/uart-calls.txt" "$work/rtt-calls.txt" ||
   { echo "the main thread's calls differ between the UART and RTT runs"; exit 1; }
 echo "main thread: $records records, the same calls as over the UART; SysTick handler: $irq entries"
 
+echo "--- non-blocking mode: what the channel had no room for is dropped and counted"
+run_rtt "$work/rtt-nonblocking.elf" "$work/nb"
+"$flightrec" verify "$work/nb/source-1.xray" "$work/nb/source-2.xray"
+llvm-xray fdr-dump --verify "$work/nb/source-1.xray" >/dev/null
+kept=$(llvm-xray convert --output-format=yaml "$work/nb/source-1.xray" | grep -c 'kind: function-')
+dropped=$(sed -n 's/^  source 1: .*target dropped \([0-9]*\) records.*/\1/p' "$work/nb.recv")
+marked=$("$flightrec" dump --no-names "$work/nb/source-1.xray" |
+  grep -o "flightrec: lost [0-9]* records" | awk '{ s += $3 } END { print s + 0 }')
+echo "main thread: $kept records kept, $dropped dropped, $marked in the trace's loss markers"
+[[ $((kept + dropped)) -eq 138000 ]] || { echo "kept + dropped is not 138000"; exit 1; }
+[[ $marked -eq $dropped ]] || { echo "the loss markers do not add up to the dropped count"; exit 1; }
+
 echo "--- throughput"
-rtt_bytes=$(awk '/^flightrec recv:/ { print $3 }' "$work/recv.txt")
+rtt_bytes=$(awk '/^flightrec recv:/ { print $3 }' "$work/out.recv")
 awk -v b="$rtt_bytes" -v s="$start" -v e="$rtt_end" -v ub="$uart_bytes" -v us="$uart_secs" 'BEGIN {
   printf "RTT through the GDB stub: %d bytes in %.2f s: %.0f bytes/s (QEMU start to recv end)\n", b, e - s, b / (e - s);
   printf "UART (QEMU -serial stdio), same firmware and run: %d bytes in %.2f s: %.0f bytes/s\n", ub, us, ub / us;

@@ -16,7 +16,7 @@ use flightrec_core::trace2::{Event, Format, LineCtx, Target};
 
 use crate::clock::{self, CLOCK};
 #[cfg(feature = "rtt")]
-use crate::rtt::{sink, Sink};
+use crate::rtt::{drain, flush_one, sink, Sink};
 use crate::uart::Uart0;
 
 /// The link's sink: UART0, or the RTT up-channel (feature `rtt`).
@@ -26,6 +26,18 @@ type Sink = Uart0;
 fn sink(uart: Uart0) -> Sink {
     uart
 }
+/// Sends at most one buffer; `true` while buffers are still waiting.
+#[cfg(not(feature = "rtt"))]
+fn flush_one(
+    link: &mut LinkWriter<Sink>,
+    source: &mut Source,
+    consumer: &mut Consumer<'static, 'static>,
+) -> bool {
+    matches!(link.flush_one(source, consumer), Ok(true))
+}
+/// The UART sends as it goes: nothing to wait for.
+#[cfg(not(feature = "rtt"))]
+fn drain(_: &mut LinkWriter<Sink>) {}
 
 /// Source (and FDR thread) id of thread mode.
 const MAIN_SOURCE: u32 = 1;
@@ -107,12 +119,12 @@ impl Tracer {
 
     /// Sends at most one buffer of each ring: the main loop's flush step.
     pub fn flush_step(&mut self) {
-        let _ = self
-            .link
-            .flush_one(&mut self.main_source, &mut self.main_consumer);
-        let _ = self
-            .link
-            .flush_one(&mut self.irq_source, &mut self.irq_consumer);
+        flush_one(
+            &mut self.link,
+            &mut self.main_source,
+            &mut self.main_consumer,
+        );
+        flush_one(&mut self.link, &mut self.irq_source, &mut self.irq_consumer);
     }
 
     /// Sends one Trace2 event line (event format).
@@ -125,6 +137,8 @@ impl Tracer {
         };
         let format = Format::new(Target::Event, false);
         if let Ok(n) = format.write_line(&ctx, ev, &mut self.t2_buf) {
+            // Over RTT, room for the whole line first (a few lines per run).
+            drain(&mut self.link);
             let _ = self.link.send_trace2_line(TRACE2_SOURCE, &self.t2_buf[..n]);
         }
     }
@@ -137,16 +151,13 @@ impl Tracer {
         while !IRQ_FLUSHED.load(Ordering::Acquire) {
             cortex_m::asm::wfi();
         }
-        while matches!(
-            self.link
-                .flush_one(&mut self.main_source, &mut self.main_consumer),
-            Ok(true)
+        while flush_one(
+            &mut self.link,
+            &mut self.main_source,
+            &mut self.main_consumer,
         ) {}
-        while matches!(
-            self.link
-                .flush_one(&mut self.irq_source, &mut self.irq_consumer),
-            Ok(true)
-        ) {}
+        while flush_one(&mut self.link, &mut self.irq_source, &mut self.irq_consumer) {}
+        drain(&mut self.link);
         let _ = self
             .link
             .send_source_status(&mut self.main_source, &self.main_consumer);
@@ -154,7 +165,7 @@ impl Tracer {
             .link
             .send_source_status(&mut self.irq_source, &self.irq_consumer);
         // Until the host has read it all (RTT); at once for the UART.
-        let _ = embedded_io::Write::flush(self.link.sink_mut());
+        drain(&mut self.link);
     }
 }
 
