@@ -11,28 +11,14 @@
 //! receives while running and answers with a stop reply, dropping the packet: the
 //! interrupt is the only way in.
 //!
-//! ```
-//! use flightrec_host::gdb::{GdbClient, Stop};
-//! use flightrec_host::gdb_stub::MemoryStub;
-//! use std::time::Duration;
-//!
-//! let stub = MemoryStub::spawn(0x2000_0000, vec![0u8; 256]).unwrap();
-//! let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
-//! assert_eq!(gdb.handshake().unwrap(), Stop::Signal(5)); // halted on attach
-//! gdb.write_memory(0x2000_0010, b"hello").unwrap();
-//! assert_eq!(gdb.read_memory(0x2000_000e, 8).unwrap(), b"\0\0hello\0");
-//! gdb.resume().unwrap();
-//! assert_eq!(gdb.interrupt().unwrap(), Stop::Signal(2));
-//! assert!(gdb.read_memory(0x1000_0000, 4).unwrap_err().to_string().contains("E01"));
-//! gdb.detach().unwrap();
-//! ```
+//! Example on [`GdbClient`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 /// Why the target stopped (a stop reply), or that it is gone. Example on
-/// [`GdbClient`](self).
+/// [`GdbClient`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
     /// Halted with this signal (`S`/`T` replies: 5 for a trap, 2 for an
@@ -113,7 +99,23 @@ const MAX_READ: usize = 4096;
 /// Times a packet is sent again after a `-`.
 const RETRIES: u32 = 3;
 
-/// A connection to a GDB server. Example in the [module docs](self).
+/// A connection to a GDB server.
+///
+/// ```
+/// use flightrec_host::gdb::{GdbClient, Stop};
+/// use flightrec_host::gdb_stub::MemoryStub;
+/// use std::time::Duration;
+///
+/// let stub = MemoryStub::spawn(0x2000_0000, vec![0u8; 256]).unwrap();
+/// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+/// assert_eq!(gdb.handshake().unwrap(), Stop::Signal(5)); // halted on attach
+/// gdb.write_memory(0x2000_0010, b"hello").unwrap();
+/// assert_eq!(gdb.read_memory(0x2000_000e, 8).unwrap(), b"\0\0hello\0");
+/// gdb.resume().unwrap();
+/// assert_eq!(gdb.interrupt().unwrap(), Stop::Signal(2));
+/// assert!(gdb.read_memory(0x1000_0000, 4).unwrap_err().to_string().contains("E01"));
+/// gdb.detach().unwrap();
+/// ```
 #[derive(Debug)]
 pub struct GdbClient {
     stream: TcpStream,
@@ -137,7 +139,7 @@ fn gone(address: &str) -> io::Error {
 
 impl GdbClient {
     /// Connects to `address` (`HOST:PORT`), waiting at most `timeout` for the
-    /// connection and for each reply. Example in the [module docs](self).
+    /// connection and for each reply. Example on [`GdbClient`].
     ///
     /// ```
     /// use flightrec_host::gdb::GdbClient;
@@ -345,8 +347,8 @@ impl GdbClient {
     }
 
     /// Starts a session: `qSupported` (taking the server's packet size), no-ack
-    /// mode when offered, then `?`: why the target is stopped. Example in the
-    /// [module docs](self).
+    /// mode when offered, then `?`: why the target is stopped. Example on
+    /// [`GdbClient`].
     pub fn handshake(&mut self) -> io::Result<Stop> {
         let features = self.request(b"qSupported:swbreak+;hwbreak+")?;
         for feature in features.split(|&b| b == b';') {
@@ -378,7 +380,7 @@ impl GdbClient {
     }
 
     /// Reads `len` bytes at `address` (target halted), in as many `m` packets as
-    /// the server's packet size needs. Example in the [module docs](self).
+    /// the server's packet size needs. Example on [`GdbClient`].
     pub fn read_memory(&mut self, address: u64, len: usize) -> io::Result<Vec<u8>> {
         let chunk = ((self.packet_size.saturating_sub(8)) / 2).clamp(16, MAX_READ);
         let mut out = Vec::with_capacity(len);
@@ -407,8 +409,8 @@ impl GdbClient {
         Ok(out)
     }
 
-    /// Writes `bytes` at `address` (target halted) with `M` packets. Example in the
-    /// [module docs](self).
+    /// Writes `bytes` at `address` (target halted) with `M` packets. Example on
+    /// [`GdbClient`].
     pub fn write_memory(&mut self, address: u64, bytes: &[u8]) -> io::Result<()> {
         let chunk = ((self.packet_size.saturating_sub(40)) / 2).clamp(16, MAX_READ);
         for (i, part) in bytes.chunks(chunk).enumerate() {
@@ -429,7 +431,7 @@ impl GdbClient {
     }
 
     /// Lets the target run (`c`); its stop reply comes later (see
-    /// [`interrupt`](Self::interrupt)). Example in the [module docs](self).
+    /// [`interrupt`](Self::interrupt)). Example on [`GdbClient`].
     pub fn resume(&mut self) -> io::Result<()> {
         self.send_packet(b"c")
     }
@@ -455,8 +457,8 @@ impl GdbClient {
     }
 
     /// Stops a running target (the byte `0x03`) and returns its stop reply; when the
-    /// target already stopped by itself, returns that reply instead. Example in the
-    /// [module docs](self).
+    /// target already stopped by itself, returns that reply instead. Example on
+    /// [`GdbClient`].
     pub fn interrupt(&mut self) -> io::Result<Stop> {
         if let Some(stop) = self.stop_arrived()? {
             return Ok(stop);
@@ -474,8 +476,8 @@ impl GdbClient {
         }
     }
 
-    /// Leaves the target running and ends the session (`D`). Example in the
-    /// [module docs](self).
+    /// Leaves the target running and ends the session (`D`). Example on
+    /// [`GdbClient`].
     pub fn detach(&mut self) -> io::Result<()> {
         let reply = self.request(b"D")?;
         if reply == b"OK" || reply.is_empty() {

@@ -7,27 +7,7 @@
 //! with the memory, and ends the program by returning `false` (the stub then sends
 //! `W00` and closes the connection, as QEMU does when the program exits).
 //!
-//! ```
-//! use flightrec_host::gdb::{GdbClient, Stop};
-//! use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
-//! use std::time::Duration;
-//!
-//! let mut runs = 0;
-//! let config = StubConfig::new(0x100, vec![0; 8]).running(move |mem| {
-//!     runs += 1;
-//!     mem[0] = runs; // what the program did while it ran
-//!     runs < 2
-//! });
-//! let stub = MemoryStub::spawn_with(config).unwrap();
-//! let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
-//! gdb.handshake().unwrap();
-//! gdb.resume().unwrap();
-//! assert_eq!(gdb.interrupt().unwrap(), Stop::Signal(2));
-//! assert_eq!(gdb.read_memory(0x100, 1).unwrap(), [1]);
-//! gdb.resume().unwrap();
-//! assert_eq!(gdb.interrupt().unwrap(), Stop::Exited(0)); // the program ended
-//! assert_eq!(stub.join()[0], 2);
-//! ```
+//! Example on [`StubConfig`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -38,9 +18,39 @@ use crate::gdb::checksum;
 
 /// What the program does while it runs: called with the memory at every stop;
 /// `false` ends the program.
+///
+/// ```
+/// use flightrec_host::gdb_stub::Program;
+/// let mut p: Program = Box::new(|mem| { mem[0] += 1; mem[0] < 2 });
+/// let mut mem = [0u8; 4];
+/// assert!(p(&mut mem));
+/// assert!(!p(&mut mem));
+/// ```
 pub type Program = Box<dyn FnMut(&mut [u8]) -> bool + Send>;
 
-/// How a [`MemoryStub`] behaves. Example in the [module docs](self).
+/// How a [`MemoryStub`] behaves.
+///
+/// ```
+/// use flightrec_host::gdb::{GdbClient, Stop};
+/// use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
+/// use std::time::Duration;
+///
+/// let mut runs = 0;
+/// let config = StubConfig::new(0x100, vec![0; 8]).running(move |mem| {
+///     runs += 1;
+///     mem[0] = runs; // what the program did while it ran
+///     runs < 2
+/// });
+/// let stub = MemoryStub::spawn_with(config).unwrap();
+/// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+/// gdb.handshake().unwrap();
+/// gdb.resume().unwrap();
+/// assert_eq!(gdb.interrupt().unwrap(), Stop::Signal(2));
+/// assert_eq!(gdb.read_memory(0x100, 1).unwrap(), [1]);
+/// gdb.resume().unwrap();
+/// assert_eq!(gdb.interrupt().unwrap(), Stop::Exited(0)); // the program ended
+/// assert_eq!(stub.join()[0], 2);
+/// ```
 pub struct StubConfig {
     base: u64,
     memory: Vec<u8>,
@@ -50,8 +60,8 @@ pub struct StubConfig {
 }
 
 impl StubConfig {
-    /// `memory` at address `base`, acknowledged mode, no program. Example in the
-    /// [module docs](self).
+    /// `memory` at address `base`, acknowledged mode, no program. Example on
+    /// [`StubConfig`].
     pub fn new(base: u64, memory: Vec<u8>) -> Self {
         StubConfig {
             base,
@@ -80,15 +90,15 @@ impl StubConfig {
         self
     }
 
-    /// The program that runs between stops. Example in the [module docs](self).
+    /// The program that runs between stops. Example on [`StubConfig`].
     pub fn running(mut self, program: impl FnMut(&mut [u8]) -> bool + Send + 'static) -> Self {
         self.program = Some(Box::new(program));
         self
     }
 }
 
-/// A GDB server on `127.0.0.1` serving one connection. Example in the
-/// [module docs](self).
+/// A GDB server on `127.0.0.1` serving one connection. Example on
+/// [`StubConfig`].
 #[derive(Debug)]
 pub struct MemoryStub {
     address: String,
@@ -108,7 +118,7 @@ impl MemoryStub {
         Self::spawn_with(StubConfig::new(base, memory))
     }
 
-    /// A stub as `config` says. Example in the [module docs](self).
+    /// A stub as `config` says. Example on [`StubConfig`].
     pub fn spawn_with(config: StubConfig) -> io::Result<MemoryStub> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?.to_string();
@@ -132,8 +142,8 @@ impl MemoryStub {
         self.address.clone()
     }
 
-    /// Waits for the connection to end and returns the memory. Example in the
-    /// [module docs](self).
+    /// Waits for the connection to end and returns the memory. Example on
+    /// [`StubConfig`].
     pub fn join(mut self) -> Vec<u8> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();

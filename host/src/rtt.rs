@@ -13,31 +13,7 @@
 //!    target is halted for a few packet round trips per poll.
 //!
 //! The bytes are the same framed link the UART carries, and [`crate::recv`]
-//! decodes them the same way.
-//!
-//! ```
-//! use flightrec_host::gdb_stub::MemoryStub;
-//! use flightrec_host::rtt::{control_block_image, RttReader, Symbol, Layout};
-//! use std::time::Duration;
-//!
-//! // A target whose RAM at 0x2000_0000 holds a ready control block with 64 bytes
-//! // of channel buffer, 5 of them written.
-//! let layout = Layout { pointer_size: 4, big_endian: false };
-//! let mut ram = control_block_image(0x2000_0000, 64, layout);
-//! let buffer = ram.len() - 64;
-//! ram[buffer..buffer + 5].copy_from_slice(b"hello");
-//! ram[24 + 12..24 + 16].copy_from_slice(&5u32.to_le_bytes()); // write offset
-//! let stub = MemoryStub::spawn(0x2000_0000, ram).unwrap();
-//!
-//! let symbol = Symbol { address: 0x2000_0000, size: 0 };
-//! let mut rtt = RttReader::attach(&stub.address(), symbol, layout, Duration::from_secs(5)).unwrap();
-//! let mut got = Vec::new();
-//! rtt.poll(&mut got).unwrap();
-//! assert_eq!(got, b"hello");
-//! rtt.detach().unwrap();
-//! let ram = stub.join();
-//! assert_eq!(&ram[24 + 16..24 + 20], &5u32.to_le_bytes()); // the read offset moved on
-//! ```
+//! decodes them the same way. Example on [`RttReader`].
 
 use std::io;
 use std::path::PathBuf;
@@ -46,12 +22,21 @@ use std::time::{Duration, Instant};
 use crate::gdb::{GdbClient, Stop};
 
 /// The name of the control block's symbol.
+///
+/// ```
+/// assert_eq!(flightrec_host::rtt::SYMBOL, "_SEGGER_RTT");
+/// ```
 pub const SYMBOL: &str = "_SEGGER_RTT";
 
 /// The id at the start of a ready control block.
+///
+/// ```
+/// assert_eq!(flightrec_host::rtt::ID, b"SEGGER RTT");
+/// ```
 pub const ID: &[u8; 10] = b"SEGGER RTT";
 
-/// A symbol's value and size from an ELF symbol table.
+/// A symbol's value and size from an ELF symbol table. Example on
+/// [`find_symbol`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Symbol {
     /// Its address.
@@ -60,7 +45,8 @@ pub struct Symbol {
     pub size: u64,
 }
 
-/// The target's word layout, from the ELF's class and byte order.
+/// The target's word layout, from the ELF's class and byte order. Example on
+/// [`find_symbol`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Bytes in a pointer: 4 (ELF32) or 8 (ELF64).
@@ -202,7 +188,7 @@ pub fn find_symbol(image: &[u8], name: &str) -> Result<(Option<Symbol>, Layout),
     Ok((None, layout))
 }
 
-/// Where `recv --gdb` reads from.
+/// Where `recv --gdb` reads from. Example on [`new`](GdbSettings::new).
 #[derive(Clone, Debug)]
 pub struct GdbSettings {
     /// The GDB server, `HOST:PORT`.
@@ -274,7 +260,31 @@ struct Channel {
     size: u64,
 }
 
-/// A connection reading one RTT up-channel. Example in the [module docs](self).
+/// A connection reading one RTT up-channel.
+///
+/// ```
+/// use flightrec_host::gdb_stub::MemoryStub;
+/// use flightrec_host::rtt::{control_block_image, RttReader, Symbol, Layout};
+/// use std::time::Duration;
+///
+/// // A target whose RAM at 0x2000_0000 holds a ready control block with 64 bytes
+/// // of channel buffer, 5 of them written.
+/// let layout = Layout { pointer_size: 4, big_endian: false };
+/// let mut ram = control_block_image(0x2000_0000, 64, layout);
+/// let buffer = ram.len() - 64;
+/// ram[buffer..buffer + 5].copy_from_slice(b"hello");
+/// ram[24 + 12..24 + 16].copy_from_slice(&5u32.to_le_bytes()); // write offset
+/// let stub = MemoryStub::spawn(0x2000_0000, ram).unwrap();
+///
+/// let symbol = Symbol { address: 0x2000_0000, size: 0 };
+/// let mut rtt = RttReader::attach(&stub.address(), symbol, layout, Duration::from_secs(5)).unwrap();
+/// let mut got = Vec::new();
+/// rtt.poll(&mut got).unwrap();
+/// assert_eq!(got, b"hello");
+/// rtt.detach().unwrap();
+/// let ram = stub.join();
+/// assert_eq!(&ram[24 + 16..24 + 20], &5u32.to_le_bytes()); // the read offset moved on
+/// ```
 #[derive(Debug)]
 pub struct RttReader {
     gdb: GdbClient,
@@ -285,7 +295,8 @@ pub struct RttReader {
     bytes: u64,
 }
 
-/// What one [`RttReader::poll`] found.
+/// What one [`RttReader::poll`] found. Example on
+/// [`bytes_read`](RttReader::bytes_read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Poll {
     /// The bytes appended (possibly none); the target runs on.
@@ -298,7 +309,7 @@ pub enum Poll {
 impl RttReader {
     /// Connects to the GDB server at `address` (waiting for it to listen), lets the
     /// target run until the control block at `symbol` is ready, all within
-    /// `timeout`, and reads its up-channel 0. Example in the [module docs](self).
+    /// `timeout`, and reads its up-channel 0. Example on [`RttReader`].
     ///
     /// ```
     /// use flightrec_host::gdb_stub::MemoryStub;
@@ -408,8 +419,8 @@ impl RttReader {
     }
 
     /// Halts the target if it runs, appends the channel's new bytes to `out`,
-    /// frees them in the channel and lets the target run again. Example in the
-    /// [module docs](self).
+    /// frees them in the channel and lets the target run again. Example on
+    /// [`RttReader`].
     pub fn poll(&mut self, out: &mut Vec<u8>) -> io::Result<Poll> {
         if !self.halted {
             let stop = self.gdb.interrupt()?;
@@ -459,8 +470,8 @@ impl RttReader {
         Ok(Poll::Data(n))
     }
 
-    /// Ends the session, leaving the target running. Example in the
-    /// [module docs](self).
+    /// Ends the session, leaving the target running. Example on
+    /// [`RttReader`].
     pub fn detach(mut self) -> io::Result<()> {
         if !self.halted {
             let stop = self.gdb.interrupt()?;
@@ -494,7 +505,7 @@ pub fn describe_gone(stop: Stop) -> String {
     }
 }
 
-/// What [`stream`] hands on.
+/// What [`stream`] hands on. Example on [`stream`].
 #[derive(Debug)]
 pub enum StreamEvent {
     /// Bytes of the link.
@@ -599,7 +610,7 @@ fn sink_note(address: &str, what: String) -> StreamEvent {
 
 /// The memory image of a ready control block at `address` with one up-channel of
 /// `size` bytes right after it (the channel name pointer left null): for tests
-/// and examples of readers. Example in the [module docs](self).
+/// and examples of readers. Example on [`RttReader`].
 pub fn control_block_image(address: u64, size: u32, layout: Layout) -> Vec<u8> {
     let p = usize::from(layout.pointer_size);
     let header = 24 + 2 * p + 16;
