@@ -181,3 +181,51 @@ fn errors_name_what_is_wrong() {
         "{err}"
     );
 }
+
+/// The client's side of acknowledgements, against a scripted server: a packet the
+/// server refuses (`-`) is sent again, and a reply with a bad checksum is refused
+/// and taken when it comes again.
+#[test]
+fn refused_packets_are_sent_again_and_bad_replies_refused() {
+    use flightrec_host::gdb::{checksum, GdbClient, Stop};
+    use std::io::{Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // One byte at a time, so that an ack and the packet after it are told apart.
+        let read_until = |s: &mut std::net::TcpStream, pred: &dyn Fn(&[u8]) -> bool| {
+            let mut got = Vec::new();
+            let mut byte = [0u8; 1];
+            while !pred(&got) {
+                s.read_exact(&mut byte).unwrap();
+                got.push(byte[0]);
+            }
+            got
+        };
+        let packet =
+            |body: &[u8]| format!("${}#{:02x}", String::from_utf8_lossy(body), checksum(body));
+        let ends_packet = |b: &[u8]| b.len() >= 3 && b[b.len() - 3] == b'#';
+        // qSupported, refused: the client sends it again.
+        let first = read_until(&mut s, &ends_packet);
+        s.write_all(b"-").unwrap();
+        let again = read_until(&mut s, &ends_packet);
+        assert_eq!(first, again);
+        // Accepted; the reply goes out with a bad checksum first.
+        s.write_all(b"+$PacketSize=1000#00").unwrap();
+        assert_eq!(read_until(&mut s, &|b| !b.is_empty()), b"-");
+        s.write_all(packet(b"PacketSize=1000").as_bytes()).unwrap();
+        assert_eq!(read_until(&mut s, &|b| !b.is_empty()), b"+");
+        // `?`.
+        let q = read_until(&mut s, &ends_packet);
+        assert_eq!(q, packet(b"?").as_bytes());
+        s.write_all(b"+").unwrap();
+        s.write_all(packet(b"S05").as_bytes()).unwrap();
+        assert_eq!(read_until(&mut s, &|b| !b.is_empty()), b"+");
+    });
+    let mut gdb = GdbClient::connect(&address, Duration::from_secs(5)).unwrap();
+    assert_eq!(gdb.handshake().unwrap(), Stop::Signal(5));
+    server.join().unwrap();
+}
