@@ -25,6 +25,14 @@ const MODE: Mode = Mode::Blocking;
 #[cfg(feature = "rtt-nonblocking")]
 const MODE: Mode = Mode::NonBlocking;
 
+// Non-blocking, a buffer goes out only when all its frames fit in the channel: the
+// main ring's 1 KiB buffers need a bigger channel than the default 1 KiB.
+#[cfg(feature = "rtt-nonblocking")]
+const _: () = assert!(
+    rtt::BUFFER_SIZE > 1024 + rtt::FRAME_OVERHEAD,
+    "build with FLIGHTREC_RTT_BUFFER_SIZE=4096 (the channel must hold a 1 KiB ring buffer's frames)"
+);
+
 /// Takes the RTT writer (UART0 stays unused). Call once.
 pub fn sink(uart: Uart0) -> Sink {
     let _ = uart;
