@@ -355,10 +355,7 @@ impl<const N: usize> ControlBlock<N> {
         }
         core::sync::atomic::fence(Ordering::SeqCst);
         Ok(RttWriter {
-            block: BlockRef {
-                channel: &self.up,
-                buffer: &self.buffer,
-            },
+            block: BlockRef { block: self },
             bytes_dropped: 0,
             refuse: false,
         })
@@ -424,11 +421,21 @@ impl<const N: usize> ControlBlock<N> {
     }
 }
 
-/// The channel and buffer a writer writes into.
+/// The control block a writer writes into. Through the (`Sync`) block, the writer
+/// may move to the context that flushes (it is `Send`).
 #[derive(Clone, Copy)]
 struct BlockRef<'a, const N: usize> {
-    channel: &'a Channel,
-    buffer: &'a UnsafeCell<[u8; N]>,
+    block: &'a ControlBlock<N>,
+}
+
+impl<'a, const N: usize> BlockRef<'a, N> {
+    fn channel(&self) -> &'a Channel {
+        &self.block.up
+    }
+
+    fn buffer(&self) -> &'a UnsafeCell<[u8; N]> {
+        &self.block.buffer
+    }
 }
 
 /// The one writer of an RTT up-channel: an [`embedded_io::Write`] sink for a
@@ -464,7 +471,7 @@ impl<const N: usize> RttWriter<'_, N> {
     /// The channel's mode, as its flags say now (a host may change them).
     /// Example on [`ControlBlock::take_writer`].
     pub fn mode(&self) -> Mode {
-        Mode::from_flags(self.block.channel.flags.load(Ordering::Relaxed))
+        Mode::from_flags(self.block.channel().flags.load(Ordering::Relaxed))
     }
 
     /// Changes the channel's mode.
@@ -477,9 +484,9 @@ impl<const N: usize> RttWriter<'_, N> {
     /// assert_eq!(w.mode(), Mode::Trim);
     /// ```
     pub fn set_mode(&mut self, mode: Mode) {
-        let flags = self.block.channel.flags.load(Ordering::Relaxed);
+        let flags = self.block.channel().flags.load(Ordering::Relaxed);
         self.block
-            .channel
+            .channel()
             .flags
             .store((flags & !3) | mode as u32, Ordering::Relaxed);
     }
@@ -514,7 +521,7 @@ impl<const N: usize> RttWriter<'_, N> {
     /// Offsets `(write, read)`, or `None` after setting them back to empty when the
     /// read offset is out of range (the write offset is only ever written here).
     fn offsets(&mut self) -> Option<(usize, usize)> {
-        let ch = self.block.channel;
+        let ch = self.block.channel();
         let write = ch.write.load(Ordering::Relaxed) as usize;
         let read = ch.read.load(Ordering::Acquire) as usize;
         if N < 2 || write >= N || read >= N {
@@ -576,7 +583,7 @@ impl<const N: usize> RttWriter<'_, N> {
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     src.as_ptr(),
-                    self.block.buffer.get().cast::<u8>().add(write),
+                    self.block.buffer().get().cast::<u8>().add(write),
                     src.len(),
                 );
             }
@@ -587,7 +594,7 @@ impl<const N: usize> RttWriter<'_, N> {
             }
         }
         self.block
-            .channel
+            .channel()
             .write
             .store(write as u32, Ordering::Release);
         Ok(done)
@@ -821,6 +828,23 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
+
+    #[test]
+    fn the_writer_can_move_to_the_context_that_flushes() {
+        fn send<T: Send>(_: &T) {}
+        static CB: ControlBlock<16> = ControlBlock::new();
+        let w = CB.take_writer(Mode::NonBlocking).unwrap();
+        send(&w);
+        let got = std::thread::spawn(move || {
+            let mut w = w;
+            w.write(b"abc")
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got, Ok(3));
+        let mut out = [0u8; 4];
+        assert_eq!(CB.host_read(&mut out), 3);
+    }
 
     #[test]
     fn size_from_the_environment_is_parsed_or_ignored() {
