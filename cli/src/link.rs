@@ -18,6 +18,7 @@ use flightrec_host::dump::{dump, DumpError};
 use flightrec_host::names::{names_beside, Names};
 use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
+use flightrec_host::rtt::GdbSettings;
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
@@ -151,8 +152,16 @@ enum FlowArg {
 /// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, capture_s]).unwrap();
 /// assert_eq!(run(LinkCommand::Recv(a.args)), ExitCode::from(1));
 ///
-/// // A file and a device at once is a usage error.
+/// // A file and a device at once is a usage error; so is --gdb without --elf.
 /// assert!(Receive::try_parse_from(["receive", "--device", "/dev/ttyUSB0", capture_s]).is_err());
+/// assert!(Receive::try_parse_from(["receive", "--gdb", "localhost:1234"]).is_err());
+///
+/// // A firmware's RTT channel through a GDB server: an ELF without the control
+/// // block's symbol is an error naming it (exit status 2).
+/// let elf = dir.path().join("fw.elf");
+/// std::fs::write(&elf, flightrec_host::rtt::elf_with_symbol("main", 0x100, 4)).unwrap();
+/// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, "--gdb", "127.0.0.1:1", "--elf", elf.to_str().unwrap()]);
+/// assert_eq!(run(LinkCommand::Recv(a.unwrap().args)), ExitCode::from(2));
 /// ```
 #[derive(Args)]
 pub struct RecvArgs {
@@ -179,6 +188,14 @@ pub struct RecvArgs {
     /// Stop when the serial device disappears instead of waiting for it to return.
     #[arg(long)]
     no_reconnect: bool,
+    /// Read the firmware's RTT up-channel through this GDB server (HOST:PORT:
+    /// QEMU's -gdb, OpenOCD, pyOCD, J-Link or probe-rs); needs --elf. The target
+    /// is halted briefly at each poll.
+    #[arg(long, value_name = "HOST:PORT", requires = "elf", conflicts_with_all = ["input", "device"])]
+    gdb: Option<String>,
+    /// The firmware ELF (the `_SEGGER_RTT` symbol, for --gdb).
+    #[arg(long, value_name = "ELF")]
+    elf: Option<PathBuf>,
     /// Output directory for `source-<id>.xray` files.
     #[arg(short = 'o', long, default_value = ".")]
     out_dir: PathBuf,
@@ -537,6 +554,10 @@ fn convert(a: ConvertArgs) -> ExitCode {
 
 fn recv(a: RecvArgs) -> ExitCode {
     let input = match (&a.device, &a.input) {
+        _ if a.gdb.is_some() => Input::Gdb(GdbSettings::new(
+            a.gdb.as_deref().unwrap_or_default(),
+            a.elf.clone().unwrap_or_default(),
+        )),
         (Some(path), _) => Input::Serial(SerialSettings {
             path: path.clone(),
             baud: a.baud,

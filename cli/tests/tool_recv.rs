@@ -20,7 +20,7 @@ use flightrec_host::core::fdr::decoder::verify;
 use flightrec_host::core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
 use flightrec_host::core::fdr::writer::WriterConfig;
 use flightrec_host::core::fdr::FunctionId;
-use flightrec_host::core::link::{FrameKind, LinkWriter, Source};
+use flightrec_host::core::link::{compact, FrameKind, LinkWriter, Source};
 
 /// One frame as sent, with its place on the wire.
 #[derive(Clone, Debug)]
@@ -115,10 +115,18 @@ fn make_stream(calls: u64, seed: u64) -> Stream {
         let (used, ev) = dec.feed(&wire[pos..]);
         pos += used;
         if let Some(flightrec_host::core::link::Event::Frame(f)) = ev {
+            // A buffer sent in its compact form stands for the buffer it expands to.
+            let payload = if f.head.kind == FrameKind::FdrCompact {
+                let mut b = vec![0u8; compact::expanded_len(f.payload).unwrap()];
+                compact::expand(f.payload, &mut b).unwrap();
+                b
+            } else {
+                f.payload.to_vec()
+            };
             frames.push(SentFrame {
                 kind: f.head.kind,
                 source: f.head.source,
-                payload: f.payload.to_vec(),
+                payload,
                 span: (start, pos - 1),
             });
             start = pos;
@@ -186,7 +194,7 @@ fn judge(s: &Stream, damaged: &[usize], dir: &Path) {
     let mut lines = Vec::new();
     for (i, f) in s.frames.iter().enumerate() {
         match f.kind {
-            FrameKind::FdrBuffer => {
+            FrameKind::FdrBuffer | FrameKind::FdrCompact => {
                 all.entry(f.source).or_default().push(&f.payload);
                 if !damaged.contains(&i) {
                     expected.entry(f.source).or_default().push(&f.payload);
@@ -261,7 +269,12 @@ fn stderr(o: &Output) -> String {
 
 fn buffer_frames(s: &Stream) -> Vec<usize> {
     (0..s.frames.len())
-        .filter(|&i| s.frames[i].kind == FrameKind::FdrBuffer)
+        .filter(|&i| {
+            matches!(
+                s.frames[i].kind,
+                FrameKind::FdrBuffer | FrameKind::FdrCompact
+            )
+        })
         .collect()
 }
 

@@ -12,9 +12,10 @@
 //!   trace-event JSON.
 //! * [`names`] finds function names for a trace (the desktop runtime's ELF names
 //!   files through [`names_elf`], llvm-xray's YAML instrumentation maps).
-//! * [`recv`] reads a framed link (serial device, file, stdin) and hands each frame
-//!   to a [`collect::Collector`], which writes one FDR file per source and the
-//!   Trace2 lines.
+//! * [`recv`] reads a framed link (serial device, file, stdin, or a target's RTT
+//!   channel through a GDB server: [`rtt`], [`gdb`]) and hands each frame to a
+//!   [`collect::Collector`], which writes one FDR file per source and the Trace2
+//!   lines.
 //! * [`trace2_render`] renders git's Trace2 event stream in the three formats.
 //! * [`progress`] draws a progress bar for long inputs when stderr is a terminal.
 #![warn(missing_docs)]
@@ -26,12 +27,15 @@ pub mod collect;
 pub mod convert;
 pub mod dump;
 pub mod expand;
+pub mod gdb;
+pub mod gdb_stub;
 pub mod input;
 pub mod names;
 pub mod names_elf;
 pub mod perfetto;
 pub mod progress;
 pub mod recv;
+pub mod rtt;
 pub mod stream;
 pub mod trace2_render;
 pub mod verify;

@@ -19,6 +19,7 @@ use flightrec_core::link::{DecoderStats, Event, FrameDecoder, FrameEncoder};
 
 use super::collect::Collector;
 use super::progress::Progress;
+use super::rtt::{GdbSettings, StreamEvent};
 
 /// Serial line settings.
 ///
@@ -75,6 +76,8 @@ pub enum Input {
     Stdin,
     /// A serial device.
     Serial(SerialSettings),
+    /// A target's RTT up-channel, read through a GDB server (see [`crate::rtt`]).
+    Gdb(GdbSettings),
 }
 
 /// Chunks of input (up to 64 KiB each) queued between the reader thread and the
@@ -134,6 +137,8 @@ enum Msg {
     /// The device went away: what was half-received is lost.
     Gone(String),
     Back,
+    /// Something to tell the user (a GDB target went away).
+    Note(String),
     End,
     Failed(io::Error),
 }
@@ -218,7 +223,14 @@ fn serial_loop(s: &SerialSettings, tx: &SyncSender<Msg>) {
     }
 }
 
-fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
+/// The reader thread of a GDB input, joined at the end so that the target is
+/// detached (left running) before `run` returns.
+type ReaderThread = Option<std::thread::JoinHandle<()>>;
+
+fn spawn_reader(
+    input: &Input,
+    done: &Arc<AtomicBool>,
+) -> io::Result<(Receiver<Msg>, Option<u64>, ReaderThread)> {
     let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE_CHUNKS);
     let len = match input {
         Input::File(path) => {
@@ -259,8 +271,25 @@ fn spawn_reader(input: &Input) -> io::Result<(Receiver<Msg>, Option<u64>)> {
             std::thread::spawn(move || serial_loop(&s, &tx));
             None
         }
+        Input::Gdb(g) => {
+            let g = g.clone();
+            let done = Arc::clone(done);
+            let thread = std::thread::spawn(move || {
+                let keep_going = || !done.load(Ordering::Relaxed);
+                let mut sink = |ev| match ev {
+                    StreamEvent::Data(bytes) => tx.send(Msg::Data(bytes)).is_ok(),
+                    StreamEvent::Note(note) => tx.send(Msg::Note(note)).is_ok(),
+                };
+                let m = match super::rtt::stream(&g, &keep_going, &mut sink) {
+                    Ok(()) => Msg::End,
+                    Err(e) => Msg::Failed(e),
+                };
+                let _ = tx.send(m);
+            });
+            return Ok((rx, None, Some(thread)));
+        }
     };
-    Ok((rx, len))
+    Ok((rx, len, None))
 }
 
 /// Runs `recv` until the input ends, the idle timeout passes or `stop` is set.
@@ -320,7 +349,8 @@ pub fn run(
             ),
         ));
     }
-    let (rx, len) = spawn_reader(&opts.input)?;
+    let done = Arc::new(AtomicBool::new(false));
+    let (rx, len, reader) = spawn_reader(&opts.input, &done)?;
     progress.start(len);
     let mut buf = vec![0u8; FrameEncoder::max_encoded_len(opts.max_payload)];
     let mut dec = FrameDecoder::new(&mut buf);
@@ -364,12 +394,18 @@ pub fn run(
                 last_data = Instant::now();
                 progress.note("device is back");
             }
+            Msg::Note(note) => progress.note(&note),
             Msg::End => break,
             Msg::Failed(e) => {
                 progress.finish();
                 return Err(e);
             }
         }
+    }
+    done.store(true, Ordering::Relaxed);
+    drop(rx);
+    if let Some(thread) = reader {
+        let _ = thread.join();
     }
     dec.finish();
     progress.finish();

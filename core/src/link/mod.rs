@@ -28,6 +28,8 @@ mod crc;
 pub mod decoder;
 pub mod encoder;
 pub mod frame;
+#[cfg(feature = "rtt")]
+pub mod rtt;
 pub mod writer;
 
 pub use self::crc::crc32;

@@ -14,6 +14,8 @@
 #![no_main]
 
 mod clock;
+#[cfg(feature = "rtt")]
+mod rtt;
 #[cfg(feature = "trace")]
 mod trace;
 mod uart;

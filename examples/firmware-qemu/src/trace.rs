@@ -15,7 +15,29 @@ use flightrec_core::link::{LinkWriter, Source};
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
 
 use crate::clock::{self, CLOCK};
+#[cfg(feature = "rtt")]
+use crate::rtt::{drain, flush_one, sink, Sink};
 use crate::uart::Uart0;
+
+/// The link's sink: UART0, or the RTT up-channel (feature `rtt`).
+#[cfg(not(feature = "rtt"))]
+type Sink = Uart0;
+#[cfg(not(feature = "rtt"))]
+fn sink(uart: Uart0) -> Sink {
+    uart
+}
+/// Sends at most one buffer; `true` while buffers are still waiting.
+#[cfg(not(feature = "rtt"))]
+fn flush_one(
+    link: &mut LinkWriter<Sink>,
+    source: &mut Source,
+    consumer: &mut Consumer<'static, 'static>,
+) -> bool {
+    matches!(link.flush_one(source, consumer), Ok(true))
+}
+/// The UART sends as it goes: nothing to wait for.
+#[cfg(not(feature = "rtt"))]
+fn drain(_: &mut LinkWriter<Sink>) {}
 
 /// Source (and FDR thread) id of thread mode.
 const MAIN_SOURCE: u32 = 1;
@@ -55,7 +77,7 @@ pub struct Tracer {
     irq_consumer: Consumer<'static, 'static>,
     main_source: Source,
     irq_source: Source,
-    link: LinkWriter<Uart0>,
+    link: LinkWriter<Sink>,
     #[cfg(feature = "trace2")]
     t2_buf: [u8; 256],
 }
@@ -77,7 +99,7 @@ impl Tracer {
             irq_consumer,
             main_source: Source::new(MAIN_SOURCE, main_header),
             irq_source: Source::new(IRQ_SOURCE, irq_header),
-            link: LinkWriter::new(uart),
+            link: LinkWriter::new(sink(uart)),
             #[cfg(feature = "trace2")]
             t2_buf: [0; 256],
         }
@@ -97,12 +119,12 @@ impl Tracer {
 
     /// Sends at most one buffer of each ring: the main loop's flush step.
     pub fn flush_step(&mut self) {
-        let _ = self
-            .link
-            .flush_one(&mut self.main_source, &mut self.main_consumer);
-        let _ = self
-            .link
-            .flush_one(&mut self.irq_source, &mut self.irq_consumer);
+        flush_one(
+            &mut self.link,
+            &mut self.main_source,
+            &mut self.main_consumer,
+        );
+        flush_one(&mut self.link, &mut self.irq_source, &mut self.irq_consumer);
     }
 
     /// Sends one Trace2 event line (event format).
@@ -115,6 +137,8 @@ impl Tracer {
         };
         let format = Format::new(Target::Event, false);
         if let Ok(n) = format.write_line(&ctx, ev, &mut self.t2_buf) {
+            // Over RTT, room for the whole line first (a few lines per run).
+            drain(&mut self.link);
             let _ = self.link.send_trace2_line(TRACE2_SOURCE, &self.t2_buf[..n]);
         }
     }
@@ -127,22 +151,21 @@ impl Tracer {
         while !IRQ_FLUSHED.load(Ordering::Acquire) {
             cortex_m::asm::wfi();
         }
-        while matches!(
-            self.link
-                .flush_one(&mut self.main_source, &mut self.main_consumer),
-            Ok(true)
+        while flush_one(
+            &mut self.link,
+            &mut self.main_source,
+            &mut self.main_consumer,
         ) {}
-        while matches!(
-            self.link
-                .flush_one(&mut self.irq_source, &mut self.irq_consumer),
-            Ok(true)
-        ) {}
+        while flush_one(&mut self.link, &mut self.irq_source, &mut self.irq_consumer) {}
+        drain(&mut self.link);
         let _ = self
             .link
             .send_source_status(&mut self.main_source, &self.main_consumer);
         let _ = self
             .link
             .send_source_status(&mut self.irq_source, &self.irq_consumer);
+        // Until the host has read it all (RTT); at once for the UART.
+        drain(&mut self.link);
     }
 }
 
