@@ -29,6 +29,7 @@ pub mod expand;
 pub mod input;
 pub mod names;
 pub mod names_elf;
+pub mod names_firmware;
 pub mod perfetto;
 pub mod progress;
 pub mod recv;
