@@ -33,6 +33,70 @@
 
 pub use flightrec_core as core;
 
+/// `#[flightrec::instrument]`: records a function's entry and exit.
+///
+/// On std programs the records go to the XRay FDR runtime, the function named by
+/// its path; an `async fn` is entered and exited around each poll; `region =
+/// "category"` also opens a Trace2 region labelled with the function's name. On
+/// `#![no_std]` firmware (no `std` feature) the function's name goes to the ELF's
+/// `.flightrec` section and the records to the global recorder
+/// (docs/firmware-guide.md).
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::FunctionAction::{Enter, Exit};
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::Config;
+///
+/// #[flightrec::instrument]
+/// fn parse(s: &str) -> Result<u32, std::num::ParseIntError> {
+///     let n: u32 = s.parse()?; // an early exit is recorded too
+///     Ok(n * 2)
+/// }
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// assert_eq!(parse("21"), Ok(42));
+/// assert!(parse("x").is_err());
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let calls: Vec<_> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// let id = calls[0].1;
+/// assert_eq!(calls, [(Enter, id), (Exit, id), (Enter, id), (Exit, id)]);
+/// assert!(function_name(id).unwrap().ends_with("::parse"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// What it refuses, with a compile error:
+///
+/// ```compile_fail
+/// #[flightrec::instrument] // a `const fn` cannot record at run time
+/// const fn answer() -> u32 { 42 }
+/// ```
+///
+/// ```compile_fail
+/// #[flightrec::instrument] // not a function
+/// struct Config;
+/// ```
+///
+/// ```compile_fail
+/// trait Parse {
+///     #[flightrec::instrument] // no body: instrument the implementations
+///     fn parse(&self) -> u32;
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #[flightrec::instrument(level = "info")] // the only option is `region = "..."`
+/// fn parse() {}
+/// ```
 #[cfg(feature = "macros")]
 pub use flightrec_macros::instrument;
 
