@@ -22,10 +22,10 @@ use flightrec_core::names::elf::{find_section, is_elf, ElfError};
 
 use crate::names::Names;
 
-/// The ELF section that holds the names.
+/// The ELF section that holds the names. Example on [`FirmwareNames`].
 pub const SECTION: &str = ".flightrec";
 
-/// One instrumented function of the firmware.
+/// One instrumented function of the firmware. Example on [`FirmwareNames`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// `module::path::function`.
@@ -37,11 +37,14 @@ pub struct Entry {
 /// The names of a firmware ELF, by id, and what was wrong with the section.
 ///
 /// ```
-/// use flightrec_host::names_firmware::FirmwareNames;
+/// use flightrec_host::names_firmware::{Entry, FirmwareNames, SECTION};
 ///
 /// // The section at address 0 behind LLD's leading NUL: ids 1 and 25.
+/// assert_eq!(SECTION, ".flightrec");
 /// let section = b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0";
 /// let fw = FirmwareNames::from_section(0, section);
+/// let main = Entry { name: "app::main".into(), location: "src/main.rs:9".into() };
+/// assert_eq!(fw.entries[&1], main);
 /// assert_eq!(fw.entries[&1].name, "app::main");
 /// assert_eq!(fw.entries[&25].location, "src/main.rs:20");
 /// assert!(fw.warnings.is_empty());
@@ -200,7 +203,8 @@ impl FirmwareNames {
         fw
     }
 
-    /// The names, by id (an id without one displays as `#id`).
+    /// The names, by id (an id without one displays as `#id`). Example on
+    /// [`FirmwareNames`].
     pub fn names(&self) -> Names {
         Names::from_map(
             self.entries

@@ -8,6 +8,7 @@ use core::task::{Context, Poll};
 /// The body of an instrumented `async fn`: `enter` runs before each poll of the
 /// body and its guards drop when the poll returns, so the function's enter and
 /// exit records (and region) stay balanced on the thread that polled it.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct PerPoll<F, E> {
     fut: F,
@@ -16,6 +17,7 @@ pub struct PerPoll<F, E> {
 
 impl<F, E> PerPoll<F, E> {
     /// Wraps `fut`.
+    #[doc(hidden)]
     pub fn new(fut: F, enter: E) -> Self {
         Self { fut, enter }
     }
@@ -44,6 +46,7 @@ impl<F: Future, E: Fn() -> G, G> Future for PerPoll<F, E> {
 /// becomes `app::Db::get`. Called once per instrumented function (the name is
 /// registered on first use).
 #[cfg(all(unix, feature = "xray"))]
+#[doc(hidden)]
 pub fn function_name(marker_type_name: &'static str) -> &'static str {
     let path = crate::xray::enclosing_function_name(marker_type_name);
     if !path.contains("::{{closure}}") {
@@ -57,6 +60,7 @@ pub fn function_name(marker_type_name: &'static str) -> &'static str {
 
 /// The bytes of a name static (FORMAT: `name<TAB>file:line<NUL>`), in a const.
 #[cfg(not(feature = "std"))]
+#[doc(hidden)]
 pub const fn name_bytes<const N: usize>(s: &str) -> [u8; N] {
     let b = s.as_bytes();
     let mut out = [0u8; N];
@@ -72,6 +76,7 @@ pub const fn name_bytes<const N: usize>(s: &str) -> [u8; N] {
 /// the program's global recorder when dropped. The id is the address of the
 /// function's name static in the `.flightrec` section.
 #[cfg(not(feature = "std"))]
+#[doc(hidden)]
 #[derive(Debug)]
 #[must_use = "the exit is recorded when the guard is dropped"]
 pub struct FirmwareGuard {
@@ -81,6 +86,7 @@ pub struct FirmwareGuard {
 #[cfg(not(feature = "std"))]
 impl FirmwareGuard {
     /// Records the entry of the function whose name static is `site`.
+    #[doc(hidden)]
     #[inline(always)]
     pub fn enter<const N: usize>(site: &'static [u8; N]) -> Self {
         let id = site as *const [u8; N] as usize;

@@ -118,6 +118,12 @@ fn instrumented_functions_record_balanced_named_calls() {
         .build()
         .unwrap();
     flightrec::xray::init(config).unwrap();
+    // MYAPP_TRACE2_EVENT names the Trace2 event file: `Db::fetch` opens a region.
+    let t2_file = dir.path().join("trace2.json");
+    std::env::set_var("MYAPP_TRACE2_EVENT", &t2_file);
+    let t2 = flightrec::trace2::Builder::new()
+        .prefix("MYAPP_TRACE2")
+        .init();
 
     // Sync, on this thread.
     assert_eq!(early(20), 1);
@@ -156,6 +162,8 @@ fn instrumented_functions_record_balanced_named_calls() {
         sum
     });
     drop(rt);
+    drop(t2);
+    check_regions(&t2_file);
     assert_eq!(
         sum,
         (0..TASKS).map(|i| 3 * i + 100 + i).sum::<u32>(),
@@ -234,12 +242,16 @@ fn check_with_llvm_xray(path: &Path, ids: &HashMap<String, u32>, main_records: u
     let get = ids["instrument::Db::get"];
     assert_eq!(async_enters[&get], TASKS as usize + 1);
 
-    // `account -m` with the names file names the functions.
+    // `account -m` with the names file names the functions. `-k`: account reads
+    // the records in file order (llvm-xray 14 passes no sort flag), and buffers
+    // of different threads interleave out of time order; the balance per thread
+    // is checked above.
     let names = flightrec_testkit::xray_tool::names_of(path);
     let account = xray_ok(
         &tool,
         &[
             "account",
+            "-k",
             "-m",
             names.to_str().unwrap(),
             path.to_str().unwrap(),
@@ -256,4 +268,35 @@ fn check_with_llvm_xray(path: &Path, ids: &HashMap<String, u32>, main_records: u
     // `account` count is its number of polls (enter/exit pairs).
     let child = ids["instrument::child"];
     assert!(async_enters[&child] >= 3 * TASKS as usize * 2);
+}
+
+/// The `region = "db"` of `Db::fetch`: one region per poll, balanced on every
+/// thread, never nested in another (however many tasks a worker interleaves).
+fn check_regions(file: &Path) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut open: BTreeMap<String, i64> = BTreeMap::new();
+    let mut enters = 0;
+    for e in &events {
+        let kind = e["event"].as_str().unwrap_or("");
+        if !kind.starts_with("region_") {
+            continue;
+        }
+        assert!(e["category"] == "db" && e["label"] == "fetch", "{e}");
+        assert_eq!(e["nesting"], 1, "{e}");
+        let n = open.entry(e["thread"].to_string()).or_default();
+        if kind == "region_enter" {
+            enters += 1;
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
+        assert!((0..=1).contains(n), "{e}");
+    }
+    assert!(open.values().all(|&n| n == 0), "{open:?}");
+    // `fetch` awaits twice: at least three polls per task.
+    assert!(enters >= 3 * TASKS, "{enters} regions");
 }
