@@ -356,6 +356,75 @@ mod tests {
         assert!(fw.warnings[0].contains("over 2^28"), "{:?}", fw.warnings);
     }
 
+    /// A minimal ELF32 (`big`: big-endian) with a `.flightrec` section at `addr`.
+    fn elf32(addr: u32, section: &[u8], big: bool) -> Vec<u8> {
+        let u16b = |v: u16| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let names = b"\0.flightrec\0.shstrtab\0";
+        let data_at = 52u32;
+        let names_at = data_at + section.len() as u32;
+        let shoff = names_at + names.len() as u32;
+        let mut e = vec![0x7f, b'E', b'L', b'F', 1, if big { 2 } else { 1 }, 1];
+        e.resize(16, 0);
+        e.extend_from_slice(&u16b(2)); // ET_EXEC
+        e.extend_from_slice(&u16b(40)); // EM_ARM
+        e.extend_from_slice(&u32b(1));
+        e.extend_from_slice(&u32b(0)); // entry
+        e.extend_from_slice(&u32b(0)); // phoff
+        e.extend_from_slice(&u32b(shoff));
+        e.extend_from_slice(&u32b(0)); // flags
+        for v in [52, 0, 0, 40, 3, 2] {
+            e.extend_from_slice(&u16b(v)); // ehsize, ph*, shentsize, shnum, shstrndx
+        }
+        e.extend_from_slice(section);
+        e.extend_from_slice(names);
+        let header = |name: u32, kind: u32, addr: u32, off: u32, size: u32| {
+            let mut h = Vec::new();
+            for v in [name, kind, 0, addr, off, size, 0, 0, 1, 0] {
+                h.extend_from_slice(&u32b(v));
+            }
+            h
+        };
+        e.extend(header(0, 0, 0, 0, 0));
+        e.extend(header(1, 1, addr, data_at, section.len() as u32));
+        e.extend(header(12, 3, 0, names_at, names.len() as u32));
+        e
+    }
+
+    #[test]
+    fn ids_are_addresses_in_either_byte_order() {
+        let section = b"app::main\tm.rs:1\0app::tick\tm.rs:9\0";
+        for big in [false, true] {
+            // GNU ld: the section at 1, no leading NUL.
+            let fw = FirmwareNames::from_elf(&elf32(1, section, big)).unwrap();
+            let ids: Vec<u32> = fw.entries.keys().copied().collect();
+            assert_eq!(ids, [1, 18], "big-endian: {big}");
+            assert_eq!(fw.entries[&18].name, "app::tick");
+            assert!(fw.warnings.is_empty());
+        }
+        let mut lld = vec![0u8];
+        lld.extend_from_slice(section);
+        let fw = FirmwareNames::from_elf(&elf32(0, &lld, false)).unwrap();
+        assert_eq!(fw.entries.keys().copied().collect::<Vec<_>>(), [1, 18]);
+        // Cut anywhere: an error or fewer names, never a panic.
+        let whole = elf32(1, section, false);
+        for len in 0..whole.len() {
+            let _ = FirmwareNames::from_elf(&whole[..len]);
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic() {
         let mut x = 0x1234_5678u32;
