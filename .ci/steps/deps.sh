@@ -2,8 +2,9 @@
 # What the runtime library costs a program that adds it (issue "one crate per job"):
 #
 # * crates in `cargo tree -e normal` of a hello-world that depends on `flightrec`
-#   (the hello-world itself counted): default features <= 40; with
-#   `default-features = false` and only `trace2`, or only `xray`, <= 30;
+#   (the hello-world itself counted; the default one uses `#[flightrec::instrument]`):
+#   default features <= 40; with `default-features = false` and only `trace2`, or
+#   only `xray`, <= 30;
 # * every feature combination of `flightrec` builds on its own;
 # * a clean `cargo build --release` of the default hello-world, beside the same
 #   hello-world on `tracing` + `tracing-subscriber`, timed one after the other,
@@ -31,6 +32,11 @@ hello() {
 hello default "flightrec = { path = \"$root/std-shell\" }" \
   '    let _t2 = flightrec::trace2::init();
     let _r = flightrec::region!("hello", "main");
+    greet();
+}
+
+#[flightrec::instrument]
+fn greet() {
     println!("hello");'
 hello trace2 "flightrec = { path = \"$root/std-shell\", default-features = false, features = [\"trace2\"] }" \
   '    let _t2 = flightrec::trace2::init();
@@ -72,7 +78,8 @@ echo "crates, tracing + tracing-subscriber (for comparison): $(count tracing)"
 
 for features in "" "--no-default-features" "--no-default-features --features trace2" \
   "--no-default-features --features xray" "--no-default-features --features git-config" \
-  "--no-default-features --features trace2,xray"; do
+  "--no-default-features --features trace2,xray" "--no-default-features --features macros" \
+  "--no-default-features --features xray,macros"; do
   echo "build: flightrec ${features:-(default features)}"
   # shellcheck disable=SC2086
   cargo build -q -p flightrec $features

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The serial link end to end: builds the Cortex-M3 firmware example, runs it under
 # QEMU (lm3s6965evb), pipes its UART into `flightrec recv`, and judges the result with
-# `flightrec verify`, `llvm-xray` and the expected record counts. Then prints the
+# `flightrec verify`, `llvm-xray` (with the function names `recv --elf` takes from
+# the firmware's `.flightrec` section) and the expected record counts. Then prints the
 # flash and RAM flightrec adds to the firmware (llvm-size, with and without the
 # `trace` feature) and the link's wire cost per record.
 # Run from the repository root.
@@ -40,7 +41,7 @@ start=$(date +%s.%N)
 set +e
 timeout 300 qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
   -serial stdio -semihosting-config enable=on,target=native -icount shift=4 -kernel "$elf" \
-  2>"$work/qemu.err" | tee "$work/wire.bin" | "$flightrec" recv - -q -o "$work/out" 2>"$work/recv.txt"
+  2>"$work/qemu.err" | tee "$work/wire.bin" | "$flightrec" recv - -q -o "$work/out" --elf "$elf" 2>"$work/recv.txt"
 status=("${PIPESTATUS[@]}")
 set -e
 end=$(date +%s.%N)
@@ -61,7 +62,8 @@ for f in "$work/out/source-1.xray" "$work/out/source-2.xray"; do
   llvm-xray fdr-dump --verify "$f" >/dev/null
   llvm-xray convert --output-format=yaml "$f" >"$f.yaml"
   llvm-xray stack "$f" >/dev/null
-  "$flightrec" convert "$f" --format yaml -o "$f.ours.yaml"
+  # Without names, as llvm-xray convert prints it (recv --elf wrote $f.names).
+  "$flightrec" convert "$f" --format yaml --no-names -o "$f.ours.yaml"
   cmp "$f.yaml" "$f.ours.yaml"
 done
 # 3000 iterations of: main_loop, sensor_read, filter, checksum (2 records each) and
@@ -72,8 +74,31 @@ irq=$(grep -c 'kind: function-enter' "$work/out/source-2.xray.yaml")
 [[ $irq -gt 100 ]] || { echo "SysTick: only $irq handler entries"; exit 1; }
 grep -q '"event":"version"' "$work/out/trace2.txt"
 grep -q '"event":"exit"' "$work/out/trace2.txt"
-"$flightrec" convert "$work/out/source-1.xray" --format chrome --names "$fw/names.txt" -o "$work/main.json"
-grep -q '"name":"fib"' "$work/main.json"
+# The names recv wrote beside each trace (from the ELF), judged by llvm-xray:
+# exact call counts per function; fib(3 + i % 5) is called 5, 9, 15, 25, 41 times.
+for f in "$work/out/source-1.xray" "$work/out/source-2.xray"; do
+  [[ -s $f.names ]] || { echo "recv --elf wrote no $f.names"; exit 1; }
+  llvm-xray account -m "$f.names" -format=csv "$f" | tail -n +2 |
+    awk -F, '{ gsub(/"/, "", $10); print $10, $2 }' >>"$work/counts.txt"
+done
+sort -o "$work/counts.txt" "$work/counts.txt"
+printf '%s\n' "flightrec_firmware_qemu::checksum 3000" \
+  "flightrec_firmware_qemu::fib $((600 * (5 + 9 + 15 + 25 + 41)))" \
+  "flightrec_firmware_qemu::filter 3000" "flightrec_firmware_qemu::main_loop 3000" \
+  "flightrec_firmware_qemu::on_tick $irq" "flightrec_firmware_qemu::sensor_read 3000" \
+  >"$work/expected-counts.txt"
+diff "$work/expected-counts.txt" "$work/counts.txt" || { echo "llvm-xray account -m: counts differ"; exit 1; }
+llvm-xray stack -m "$work/out/source-1.xray.names" "$work/out/source-1.xray" >"$work/stack.txt"
+grep -q "flightrec_firmware_qemu::fib" "$work/stack.txt"
+"$flightrec" convert "$work/out/source-1.xray" --format chrome --elf "$elf" -o "$work/main.json"
+grep -q '"name":"flightrec_firmware_qemu::fib"' "$work/main.json"
+# A stream from another build (the baseline names no function) and a missing
+# ELF: a warning naming the file, and the trace still converted with numeric ids.
+"$flightrec" convert "$work/out/source-1.xray" --format yaml -q --elf "$work/baseline.elf" -o "$work/other.yaml" 2>"$work/other.err"
+grep -q "not in the .flightrec section of $work/baseline.elf" "$work/other.err"
+grep -q 'function: .#' "$work/other.yaml"
+"$flightrec" dump "$work/out/source-2.xray" --elf "$work/none.elf" 2>"$work/none.err" >/dev/null
+grep -q "warning: $work/none.elf: " "$work/none.err"
 echo "main thread: $records records; SysTick handler: $irq entries; trace2: $(wc -l <"$work/out/trace2.txt") lines"
 
 echo "--- what flightrec adds to the firmware (llvm-size, release build)"

@@ -91,9 +91,24 @@ fn pairs(c: &mut Criterion) {
             let _g = flightrec::xray_fn!();
         })
     });
+    group.bench_function("host fn with xray_fn!, called", |b| b.iter(with_xray_fn));
+    group.bench_function("host #[flightrec::instrument] fn, called", |b| {
+        b.iter(instrumented)
+    });
     group.finish();
     let _ = xray::shutdown();
 }
+
+/// `xray_fn!` in a function of its own, for the comparison with the attribute.
+#[inline(never)]
+fn with_xray_fn() {
+    let _g = flightrec::xray_fn!();
+}
+
+/// The same function with the attribute.
+#[flightrec::instrument]
+#[inline(never)]
+fn instrumented() {}
 
 criterion_group!(host_fdr, pairs);
 criterion_main!(host_fdr);

@@ -16,6 +16,7 @@ use flightrec_host::collect::Collector;
 use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
 use flightrec_host::dump::{dump, DumpError};
 use flightrec_host::names::{names_beside, Names};
+use flightrec_host::names_firmware::FirmwareNames;
 use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use flightrec_host::rtt::GdbSettings;
@@ -97,6 +98,44 @@ pub enum LinkCommand {
     /// Convert an FDR file to Chrome trace-event JSON or llvm-xray's YAML.
     #[command(after_help = EXIT_CODES)]
     Convert(ConvertArgs),
+    /// Write the function names of a firmware ELF (its `.flightrec` section) as
+    /// the names file `llvm-xray account|stack -m` reads.
+    #[command(after_help = EXIT_CODES)]
+    Names(NamesFileArgs),
+}
+
+/// Arguments of `names`.
+///
+/// ```
+/// use clap::Parser;
+/// use flightrec_cli::link::{run, LinkCommand, NamesFileArgs};
+/// use std::process::ExitCode;
+///
+/// #[derive(Parser)]
+/// struct Names {
+///     #[command(flatten)]
+///     args: NamesFileArgs,
+/// }
+/// let dir = tempfile::tempdir().unwrap();
+/// let out = dir.path().join("fw.names");
+/// let out = out.to_str().unwrap();
+/// // This example's program is an ELF file without the section: a failure.
+/// let me = std::env::current_exe().unwrap();
+/// let a = Names::try_parse_from(["names", "--elf", me.to_str().unwrap(), "-o", out]).unwrap();
+/// assert_eq!(run(LinkCommand::Names(a.args)), ExitCode::from(2));
+/// assert!(Names::try_parse_from(["names", "-o", out]).is_err()); // --elf missing
+/// ```
+#[derive(Args)]
+pub struct NamesFileArgs {
+    /// The firmware ELF.
+    #[arg(long, value_name = "FW_ELF")]
+    elf: PathBuf,
+    /// The names file to write.
+    #[arg(short = 'o', long)]
+    output: PathBuf,
+    /// Also print `id<TAB>name<TAB>file:line` lines on stdout.
+    #[arg(long)]
+    list: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,6 +249,11 @@ pub struct RecvArgs {
     /// most 67108864 (64 MiB).
     #[arg(long, default_value_t = 1 << 20)]
     max_payload: usize,
+    /// The firmware ELF that sends the link: its function names (the
+    /// `.flightrec` section) are written beside each trace as
+    /// `source-<id>.xray.names`, the file `llvm-xray account|stack -m` reads.
+    #[arg(long, value_name = "FW_ELF")]
+    elf: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -289,6 +333,10 @@ pub struct NamesArgs {
     /// Do not look for FILE.names beside the trace.
     #[arg(long, conflicts_with = "names")]
     no_names: bool,
+    /// Function names from the firmware ELF that sent the trace (its
+    /// `.flightrec` section, filled by `#[flightrec::instrument]`).
+    #[arg(long, value_name = "FW_ELF", conflicts_with_all = ["names", "no_names"])]
+    elf: Option<PathBuf>,
     /// Say on stderr which names file is used.
     #[arg(short, long)]
     verbose: bool,
@@ -392,7 +440,33 @@ pub fn run(cmd: LinkCommand) -> ExitCode {
         LinkCommand::Verify(a) => verify(a),
         LinkCommand::Dump(a) => dump_cmd(a),
         LinkCommand::Convert(a) => convert(a),
+        LinkCommand::Names(a) => names_cmd(a),
     }
+}
+
+fn names_cmd(a: NamesFileArgs) -> ExitCode {
+    let fw = match FirmwareNames::load(&a.elf) {
+        Ok(fw) => fw,
+        Err(e) => return fail(e),
+    };
+    for w in &fw.warnings {
+        eprintln!("flightrec: warning: {}: {w}", a.elf.display());
+    }
+    if let Err(e) = fw.write_names_file(&a.output) {
+        return fail(format_args!("{}: {e}", a.output.display()));
+    }
+    if a.list {
+        let mut out = io::stdout().lock();
+        for (id, e) in &fw.entries {
+            if let Err(e) = writeln!(out, "{id}\t{}\t{}", e.name, e.location) {
+                if reader_gone(&e) {
+                    break;
+                }
+                return fail(e);
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -403,6 +477,11 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 /// The names for `trace`: the file given, else `<trace>.names` when it exists
 /// (a damaged one is a warning, not a failure: nobody asked for it), else none.
 fn load_names(trace: &Path, a: &NamesArgs) -> Result<Names, String> {
+    if let Some(elf) = &a.elf {
+        return Ok(
+            firmware_names(elf, &[trace], a.verbose).map_or_else(Names::empty, |fw| fw.names())
+        );
+    }
     if let Some(path) = &a.names {
         let names = Names::load(path)?;
         if a.verbose {
@@ -436,6 +515,37 @@ fn load_names(trace: &Path, a: &NamesArgs) -> Result<Names, String> {
             Ok(Names::empty())
         }
     }
+}
+
+/// The names of firmware `elf`, warning (naming the file) when it has none
+/// or when one of `traces` holds ids it does not name: the traces are still
+/// written, with numeric ids.
+fn firmware_names(elf: &Path, traces: &[&Path], verbose: bool) -> Option<FirmwareNames> {
+    let fw = match FirmwareNames::load(elf) {
+        Ok(fw) => fw,
+        Err(e) => {
+            eprintln!("flightrec: warning: {e}; function ids stay numeric");
+            return None;
+        }
+    };
+    for w in &fw.warnings {
+        eprintln!("flightrec: warning: {}: {w}", elf.display());
+    }
+    if verbose {
+        eprintln!(
+            "flightrec: {} names from {}",
+            fw.entries.len(),
+            elf.display()
+        );
+    }
+    for trace in traces {
+        if let Ok(bytes) = std::fs::read(trace) {
+            if let Some(w) = fw.mismatch_warning(&bytes, trace, elf) {
+                eprintln!("flightrec: warning: {w}");
+            }
+        }
+    }
+    Some(fw)
 }
 
 fn verify(a: VerifyArgs) -> ExitCode {
@@ -618,6 +728,9 @@ fn recv(a: RecvArgs) -> ExitCode {
     match result {
         Ok(report) => {
             print_report(&report, &collector);
+            if let Some(elf) = &a.elf {
+                write_firmware_names(elf, &collector);
+            }
             let damaged = report.link.crc_failures
                 + report.link.malformed
                 + report.link.frames_lost
@@ -632,6 +745,25 @@ fn recv(a: RecvArgs) -> ExitCode {
         Err(e) => {
             print_report(&RecvReport::default(), &collector);
             fail(e)
+        }
+    }
+}
+
+/// `recv --elf`: the names file beside each trace received.
+fn write_firmware_names(elf: &Path, c: &Collector) {
+    let traces: Vec<&Path> = c.sources().filter_map(|(_, s)| s.path.as_deref()).collect();
+    let Some(fw) = firmware_names(elf, &traces, false) else {
+        return;
+    };
+    for trace in traces {
+        let out = names_beside(trace);
+        match fw.write_names_file(&out) {
+            Ok(()) => eprintln!(
+                "  names: {} functions -> {}",
+                fw.entries.len(),
+                out.display()
+            ),
+            Err(e) => eprintln!("flightrec: warning: {}: {e}", out.display()),
         }
     }
 }

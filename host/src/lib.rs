@@ -32,6 +32,7 @@ pub mod gdb_stub;
 pub mod input;
 pub mod names;
 pub mod names_elf;
+pub mod names_firmware;
 pub mod perfetto;
 pub mod progress;
 pub mod recv;

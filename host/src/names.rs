@@ -84,6 +84,21 @@ impl Names {
         Self::default()
     }
 
+    /// Names from a map of id to name, displayed like a names file's (an id
+    /// without a name as `#id`).
+    ///
+    /// ```
+    /// use flightrec_host::names::Names;
+    /// let n = Names::from_map([(3, "app::fib".to_string())].into_iter().collect());
+    /// assert_eq!((n.display(3).as_str(), n.display(4).as_str()), ("app::fib", "#4"));
+    /// ```
+    pub fn from_map(map: HashMap<u32, String>) -> Self {
+        Self {
+            map,
+            from_file: true,
+        }
+    }
+
     /// Reads a names file in any of the three formats; errors name the file.
     ///
     /// ```
@@ -115,6 +130,14 @@ impl Names {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
         if is_elf(bytes) {
+            let firmware =
+                flightrec_core::names::elf::find_section(bytes, super::names_firmware::SECTION)
+                    .is_ok_and(|s| s.is_some());
+            if firmware {
+                return Err(
+                    "a firmware ELF with a .flightrec section: give it with --elf".to_string(),
+                );
+            }
             let map = read_elf_names(bytes).map_err(|e| e.to_string())?;
             return Ok(Self {
                 map,

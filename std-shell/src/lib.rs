@@ -5,11 +5,103 @@
 //!
 //! * [`trace2`]: git Trace2 for Rust programs: settings, destinations, the
 //!   process runtime (sessions, regions, data, threads, children, exit).
+//! * [`xray`]: LLVM XRay FDR for desktop programs, configured like compiler-rt.
+//! * [`instrument`]: `#[flightrec::instrument]`, function enter/exit records for
+//!   std programs and for `#![no_std]` firmware (see below), and [`scope!`] for
+//!   a block.
+//!
+//! ## Firmware (`#![no_std]`)
+//!
+//! Without its default `std` feature the crate is `#![no_std]` and holds only
+//! the core ([`core`], i.e. `flightrec_core`), the attribute and [`scope!`]:
+//!
+//! ```toml
+//! flightrec = { version = "0.1", default-features = false, features = ["macros"] }
+//! ```
+//!
+//! There an instrumented function gets a name static in the non-loaded
+//! `.flightrec` ELF section (its id is the static's address, so the firmware
+//! carries no names in flash) and calls the program's global recorder
+//! ([`core::global`]). The build script ships the linker fragment
+//! `flightrec.x` that gathers the statics: add `-C link-arg=-Tflightrec.x` to the
+//! firmware's rustflags. `flightrec recv|dump|convert --elf fw.elf` reads the
+//! names back. docs/firmware-guide.md walks through it.
+#![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 // The Trace2 examples show `fn main` on purpose: the session guard lives until it returns.
 #![allow(clippy::needless_doctest_main)]
 
 pub use flightrec_core as core;
+
+/// `#[flightrec::instrument]`: records a function's entry and exit.
+///
+/// On std programs the records go to the XRay FDR runtime, the function named by
+/// its path; an `async fn` is entered and exited around each poll; `region =
+/// "category"` also opens a Trace2 region labelled with the function's name. On
+/// `#![no_std]` firmware (no `std` feature) the function's name goes to the ELF's
+/// `.flightrec` section and the records to the global recorder
+/// (docs/firmware-guide.md).
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::FunctionAction::{Enter, Exit};
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::Config;
+///
+/// #[flightrec::instrument]
+/// fn parse(s: &str) -> Result<u32, std::num::ParseIntError> {
+///     let n: u32 = s.parse()?; // an early exit is recorded too
+///     Ok(n * 2)
+/// }
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// assert_eq!(parse("21"), Ok(42));
+/// assert!(parse("x").is_err());
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let calls: Vec<_> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// let id = calls[0].1;
+/// assert_eq!(calls, [(Enter, id), (Exit, id), (Enter, id), (Exit, id)]);
+/// assert!(function_name(id).unwrap().ends_with("::parse"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// What it refuses, with a compile error:
+///
+/// ```compile_fail
+/// #[flightrec::instrument] // a `const fn` cannot record at run time
+/// const fn answer() -> u32 { 42 }
+/// ```
+///
+/// ```compile_fail
+/// #[flightrec::instrument] // not a function
+/// struct Config;
+/// ```
+///
+/// ```compile_fail
+/// trait Parse {
+///     #[flightrec::instrument] // no body: instrument the implementations
+///     fn parse(&self) -> u32;
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #[flightrec::instrument(level = "info")] // the only option is `region = "..."`
+/// fn parse() {}
+/// ```
+#[cfg(feature = "macros")]
+pub use flightrec_macros::instrument;
+
+#[doc(hidden)]
+pub mod __private;
 
 #[cfg(feature = "trace2")]
 pub mod trace2;
@@ -149,3 +241,146 @@ pub mod xray;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// Records a scope (a block) as a function named `module::path::name`: returns a
+/// guard whose drop records the exit. The statement form of
+/// `#[flightrec::instrument]`, on std programs (XRay FDR) and on firmware (a
+/// name static in the `.flightrec` section, the global recorder).
+///
+/// `name` is a string literal. Each use is its own function in the trace.
+///
+/// ```
+/// use flightrec::core::fdr::decoder::{Decoded, Decoder};
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::FunctionAction;
+/// use flightrec::xray::names::function_name;
+/// use flightrec::xray::Config;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// let total: u32 = {
+///     let _s = flightrec::scope!("sum");
+///     (1..=10).sum()
+/// };
+/// assert_eq!(total, 55);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let ids: Vec<(FunctionAction, u32)> = Decoder::new(&trace)?
+///     .filter_map(|d| match d {
+///         Ok(Decoded { record: Record::Function { action, id, .. }, .. }) => Some((action, id.get())),
+///         _ => None,
+///     })
+///     .collect();
+/// let id = ids[0].1;
+/// assert_eq!(ids, [(FunctionAction::Enter, id), (FunctionAction::Exit, id)]);
+/// // This doctest's module path, then the scope's name.
+/// assert!(function_name(id).unwrap().ends_with("::sum"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[macro_export]
+macro_rules! scope {
+    ($name:literal) => {
+        $crate::__instrument_site!($name, ".flightrec.fn.scope")
+    };
+}
+
+/// The guard of `#[flightrec::instrument]` (std with XRay: a lazily numbered
+/// call site named by the function's path).
+#[doc(hidden)]
+#[cfg(all(feature = "std", unix, feature = "xray"))]
+#[macro_export]
+macro_rules! __instrument_fn {
+    ($name:literal, $section:literal) => {{
+        static SITE: $crate::xray::CallSite = $crate::xray::CallSite::new();
+        fn __flightrec_here() {}
+        SITE.enter(|| {
+            $crate::__private::function_name(::core::any::type_name_of_val(&__flightrec_here))
+        })
+    }};
+}
+
+/// A call site named `$path` (std with XRay).
+#[doc(hidden)]
+#[cfg(all(feature = "std", unix, feature = "xray"))]
+#[macro_export]
+macro_rules! __instrument_site {
+    ($name:literal, $section:literal) => {{
+        static SITE: $crate::xray::CallSite = $crate::xray::CallSite::new();
+        SITE.enter(|| ::core::concat!(::core::module_path!(), "::", $name))
+    }};
+}
+
+/// Without XRay on std, the attribute records no function records.
+#[doc(hidden)]
+#[cfg(all(feature = "std", not(all(unix, feature = "xray"))))]
+#[macro_export]
+macro_rules! __instrument_fn {
+    ($name:literal, $section:literal) => {
+        ()
+    };
+}
+
+#[doc(hidden)]
+#[cfg(all(feature = "std", not(all(unix, feature = "xray"))))]
+#[macro_export]
+macro_rules! __instrument_site {
+    ($name:literal, $section:literal) => {
+        ()
+    };
+}
+
+/// On firmware: the function's name static in `.flightrec` (docs/FORMAT in the
+/// firmware guide) and a guard that records through the global recorder.
+#[doc(hidden)]
+#[cfg(not(feature = "std"))]
+#[macro_export]
+macro_rules! __instrument_fn {
+    ($name:literal, $section:literal) => {
+        $crate::__instrument_site!($name, $section)
+    };
+}
+
+#[doc(hidden)]
+#[cfg(not(feature = "std"))]
+#[macro_export]
+macro_rules! __instrument_site {
+    ($name:literal, $section:literal) => {{
+        const __FLIGHTREC_NAME: &str = ::core::concat!(
+            ::core::module_path!(),
+            "::",
+            $name,
+            "\t",
+            ::core::file!(),
+            ":",
+            ::core::line!(),
+            "\0"
+        );
+        #[link_section = $section]
+        #[used]
+        static __FLIGHTREC_FN: [u8; __FLIGHTREC_NAME.len()] =
+            $crate::__private::name_bytes(__FLIGHTREC_NAME);
+        $crate::__private::FirmwareGuard::enter(&__FLIGHTREC_FN)
+    }};
+}
+
+/// The Trace2 region of `#[flightrec::instrument(region = "category")]`.
+#[doc(hidden)]
+#[cfg(feature = "trace2")]
+#[macro_export]
+macro_rules! __instrument_region {
+    ($category:literal, $name:literal) => {
+        $crate::trace2::region($category, $name)
+    };
+}
+
+/// Without Trace2 (firmware, or std without the `trace2` feature) the region is
+/// left out.
+#[doc(hidden)]
+#[cfg(not(feature = "trace2"))]
+#[macro_export]
+macro_rules! __instrument_region {
+    ($category:literal, $name:literal) => {
+        ()
+    };
+}

@@ -1,11 +1,14 @@
 //! flightrec on a Cortex-M3 under QEMU (machine `lm3s6965evb`).
 //!
-//! A main loop calls a few instrumented functions (one of them recursive) while the
-//! SysTick interrupt, instrumented too, fires every millisecond. Thread mode and the
-//! handler each record into their own streaming ring in static memory; after every
-//! iteration the main loop flushes at most one buffer per ring over UART0 as link
-//! frames, with a few Trace2 event lines. At the end it drains the rings, sends the
-//! final counters and ends QEMU through semihosting.
+//! A main loop calls a few functions marked `#[flightrec::instrument]` (one of them
+//! recursive) while the SysTick interrupt, instrumented too, fires every
+//! millisecond. Thread mode and the handler each record into their own streaming
+//! ring in static memory (the global recorder in `trace.rs` picks the ring of the
+//! running context); after every iteration the main loop flushes at most one
+//! buffer per ring over UART0 as link frames, with a few Trace2 event lines. At
+//! the end it drains the rings, sends the final counters and ends QEMU through
+//! semihosting. The function names are in the ELF only (`.flightrec`):
+//! `flightrec recv --elf` writes them beside each trace for `llvm-xray -m`.
 //!
 //! Built without the `trace` feature, the same workload runs uninstrumented: the
 //! baseline for the flash and RAM that flightrec adds (`docs/firmware-guide.md`);
@@ -30,73 +33,43 @@ use cortex_m_semihosting::debug::{exit, EXIT_FAILURE, EXIT_SUCCESS};
 /// Main-loop iterations of the workload.
 const ITERATIONS: u32 = 3000;
 
-/// Function ids (see `names.txt`).
-mod ids {
-    pub const MAIN_LOOP: u32 = 1;
-    pub const SENSOR_READ: u32 = 2;
-    pub const FILTER: u32 = 3;
-    pub const CHECKSUM: u32 = 4;
-    pub const FIB: u32 = 5;
-}
-
-/// Records the entry and exit of `body` as function `ID`.
-#[cfg(feature = "trace")]
-macro_rules! traced {
-    ($t:expr, $id:expr, $body:expr) => {{
-        const F: flightrec_core::fdr::FunctionId = trace::id($id);
-        $t.enter(F);
-        let r = $body;
-        $t.exit(F);
-        r
-    }};
-}
-
-#[cfg(not(feature = "trace"))]
-macro_rules! traced {
-    ($t:expr, $id:expr, $body:expr) => {{
-        let _ = &$t;
-        let _ = $id;
-        $body
-    }};
-}
-
-#[cfg(feature = "trace")]
-type T = trace::Tracer;
-/// The baseline build's stand-in for the tracer: nothing.
-#[cfg(not(feature = "trace"))]
-struct T;
-
 static SAMPLE: AtomicU32 = AtomicU32::new(1);
 
-fn sensor_read(t: &mut T) -> u32 {
-    traced!(t, ids::SENSOR_READ, {
-        let s = SAMPLE.load(Ordering::Relaxed);
-        s.wrapping_mul(1_103_515_245).wrapping_add(12_345) >> 8
-    })
+#[cfg_attr(feature = "trace", flightrec::instrument)]
+fn sensor_read() -> u32 {
+    let s = SAMPLE.load(Ordering::Relaxed);
+    s.wrapping_mul(1_103_515_245).wrapping_add(12_345) >> 8
 }
 
-fn filter(t: &mut T, state: &mut u32, x: u32) -> u32 {
-    traced!(t, ids::FILTER, {
-        *state = (*state * 7 + x) / 8;
-        *state
-    })
+#[cfg_attr(feature = "trace", flightrec::instrument)]
+fn filter(state: &mut u32, x: u32) -> u32 {
+    *state = (*state * 7 + x) / 8;
+    *state
 }
 
-fn checksum(t: &mut T, data: &[u32]) -> u32 {
-    traced!(t, ids::CHECKSUM, {
-        data.iter()
-            .fold(0x811c_9dc5u32, |h, &v| (h ^ v).wrapping_mul(0x0100_0193))
-    })
+#[cfg_attr(feature = "trace", flightrec::instrument)]
+fn checksum(data: &[u32]) -> u32 {
+    data.iter()
+        .fold(0x811c_9dc5u32, |h, &v| (h ^ v).wrapping_mul(0x0100_0193))
 }
 
-fn fib(t: &mut T, n: u32) -> u32 {
-    traced!(t, ids::FIB, {
-        if n < 2 {
-            n
-        } else {
-            fib(t, n - 1).wrapping_add(fib(t, n - 2))
-        }
-    })
+#[cfg_attr(feature = "trace", flightrec::instrument)]
+fn fib(n: u32) -> u32 {
+    if n < 2 {
+        return n;
+    }
+    fib(n - 1).wrapping_add(fib(n - 2))
+}
+
+/// One iteration of the main loop.
+fn step(i: u32, state: &mut u32, window: &mut [u32; 8]) -> u32 {
+    #[cfg(feature = "trace")]
+    let _s = flightrec::scope!("main_loop");
+    let x = sensor_read();
+    SAMPLE.store(x | 1, Ordering::Relaxed);
+    window[(i % 8) as usize] = filter(state, x);
+    let c = checksum(window);
+    c ^ fib(3 + i % 5)
 }
 
 #[entry]
@@ -109,12 +82,9 @@ fn main() -> ! {
     };
     let uart = uart::Uart0::take();
     #[cfg(feature = "trace")]
-    let mut t: T = trace::Tracer::init(uart);
+    let mut t = trace::Tracer::init(uart);
     #[cfg(not(feature = "trace"))]
-    let mut t = {
-        let _ = uart;
-        T
-    };
+    let _ = uart;
     #[cfg(feature = "trace2")]
     {
         use flightrec_core::trace2::Event;
@@ -133,13 +103,7 @@ fn main() -> ! {
     let mut window = [0u32; 8];
     let mut acc = 0u32;
     for i in 0..ITERATIONS {
-        acc = acc.wrapping_add(traced!(t, ids::MAIN_LOOP, {
-            let x = sensor_read(&mut t);
-            SAMPLE.store(x | 1, Ordering::Relaxed);
-            window[(i % 8) as usize] = filter(&mut t, &mut state, x);
-            let c = checksum(&mut t, &window);
-            c ^ fib(&mut t, 3 + i % 5)
-        }));
+        acc = acc.wrapping_add(step(i, &mut state, &mut window));
         #[cfg(feature = "trace")]
         t.flush_step();
     }
@@ -157,37 +121,31 @@ fn main() -> ! {
         });
         t.trace2(&Event::Exit { code: 0 });
     }
+    // Every record found its context's ring.
     #[cfg(feature = "trace")]
-    t.finish();
+    if t.finish() != 0 {
+        exit(EXIT_FAILURE);
+    }
     exit(EXIT_SUCCESS);
     loop {
         cortex_m::asm::wfi();
     }
 }
 
-/// What the SysTick handler keeps between runs: its recorder.
-#[cfg(feature = "trace")]
-type IrqState = trace::IrqTracer;
-#[cfg(not(feature = "trace"))]
-type IrqState = ();
-
+/// The SysTick handler. It counts the clock's period first: `SysTickClock` reads
+/// a time that is a period short inside its own handler until `tick` has run, so
+/// the instrumented work is a function the handler calls (a handler that keeps
+/// no clock can carry `#[flightrec::instrument]` itself, above `#[exception]`).
+/// Its records go to the handler's own ring.
 #[exception]
 fn SysTick() {
-    // cortex-m-rt hands the handler its own `&mut` to this (no `unsafe` here).
-    static mut STATE: Option<IrqState> = None;
     clock::tick();
-    let body = || {
-        black_box(SAMPLE.load(Ordering::Relaxed));
-    };
-    #[cfg(feature = "trace")]
-    STATE
-        .get_or_insert_with(trace::IrqTracer::take)
-        .systick(body);
-    #[cfg(not(feature = "trace"))]
-    {
-        let _ = &STATE;
-        body();
-    }
+    on_tick();
+}
+
+#[cfg_attr(feature = "trace", flightrec::instrument)]
+fn on_tick() {
+    black_box(SAMPLE.load(Ordering::Relaxed));
 }
 
 #[cfg(not(test))]

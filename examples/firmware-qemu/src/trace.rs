@@ -1,15 +1,24 @@
-//! The flightrec side of the firmware: two streaming rings declared as `static`s (one
-//! for thread mode, one for the SysTick handler, which preempts it), and the link
-//! that flushes them over UART0 a buffer at a time from the main loop. No `unsafe`,
-//! no `static mut`, no critical section: each ring hands out its recorder and its
-//! consumer once, and both contexts read the one `clock::CLOCK`.
+//! The flightrec side of the firmware: two streaming rings declared as `static`s
+//! (one for thread mode, one for the SysTick handler, which preempts it), the
+//! program's global recorder, which writes each record into the ring of the
+//! context that runs (thread mode or SysTick, read from the SCB), and the link
+//! that flushes the rings over UART0 a buffer at a time from the main loop.
+//!
+//! Instrumented functions carry `#[flightrec::instrument]` and call nothing of
+//! this module: the attribute calls the global recorder, and the function ids
+//! are the addresses of their names in the ELF's `.flightrec` section, which
+//! `flightrec recv --elf` reads on the host.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use cortex_m::peripheral::scb::{Exception, VectActive};
+use cortex_m::peripheral::SCB;
 use flightrec_core::fdr::ring::{Consumer, Policy, Recorder, RecorderConfig};
 use flightrec_core::fdr::static_ring::StaticRing;
 use flightrec_core::fdr::writer::WriterConfig;
-use flightrec_core::fdr::FunctionId;
+use flightrec_core::fdr::{FunctionAction, FunctionId};
+use flightrec_core::global::GlobalRecorder;
 use flightrec_core::link::{LinkWriter, Source};
 #[cfg(feature = "trace2")]
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
@@ -50,16 +59,90 @@ const TRACE2_SOURCE: u32 = 0;
 static MAIN_RING: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
 static IRQ_RING: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
-/// Set by thread mode at the end: the handler flushes its recorder, then sets
-/// `IRQ_FLUSHED`.
+/// Set by thread mode at the end: the handler flushes its recorder after its
+/// next exit record, then sets `IRQ_FLUSHED`.
 static IRQ_FLUSH: AtomicBool = AtomicBool::new(false);
 static IRQ_FLUSHED: AtomicBool = AtomicBool::new(false);
 
-/// A function id, checked at compile time where it is a constant.
-pub const fn id(n: u32) -> FunctionId {
-    match FunctionId::new(n) {
-        Ok(f) => f,
-        Err(_) => panic!("function ids have 28 bits"),
+/// A recorder used by one execution context only.
+struct Slot {
+    /// Set (release) once `rec` holds the recorder; from then on only the
+    /// owning context touches `rec`.
+    ready: AtomicBool,
+    rec: UnsafeCell<Option<Recorder<'static, 'static>>>,
+}
+
+// SAFETY: `rec` is written once, by thread mode, before `ready` is set and
+// before SysTick is enabled (`Tracer::init`); after that only the slot's own
+// context reaches it (`Contexts::slot` routes by the active exception, and a
+// handler never preempts itself), so no two accesses to `rec` overlap.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    const fn new() -> Self {
+        Slot {
+            ready: AtomicBool::new(false),
+            rec: UnsafeCell::new(None),
+        }
+    }
+
+    /// Runs `f` on the recorder, if installed. Called only from the slot's
+    /// own context (see the `Sync` impl).
+    fn with(&self, f: impl FnOnce(&mut Recorder<'static, 'static>)) -> bool {
+        if !self.ready.load(Ordering::Acquire) {
+            return false;
+        }
+        // SAFETY: `ready` is set, so `rec` is no longer written by `install`,
+        // and only this slot's context calls `with` (see the `Sync` impl): this
+        // is the only reference to the recorder while `f` runs.
+        if let Some(rec) = unsafe { &mut *self.rec.get() } {
+            f(rec);
+        }
+        true
+    }
+}
+
+/// The global recorder: one recorder per context.
+struct Contexts {
+    main: Slot,
+    irq: Slot,
+    /// Records with no ring to go to (another handler, or before `init`).
+    lost: AtomicU32,
+}
+
+static TRACE: Contexts = Contexts {
+    main: Slot::new(),
+    irq: Slot::new(),
+    lost: AtomicU32::new(0),
+};
+flightrec_core::global_recorder!(TRACE);
+
+impl GlobalRecorder for Contexts {
+    fn record_function(&'static self, action: FunctionAction, id: FunctionId) {
+        let (slot, irq) = match SCB::vect_active() {
+            VectActive::ThreadMode => (&self.main, false),
+            VectActive::Exception(Exception::SysTick) => (&self.irq, true),
+            _ => {
+                self.lost.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
+        let recorded = slot.with(|rec| {
+            let _ = rec.function(action, id, CLOCK.now());
+            // The handler's only instrumented function (`on_tick`) has just returned: hand
+            // over its buffer when thread mode asks, at the end.
+            if irq
+                && action == FunctionAction::Exit
+                && IRQ_FLUSH.load(Ordering::Acquire)
+                && !IRQ_FLUSHED.load(Ordering::Relaxed)
+            {
+                rec.flush();
+                IRQ_FLUSHED.store(true, Ordering::Release);
+            }
+        });
+        if !recorded {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -70,9 +153,8 @@ fn config(source: u32) -> RecorderConfig {
     )
 }
 
-/// Thread mode's side: its recorder, both consumers, the link.
+/// Thread mode's side: both consumers and the link.
 pub struct Tracer {
-    rec: Recorder<'static, 'static>,
     main_consumer: Consumer<'static, 'static>,
     irq_consumer: Consumer<'static, 'static>,
     main_source: Source,
@@ -83,18 +165,27 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    /// Takes thread mode's recorder and both consumers. Call once.
+    /// Installs both recorders and takes both consumers. Call once, in thread
+    /// mode, before SysTick starts.
     pub fn init(uart: Uart0) -> Self {
-        let Ok((rec, main_consumer)) = MAIN_RING.split(config(MAIN_SOURCE)) else {
+        let Ok((main_rec, main_consumer)) = MAIN_RING.split(config(MAIN_SOURCE)) else {
             panic!("Tracer::init runs once");
         };
-        let Ok(irq_consumer) = IRQ_RING.take_consumer() else {
+        let Ok((irq_rec, irq_consumer)) = IRQ_RING.split(config(IRQ_SOURCE)) else {
             panic!("Tracer::init runs once");
         };
+        for (slot, rec) in [(&TRACE.main, main_rec), (&TRACE.irq, irq_rec)] {
+            if slot.ready.load(Ordering::Relaxed) {
+                panic!("Tracer::init runs once");
+            }
+            // SAFETY: `ready` is not set, so no context reads `rec` yet, and
+            // this is thread mode before SysTick starts: the only access.
+            unsafe { *slot.rec.get() = Some(rec) };
+            slot.ready.store(true, Ordering::Release);
+        }
         let main_header = config(MAIN_SOURCE).file_header(MAIN_RING.buffer_size());
         let irq_header = config(IRQ_SOURCE).file_header(IRQ_RING.buffer_size());
         Tracer {
-            rec,
             main_consumer,
             irq_consumer,
             main_source: Source::new(MAIN_SOURCE, main_header),
@@ -103,18 +194,6 @@ impl Tracer {
             #[cfg(feature = "trace2")]
             t2_buf: [0; 256],
         }
-    }
-
-    /// Records a function entry.
-    #[inline]
-    pub fn enter(&mut self, f: FunctionId) {
-        let _ = self.rec.enter(f, CLOCK.now());
-    }
-
-    /// Records a function exit.
-    #[inline]
-    pub fn exit(&mut self, f: FunctionId) {
-        let _ = self.rec.exit(f, CLOCK.now());
     }
 
     /// Sends at most one buffer of each ring: the main loop's flush step.
@@ -144,9 +223,10 @@ impl Tracer {
     }
 
     /// At the end: hands over the current buffers (the handler flushes its own),
-    /// drains both rings and sends the final counters.
-    pub fn finish(&mut self) {
-        self.rec.flush();
+    /// drains both rings and sends the final counters. Returns the records that
+    /// had no ring to go to.
+    pub fn finish(&mut self) -> u32 {
+        TRACE.main.with(|rec| rec.flush());
         IRQ_FLUSH.store(true, Ordering::Release);
         while !IRQ_FLUSHED.load(Ordering::Acquire) {
             cortex_m::asm::wfi();
@@ -166,34 +246,6 @@ impl Tracer {
             .send_source_status(&mut self.irq_source, &self.irq_consumer);
         // Until the host has read it all (RTT); at once for the UART.
         drain(&mut self.link);
-    }
-}
-
-/// The SysTick handler's side: its recorder, taken on its first run and kept by
-/// the handler.
-pub struct IrqTracer {
-    rec: Recorder<'static, 'static>,
-}
-
-impl IrqTracer {
-    /// Takes the handler's recorder. Call once, from the handler.
-    pub fn take() -> Self {
-        let Ok(rec) = IRQ_RING.take_recorder(config(IRQ_SOURCE)) else {
-            panic!("IrqTracer::take runs once");
-        };
-        IrqTracer { rec }
-    }
-
-    /// Records the handler's entry and exit around `body`, and flushes when thread
-    /// mode asks for it at the end.
-    pub fn systick(&mut self, body: impl FnOnce()) {
-        const SYSTICK: FunctionId = id(6);
-        let _ = self.rec.enter(SYSTICK, CLOCK.now());
-        body();
-        let _ = self.rec.exit(SYSTICK, CLOCK.now());
-        if IRQ_FLUSH.load(Ordering::Acquire) && !IRQ_FLUSHED.load(Ordering::Relaxed) {
-            self.rec.flush();
-            IRQ_FLUSHED.store(true, Ordering::Release);
-        }
+        TRACE.lost.load(Ordering::Relaxed)
     }
 }

@@ -1,0 +1,446 @@
+//! Function names from a firmware ELF: the `.flightrec` section that
+//! `#[flightrec::instrument]` fills on `#![no_std]` firmware.
+//!
+//! Each instrumented function (or `scope!`) has one static in the section,
+//! `module::path::name<TAB>file.rs:line<NUL>`; the function's id is the static's
+//! address. The section is not loaded (the firmware carries no names), and the
+//! linker fragment `flightrec.x` puts it at address 1 (GNU ld) or at 0 behind one
+//! NUL byte (LLD), so ids start at 1.
+//!
+//! An entry starts at each address that is the section's start or follows a NUL,
+//! and runs to the next NUL. Problems are warnings, never failures: the trace is
+//! written with numeric ids for whatever cannot be named.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+
+use flightrec_core::fdr::decoder::{Decoded, Decoder};
+use flightrec_core::fdr::records::Record;
+use flightrec_core::fdr::FunctionId;
+use flightrec_core::names::elf::{find_section, is_elf, ElfError};
+
+use crate::names::Names;
+
+/// The ELF section that holds the names. Example on [`FirmwareNames`].
+pub const SECTION: &str = ".flightrec";
+
+/// One instrumented function of the firmware. Example on [`FirmwareNames`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// `module::path::function`.
+    pub name: String,
+    /// `file.rs:line` (empty when the entry has no tab).
+    pub location: String,
+}
+
+/// The names of a firmware ELF, by id, and what was wrong with the section.
+///
+/// ```
+/// use flightrec_host::names_firmware::{Entry, FirmwareNames, SECTION};
+///
+/// // The section at address 0 behind LLD's leading NUL: ids 1 and 25.
+/// assert_eq!(SECTION, ".flightrec");
+/// let section = b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0";
+/// let fw = FirmwareNames::from_section(0, section);
+/// let main = Entry { name: "app::main".into(), location: "src/main.rs:9".into() };
+/// assert_eq!(fw.entries[&1], main);
+/// assert_eq!(fw.entries[&1].name, "app::main");
+/// assert_eq!(fw.entries[&25].location, "src/main.rs:20");
+/// assert!(fw.warnings.is_empty());
+/// assert_eq!(fw.names().get(25), Some("app::fib"));
+///
+/// // No trailing NUL: the last entry is kept, with a warning.
+/// let fw = FirmwareNames::from_section(1, b"app::main\tsrc/main.rs:9");
+/// assert_eq!(fw.entries[&1].name, "app::main");
+/// assert!(fw.warnings[0].contains("does not end with a NUL"), "{:?}", fw.warnings);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FirmwareNames {
+    /// Entries by id.
+    pub entries: BTreeMap<u32, Entry>,
+    /// What was wrong with the section (each a sentence).
+    pub warnings: Vec<String>,
+}
+
+/// Why a file gave no firmware names.
+///
+/// ```
+/// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+/// assert_eq!(FirmwareNames::from_elf(b"1 main\n"), Err(FirmwareNamesError::NotElf));
+/// // This example's own program is an ELF file without the section.
+/// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// let err = FirmwareNames::from_elf(&program).unwrap_err();
+/// assert_eq!(err, FirmwareNamesError::NoSection);
+/// assert!(err.to_string().contains("-Tflightrec.x"), "{err}");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirmwareNamesError {
+    /// Not an ELF file.
+    NotElf,
+    /// A damaged ELF file.
+    Malformed(ElfError),
+    /// An ELF file without the `.flightrec` section.
+    NoSection,
+}
+
+impl fmt::Display for FirmwareNamesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotElf => f.write_str("not an ELF file"),
+            Self::Malformed(e) => write!(f, "damaged ELF file: {e}"),
+            Self::NoSection => write!(
+                f,
+                "no {SECTION} section: not a firmware built with #[flightrec::instrument] \
+                 and `-C link-arg=-Tflightrec.x`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FirmwareNamesError {}
+
+impl FirmwareNames {
+    /// Reads the `.flightrec` section of a firmware ELF image.
+    ///
+    /// ```
+    /// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+    /// // Cut short: an error, not a panic.
+    /// assert!(matches!(
+    ///     FirmwareNames::from_elf(b"\x7fELF\x01\x01\x01"),
+    ///     Err(FirmwareNamesError::Malformed(_))
+    /// ));
+    /// ```
+    pub fn from_elf(image: &[u8]) -> Result<Self, FirmwareNamesError> {
+        if !is_elf(image) {
+            return Err(FirmwareNamesError::NotElf);
+        }
+        let data = find_section(image, SECTION)
+            .map_err(FirmwareNamesError::Malformed)?
+            .ok_or(FirmwareNamesError::NoSection)?;
+        let addr = section_addr(image, data).ok_or(FirmwareNamesError::Malformed(
+            ElfError::SectionHeadersOutOfBounds,
+        ))?;
+        Ok(Self::from_section(addr, data))
+    }
+
+    /// Reads a firmware ELF file; errors name the file.
+    ///
+    /// ```
+    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// let err = FirmwareNames::load(std::path::Path::new("/nonexistent/fw.elf")).unwrap_err();
+    /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
+    /// ```
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_elf(&image).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses the section's bytes, which start at address `addr`. Example on
+    /// [`FirmwareNames`].
+    pub fn from_section(addr: u64, data: &[u8]) -> Self {
+        let mut fw = Self::default();
+        let mut at = 0usize;
+        let mut too_large = 0usize;
+        let mut first_too_large = None;
+        while at < data.len() {
+            let (text, next) = match data[at..].iter().position(|&b| b == 0) {
+                Some(n) => (&data[at..at + n], at + n + 1),
+                None => {
+                    fw.warnings.push(format!(
+                        "the {SECTION} section does not end with a NUL (its last entry, at \
+                         offset {at}, is cut short or the section is not flightrec's)"
+                    ));
+                    (&data[at..], data.len())
+                }
+            };
+            let id = addr.saturating_add(at as u64);
+            at = next;
+            if text.is_empty() {
+                continue; // LLD's leading NUL
+            }
+            let Ok(id) = u32::try_from(id)
+                .map_err(|_| ())
+                .and_then(|id| FunctionId::new(id).map_err(|_| ()))
+            else {
+                too_large += 1;
+                first_too_large.get_or_insert(id);
+                continue;
+            };
+            let text = String::from_utf8_lossy(text);
+            let (name, location) = text.split_once('\t').unwrap_or((&text, ""));
+            fw.entries.insert(
+                id.get(),
+                Entry {
+                    name: name.to_owned(),
+                    location: location.to_owned(),
+                },
+            );
+        }
+        if let Some(first) = first_too_large {
+            fw.warnings.push(format!(
+                "{too_large} entries lie at addresses over 2^28 (the first at {first:#x}): \
+                 function records cannot carry such ids; is `flightrec.x` linked?"
+            ));
+        }
+        let mut by_name: HashMap<&str, Vec<(u32, &str)>> = HashMap::new();
+        for (id, e) in &fw.entries {
+            by_name.entry(&e.name).or_default().push((*id, &e.location));
+        }
+        let mut dups: Vec<String> = by_name
+            .into_iter()
+            .filter(|(_, ids)| ids.len() > 1)
+            .map(|(name, ids)| {
+                let at: Vec<String> = ids
+                    .iter()
+                    .map(|(id, loc)| format!("{id} ({loc})"))
+                    .collect();
+                format!("`{name}` names several functions: ids {}", at.join(", "))
+            })
+            .collect();
+        dups.sort();
+        fw.warnings.extend(dups);
+        fw
+    }
+
+    /// The names, by id (an id without one displays as `#id`). Example on
+    /// [`FirmwareNames`].
+    pub fn names(&self) -> Names {
+        Names::from_map(
+            self.entries
+                .iter()
+                .map(|(id, e)| (*id, e.name.clone()))
+                .collect(),
+        )
+    }
+
+    /// The function ids of an FDR trace that the section does not name, in
+    /// order (a stream from another build, or a damaged one).
+    ///
+    /// ```
+    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let none = FirmwareNames::default();
+    /// assert!(!none.unknown_ids(trace).is_empty());
+    /// ```
+    pub fn unknown_ids(&self, trace: &[u8]) -> Vec<u32> {
+        let Ok(decoder) = Decoder::new(trace) else {
+            return Vec::new();
+        };
+        let mut unknown: Vec<u32> = decoder
+            .filter_map(|d| match d {
+                Ok(Decoded {
+                    record: Record::Function { id, .. },
+                    ..
+                }) => Some(id.get()),
+                _ => None,
+            })
+            .filter(|id| !self.entries.contains_key(id))
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        unknown
+    }
+
+    /// A warning for `trace` naming `elf`, when the trace holds ids the ELF does
+    /// not name.
+    ///
+    /// ```
+    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use std::path::Path;
+    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let w = FirmwareNames::default()
+    ///     .mismatch_warning(trace, Path::new("t.xray"), Path::new("fw.elf"))
+    ///     .unwrap();
+    /// assert!(w.starts_with("t.xray: "), "{w}");
+    /// assert!(w.contains("fw.elf"), "{w}");
+    /// ```
+    pub fn mismatch_warning(&self, trace: &[u8], trace_path: &Path, elf: &Path) -> Option<String> {
+        let unknown = self.unknown_ids(trace);
+        let first: Vec<String> = unknown.iter().take(5).map(u32::to_string).collect();
+        (!unknown.is_empty()).then(|| {
+            format!(
+                "{}: {} function ids are not in the {SECTION} section of {} (ids {}{}): \
+                 a stream from another build? They stay numeric",
+                trace_path.display(),
+                unknown.len(),
+                elf.display(),
+                first.join(", "),
+                if unknown.len() > 5 { ", ..." } else { "" }
+            )
+        })
+    }
+
+    /// Writes the names file `llvm-xray -m` reads (the desktop runtime's format:
+    /// `llvm-xray account|stack -m FILE`).
+    ///
+    /// ```
+    /// use flightrec_host::names::Names;
+    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// let fw = FirmwareNames::from_section(1, b"app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let out = dir.path().join("fw.names");
+    /// fw.write_names_file(&out).unwrap();
+    /// let back = Names::load(&out).unwrap();
+    /// assert_eq!(back.get(1), Some("app::main"));
+    /// assert_eq!(back.get(25), Some("app::fib"));
+    /// ```
+    pub fn write_names_file(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let max_id = self.entries.keys().next_back().copied().unwrap_or(0);
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        flightrec_core::names::file::write(
+            max_id,
+            |id| self.entries.get(&id).map(|e| e.name.as_bytes()),
+            |b: &[u8]| out.write_all(b),
+        )?;
+        out.flush()
+    }
+}
+
+/// The address of the section whose bytes are `data` (a slice of `image` that
+/// [`find_section`] returned): the `sh_addr` of the section header whose file
+/// offset and size are `data`'s.
+fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
+    let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;
+    let wide = *image.get(4)? == 2;
+    let big = *image.get(5)? == 2;
+    let read = |at: usize, n: usize| -> Option<u64> {
+        let b = image.get(at..at.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if big { b[i] } else { b[n - 1 - i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    };
+    let word = if wide { 8 } else { 4 };
+    let (shoff, shentsize) = if wide { (0x28, 0x3a) } else { (0x20, 0x2e) };
+    let table = usize::try_from(read(shoff, word)?).ok()?;
+    let entry = usize::try_from(read(shentsize, 2)?).ok()?;
+    let mut count = usize::try_from(read(shentsize + 2, 2)?).ok()?;
+    if count == 0 {
+        // Extended numbering: the count is section 0's size.
+        count = usize::try_from(read(table + if wide { 0x20 } else { 0x14 }, word)?).ok()?;
+    }
+    // sh_addr, sh_offset, sh_size within a section header.
+    let (addr_at, offset_at, size_at) = if wide {
+        (0x10, 0x18, 0x20)
+    } else {
+        (0x0c, 0x10, 0x14)
+    };
+    (0..count).find_map(|i| {
+        let h = table.checked_add(i.checked_mul(entry)?)?;
+        (read(h + offset_at, word)? == offset && read(h + size_at, word)? == data.len() as u64)
+            .then(|| read(h + addr_at, word))
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_and_large_ids_are_warnings() {
+        let fw = FirmwareNames::from_section(
+            1,
+            b"app::new\ta.rs:1\0app::new\tb.rs:2\0app::run\tc.rs:3\0",
+        );
+        assert_eq!(fw.entries.len(), 3);
+        assert_eq!(fw.warnings.len(), 1, "{:?}", fw.warnings);
+        assert!(fw.warnings[0]
+            .contains("`app::new` names several functions: ids 1 (a.rs:1), 17 (b.rs:2)"));
+        let fw = FirmwareNames::from_section(0x2000_0000, b"app::main\tm.rs:1\0");
+        assert!(fw.entries.is_empty());
+        assert!(fw.warnings[0].contains("over 2^28"), "{:?}", fw.warnings);
+    }
+
+    /// A minimal ELF32 (`big`: big-endian) with a `.flightrec` section at `addr`.
+    fn elf32(addr: u32, section: &[u8], big: bool) -> Vec<u8> {
+        let u16b = |v: u16| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let names = b"\0.flightrec\0.shstrtab\0";
+        let data_at = 52u32;
+        let names_at = data_at + section.len() as u32;
+        let shoff = names_at + names.len() as u32;
+        let mut e = vec![0x7f, b'E', b'L', b'F', 1, if big { 2 } else { 1 }, 1];
+        e.resize(16, 0);
+        e.extend_from_slice(&u16b(2)); // ET_EXEC
+        e.extend_from_slice(&u16b(40)); // EM_ARM
+        e.extend_from_slice(&u32b(1));
+        e.extend_from_slice(&u32b(0)); // entry
+        e.extend_from_slice(&u32b(0)); // phoff
+        e.extend_from_slice(&u32b(shoff));
+        e.extend_from_slice(&u32b(0)); // flags
+        for v in [52, 0, 0, 40, 3, 2] {
+            e.extend_from_slice(&u16b(v)); // ehsize, ph*, shentsize, shnum, shstrndx
+        }
+        e.extend_from_slice(section);
+        e.extend_from_slice(names);
+        let header = |name: u32, kind: u32, addr: u32, off: u32, size: u32| {
+            let mut h = Vec::new();
+            for v in [name, kind, 0, addr, off, size, 0, 0, 1, 0] {
+                h.extend_from_slice(&u32b(v));
+            }
+            h
+        };
+        e.extend(header(0, 0, 0, 0, 0));
+        e.extend(header(1, 1, addr, data_at, section.len() as u32));
+        e.extend(header(12, 3, 0, names_at, names.len() as u32));
+        e
+    }
+
+    #[test]
+    fn ids_are_addresses_in_either_byte_order() {
+        let section = b"app::main\tm.rs:1\0app::tick\tm.rs:9\0";
+        for big in [false, true] {
+            // GNU ld: the section at 1, no leading NUL.
+            let fw = FirmwareNames::from_elf(&elf32(1, section, big)).unwrap();
+            let ids: Vec<u32> = fw.entries.keys().copied().collect();
+            assert_eq!(ids, [1, 18], "big-endian: {big}");
+            assert_eq!(fw.entries[&18].name, "app::tick");
+            assert!(fw.warnings.is_empty());
+        }
+        let mut lld = vec![0u8];
+        lld.extend_from_slice(section);
+        let fw = FirmwareNames::from_elf(&elf32(0, &lld, false)).unwrap();
+        assert_eq!(fw.entries.keys().copied().collect::<Vec<_>>(), [1, 18]);
+        // Cut anywhere: an error or fewer names, never a panic.
+        let whole = elf32(1, section, false);
+        for len in 0..whole.len() {
+            let _ = FirmwareNames::from_elf(&whole[..len]);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut x = 0x1234_5678u32;
+        for len in 0..200 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    (x % 5) as u8 // many NULs and tabs-free bytes
+                })
+                .collect();
+            let _ = FirmwareNames::from_section(u64::from(x), &bytes);
+            let mut elf = b"\x7fELF\x01\x01\x01".to_vec();
+            elf.extend_from_slice(&bytes);
+            let _ = FirmwareNames::from_elf(&elf);
+        }
+    }
+}
