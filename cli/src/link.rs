@@ -232,9 +232,6 @@ pub struct RecvArgs {
     /// is halted briefly at each poll.
     #[arg(long, value_name = "HOST:PORT", requires = "elf", conflicts_with_all = ["input", "device"])]
     gdb: Option<String>,
-    /// The firmware ELF (the `_SEGGER_RTT` symbol, for --gdb).
-    #[arg(long, value_name = "ELF")]
-    elf: Option<PathBuf>,
     /// Output directory for `source-<id>.xray` files.
     #[arg(short = 'o', long, default_value = ".")]
     out_dir: PathBuf,
@@ -251,7 +248,8 @@ pub struct RecvArgs {
     max_payload: usize,
     /// The firmware ELF that sends the link: its function names (the
     /// `.flightrec` section) are written beside each trace as
-    /// `source-<id>.xray.names`, the file `llvm-xray account|stack -m` reads.
+    /// `source-<id>.xray.names`, the file `llvm-xray account|stack -m` reads;
+    /// with --gdb, its `_SEGGER_RTT` symbol locates the RTT control block.
     #[arg(long, value_name = "FW_ELF")]
     elf: Option<PathBuf>,
     /// No progress display.
