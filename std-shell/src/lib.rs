@@ -144,6 +144,9 @@ macro_rules! error {
 #[cfg(all(unix, feature = "xray"))]
 pub mod xray;
 
+#[cfg(all(unix, feature = "tracing"))]
+pub mod layer;
+
 /// The README's Rust examples (the core's and the std shell's), compiled and run
 /// as doctests so they stay true.
 #[cfg(doctest)]
