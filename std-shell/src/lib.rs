@@ -144,6 +144,8 @@ macro_rules! error {
 #[cfg(all(unix, feature = "xray"))]
 pub mod xray;
 
+#[cfg(any(feature = "trace2", all(unix, feature = "xray")))]
+pub mod future;
 #[cfg(all(unix, feature = "tracing"))]
 pub mod layer;
 

@@ -250,7 +250,7 @@ where
         }
         if region {
             let msg = (!data.fields.0.is_empty()).then_some(data.fields.0.as_bytes());
-            at::region_enter(at(meta), meta.target(), meta.name(), msg);
+            let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
         }
     }
 

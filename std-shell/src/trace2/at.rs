@@ -1,6 +1,9 @@
 //! Events at a source location given by the caller rather than taken from
 //! `#[track_caller]`: what an adaptor from another instrumentation API (the
-//! `tracing` layer, whose spans and events carry their own `file:line`) emits.
+//! `tracing` layer, whose spans and events carry their own `file:line`), or a
+//! future that enters a region on each poll at the place it was made.
+// The future adaptors use only the regions; the `tracing` layer uses all.
+#![cfg_attr(not(feature = "tracing"), allow(dead_code))]
 
 use flightrec_core::trace2::{Event, Msg};
 
@@ -26,9 +29,10 @@ impl<'a> At<'a> {
     }
 }
 
-/// `region_enter` (one nesting level deeper on this thread).
-pub(crate) fn region_enter(at: At<'_>, category: &str, label: &str, msg: Option<&[u8]>) {
-    let Some(rt) = runtime() else { return };
+/// `region_enter` (one nesting level deeper on this thread); `false` when
+/// Trace2 is off (nothing to leave then).
+pub(crate) fn region_enter(at: At<'_>, category: &str, label: &str, msg: Option<&[u8]>) -> bool {
+    let Some(rt) = runtime() else { return false };
     enter_raw(
         rt,
         at.loc(),
@@ -37,6 +41,7 @@ pub(crate) fn region_enter(at: At<'_>, category: &str, label: &str, msg: Option<
         msg.map(Msg::Bytes),
         None,
     );
+    true
 }
 
 /// `region_leave` of this thread's innermost region.

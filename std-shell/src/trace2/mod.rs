@@ -76,7 +76,6 @@
 //!    `lifecycle`.
 
 mod ancestry;
-#[cfg(feature = "tracing")]
 pub(crate) mod at;
 mod child;
 mod clock;

@@ -131,9 +131,14 @@ pub fn fdr_trace(dir: &Path) -> PathBuf {
     traces.into_iter().next().unwrap()
 }
 
-/// Judges an FDR trace with `llvm-xray`: `fdr-dump --verify`, `account`
-/// without `-k` (any unbalanced call stack fails it) and `stack`, both with the
-/// names file. Returns `account`'s output (`None` without llvm-xray).
+/// Judges an FDR trace with `llvm-xray`: `fdr-dump --verify`, `stack` with
+/// the names file, and `account` with the names file and without `-k` (an
+/// unbalanced call stack on any thread fails it). `account` reads records in
+/// file order and rejects one older than any before it, and an FDR file holds
+/// each thread's buffers one after the other; so it reads the same records as
+/// `llvm-xray convert` gives them, sorted by time (a YAML trace, which
+/// `llvm-xray` reads like an FDR file). Returns `account`'s output (`None`
+/// without llvm-xray).
 pub fn judge_fdr(trace: &Path) -> Option<String> {
     let tool = llvm_xray()?;
     let t = trace.to_str().unwrap();
@@ -141,7 +146,38 @@ pub fn judge_fdr(trace: &Path) -> Option<String> {
     let m = names.to_str().unwrap();
     xray_ok(&tool, &["fdr-dump", "--verify", t]);
     xray_ok(&tool, &["stack", "-m", m, t]);
-    Some(xray_ok(&tool, &["account", "-m", m, t]))
+    let yaml = xray_ok(&tool, &["convert", "--output-format=yaml", t]);
+    // One record a line (`  - { type: 0, ..., tsc: N, data: '' }`) after the
+    // header: only the order of those lines changes.
+    let (header, body) = yaml.split_once("\nrecords:\n").expect("llvm-xray YAML");
+    let mut records: Vec<&str> = body.lines().filter(|l| l.starts_with("  - {")).collect();
+    assert_eq!(
+        records.len(),
+        body.lines().filter(|l| l.trim() != "...").count(),
+        "one record a line"
+    );
+    let tsc = |r: &str| -> u64 {
+        let at = r.find(" tsc: ").expect("tsc") + " tsc: ".len();
+        r[at..]
+            .split(',')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .expect("tsc value")
+    };
+    records.sort_by_key(|r| tsc(r));
+    // llvm-xray 14 reads YAML traces of version 1 only; the records are the
+    // same (the FDR file's version 5 is its binary layout, not the YAML's).
+    let header = header.replacen("version:         5", "version:         1", 1);
+    assert!(header.contains("version:         1"), "{header}");
+    let out = format!("{header}\nrecords:\n{}\n...\n", records.join("\n"));
+    let sorted = PathBuf::from(format!("{t}.sorted.yaml"));
+    std::fs::write(&sorted, out).unwrap();
+    Some(xray_ok(
+        &tool,
+        &["account", "-m", m, sorted.to_str().unwrap()],
+    ))
 }
 
 /// The function names of an FDR trace's names file.
