@@ -58,6 +58,8 @@ pub fn run_scenario(child_test: &str, name: &str) -> PathBuf {
         name,
         &[
             (&format!("{PREFIX}_EVENT"), events.to_str().unwrap()),
+            // Every region (git's event target writes 2 levels by default).
+            (&format!("{PREFIX}_EVENT_NESTING"), "100"),
             ("SCENARIO_DIR", dir.to_str().unwrap()),
             ("GIT_CONFIG_NOSYSTEM", "1"),
             ("HOME", dir.to_str().unwrap()),
