@@ -69,7 +69,7 @@ impl EventFields {
     }
 
     /// The fields as one JSON object.
-    pub fn json_object(&self) -> String {
+    pub(crate) fn json_object(&self) -> String {
         format!("{{{}}}", self.json)
     }
 }

@@ -61,13 +61,11 @@
 //! through `tracing-log`'s `LogTracer`.
 
 mod fields;
+mod functions;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::RwLock;
 
 use flightrec_core::fdr::FunctionId;
-use tracing_core::callsite::Identifier;
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -75,20 +73,35 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::trace2::at::{self, At};
 use fields::{EventFields, SpanFields};
+use functions::function_of;
 
 /// The layer: spans become Trace2 regions and FDR function records, events
 /// become Trace2 `data`, `data_json`, `printf` and `error` (see the [module
 /// docs](self)). Made by [`layer`]; each part can be turned off.
 ///
 /// ```
-/// use tracing_subscriber::prelude::*;
+/// use flightrec::xray::{names::function_name, Config};
 /// use tracing_subscriber::filter::LevelFilter;
-/// // FDR function records only, and only for spans at INFO and above.
-/// let only_fdr = flightrec::layer::layer().with_regions(false).with_events(false);
+/// use tracing_subscriber::prelude::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// // FDR function records only (no Trace2 regions or events), for spans at INFO and above.
+/// let only_fdr = flightrec::layer::layer()
+///     .with_regions(false)
+///     .with_events(false)
+///     .with_functions(true);
 /// let subscriber = tracing_subscriber::registry().with(only_fdr.with_filter(LevelFilter::INFO));
 /// tracing::subscriber::with_default(subscriber, || {
-///     let _s = tracing::info_span!("load").entered();
+///     let _load = tracing::info_span!("load").entered();
+///     let _parse = tracing::debug_span!("parse").entered(); // below INFO: not traced
 /// });
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 2);
+/// assert_eq!(function_name(1), Some("rust_out::load")); // target::name
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct FlightrecLayer {
@@ -98,8 +111,17 @@ pub struct FlightrecLayer {
 }
 
 /// A [`FlightrecLayer`] with everything on: Trace2 regions and FDR function
-/// records for spans, Trace2 events for events. Example in the [module
-/// docs](self).
+/// records for spans, Trace2 events for events. A fuller example is in the
+/// [module docs](self).
+///
+/// ```
+/// use tracing_subscriber::prelude::*;
+/// let subscriber = tracing_subscriber::registry().with(flightrec::layer::layer());
+/// tracing::subscriber::with_default(subscriber, || {
+///     let span = tracing::info_span!("work");
+///     assert!(!span.is_disabled()); // the layer filters nothing
+/// });
+/// ```
 pub fn layer() -> FlightrecLayer {
     FlightrecLayer::default()
 }
@@ -137,12 +159,9 @@ impl FlightrecLayer {
     }
 }
 
-/// What the layer keeps in a span's extensions.
+/// What the layer keeps in a span's extensions while Trace2 is on: the
+/// fields, as the region's message.
 struct SpanData {
-    /// The callsite's FDR function id (none while XRay was not initialised
-    /// when the span was made).
-    function: Option<FunctionId>,
-    /// The fields as the region's message (kept only while Trace2 is on).
     fields: SpanFields,
 }
 
@@ -159,29 +178,6 @@ thread_local! {
     static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The FDR function id of every span callsite seen so far.
-static FUNCTIONS: RwLock<Option<HashMap<Identifier, FunctionId>>> = RwLock::new(None);
-
-/// The function id of `meta`'s callsite, named `target::name` on first use.
-fn function_of(meta: &'static Metadata<'static>) -> FunctionId {
-    let key = meta.callsite();
-    if let Some(&id) = FUNCTIONS
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|m| m.get(&key))
-    {
-        return id;
-    }
-    let mut map = FUNCTIONS.write().unwrap_or_else(|e| e.into_inner());
-    *map.get_or_insert_with(HashMap::new)
-        .entry(key)
-        .or_insert_with(|| {
-            let name = format!("{}::{}", meta.target(), meta.name());
-            crate::xray::function_id(Box::leak(name.into_boxed_str()))
-        })
-}
-
 fn at(meta: &'static Metadata<'static>) -> At<'static> {
     At {
         file: meta.file(),
@@ -194,14 +190,13 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let function = (self.functions && crate::xray::frequency().is_some())
-            .then(|| function_of(attrs.metadata()));
-        let mut fields = SpanFields::default();
-        if self.regions && crate::trace2::enabled() {
-            attrs.record(&mut fields);
+        if !(self.regions && crate::trace2::enabled()) {
+            return;
         }
-        span.extensions_mut().insert(SpanData { function, fields });
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = SpanFields::default();
+        attrs.record(&mut fields);
+        span.extensions_mut().insert(SpanData { fields });
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
@@ -223,11 +218,7 @@ where
         }
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
-        let extensions = span.extensions();
-        let Some(data) = extensions.get::<SpanData>() else {
-            return;
-        };
-        let function = data.function.filter(|_| functions);
+        let function = functions.then(|| function_of(meta));
         let pushed = STACK
             .try_with(|s| {
                 s.try_borrow_mut()
@@ -249,7 +240,11 @@ where
             crate::xray::record_enter(f);
         }
         if region {
-            let msg = (!data.fields.0.is_empty()).then_some(data.fields.0.as_bytes());
+            let extensions = span.extensions();
+            let msg = extensions
+                .get::<SpanData>()
+                .map(|d| d.fields.0.as_bytes())
+                .filter(|m| !m.is_empty());
             let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
         }
     }
