@@ -141,6 +141,14 @@ pub trait FutureExt: Future + Sized {
 impl<F: Future> FutureExt for F {}
 
 /// A future in a Trace2 region on each poll. Made by [`FutureExt::in_region`].
+///
+/// ```
+/// use flightrec::future::{FutureExt, InRegion};
+/// let fut: InRegion<'_, _> = async { 7 }.in_region("app", "compute");
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// assert_eq!(rt.block_on(fut), 7); // the inner future's output
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[cfg(feature = "trace2")]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
@@ -184,6 +192,15 @@ impl<F: Future> Future for InRegion<'_, F> {
 
 /// A future in an FDR function on each poll. Made by
 /// [`FutureExt::in_function`].
+///
+/// ```
+/// use flightrec::future::{FutureExt, InFunction};
+/// let id = flightrec::xray::function_id("app::compute");
+/// let fut: InFunction<_> = async { 7 }.in_function(id);
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// assert_eq!(rt.block_on(fut), 7); // the inner future's output
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[cfg(all(unix, feature = "xray"))]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
