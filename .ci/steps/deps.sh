@@ -79,7 +79,7 @@ echo "crates, tracing + tracing-subscriber (for comparison): $(count tracing)"
 for features in "" "--no-default-features" "--no-default-features --features trace2" \
   "--no-default-features --features xray" "--no-default-features --features git-config" \
   "--no-default-features --features trace2,xray" "--no-default-features --features macros" \
-  "--no-default-features --features xray,macros"; do
+  "--no-default-features --features xray,macros" "--no-default-features --features tracing"; do
   echo "build: flightrec ${features:-(default features)}"
   # shellcheck disable=SC2086
   cargo build -q -p flightrec $features

@@ -236,6 +236,11 @@ macro_rules! error {
 #[cfg(all(unix, feature = "xray"))]
 pub mod xray;
 
+#[cfg(any(feature = "trace2", all(unix, feature = "xray")))]
+pub mod future;
+#[cfg(all(unix, feature = "tracing"))]
+pub mod layer;
+
 /// The README's Rust examples (the core's and the std shell's), compiled and run
 /// as doctests so they stay true.
 #[cfg(doctest)]

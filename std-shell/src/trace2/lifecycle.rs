@@ -4,6 +4,7 @@
 //! of `main` (spec §14).
 
 use std::ffi::OsString;
+use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::Location;
 use std::process::ExitCode;
@@ -457,6 +458,62 @@ impl Session {
             self.active = false;
         }
         ExitCode::from((code & 0xff) as u8)
+    }
+
+    /// Ends the trace with the result `main` is about to return, and returns
+    /// it: for `Err(e)` an `error` event with the message Rust prints
+    /// (`Error: {e:?}`) and `exit` with code 1, the code the process exits
+    /// with; for `Ok` code 0. Without it the session would end with code 0
+    /// when `main` returns `Err`.
+    ///
+    /// ```
+    /// use std::process::Command;
+    ///
+    /// fn run() -> Result<(), String> {
+    ///     Err("config file missing".into())
+    /// }
+    ///
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     # let dir = tempfile::tempdir()?;
+    ///     # let trace = dir.path().join("trace");
+    ///     // This example runs itself again as a child whose `main` returns `Err`.
+    ///     if std::env::var_os("EXIT_RESULT_CHILD").is_some() {
+    ///         let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+    ///         return Ok(t2.exit_result(run())?); // the last line of such a `main`
+    ///     }
+    ///     let out = Command::new(std::env::current_exe()?)
+    ///         .env("EXIT_RESULT_CHILD", "1")
+    ///         .env("MYAPP_TRACE2", &trace)
+    ///         .env("MYAPP_TRACE2_BRIEF", "1")
+    ///         .output()?;
+    ///     assert_eq!(out.status.code(), Some(1));
+    ///     assert_eq!(String::from_utf8(out.stderr)?, "Error: \"config file missing\"\n");
+    ///     let normal = std::fs::read_to_string(&trace)?;
+    ///     let tail: Vec<&str> = normal.lines().rev().take(3).collect();
+    ///     assert!(tail[0].starts_with("atexit elapsed:") && tail[0].ends_with(" code:1"));
+    ///     assert!(tail[1].starts_with("exit elapsed:") && tail[1].ends_with(" code:1"));
+    ///     assert_eq!(tail[2], "error Error: \"config file missing\"");
+    ///     Ok(())
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn exit_result<T, E: fmt::Debug>(mut self, result: Result<T, E>) -> Result<T, E> {
+        let loc = Loc::caller();
+        if self.active {
+            let code = match &result {
+                Ok(_) => 0,
+                Err(e) => {
+                    if let Some(rt) = runtime() {
+                        let msg = format!("Error: {e:?}");
+                        error_event(rt, loc, b"Error: {:?}", Msg::Bytes(msg.as_bytes()));
+                    }
+                    1
+                }
+            };
+            finish(loc, code);
+            self.active = false;
+        }
+        result
     }
 }
 

@@ -71,11 +71,12 @@
 //! 4. Emit (line inputs, formatting, writing to the outputs): `emit`,
 //!    `redact`.
 //! 5. Public API: `repo`, `region`, `data`, `message`, `params`, `command`,
-//!    `stats`, `thread`, `child`.
+//!    `stats`, `thread`, `child`, `at`.
 //! 6. Lifecycle (start, exit, `atexit`, panics, signals): [`signal`],
 //!    `lifecycle`.
 
 mod ancestry;
+pub(crate) mod at;
 mod child;
 mod clock;
 mod command;

@@ -1,6 +1,7 @@
 //! Regions: `region_enter` now, `region_leave` when the guard is dropped.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::Location;
 
 use flightrec_core::trace2::{Event, Msg};
@@ -50,6 +51,9 @@ pub struct Region<'a> {
     label: &'a str,
     repo: Option<i32>,
     loc: &'static Location<'static>,
+    /// Regions nest per thread: the guard stays on the thread that entered
+    /// (held across an `.await` it would make a future `!Send`).
+    _not_send: PhantomData<*const ()>,
 }
 
 /// Enters region `label` of `category` on this thread (git's
@@ -165,6 +169,7 @@ fn region_with<'a>(
         label,
         repo,
         loc,
+        _not_send: PhantomData,
     }
 }
 
@@ -199,6 +204,7 @@ fn enter_guard<'a>(
         label,
         repo,
         loc,
+        _not_send: PhantomData,
     }
 }
 

@@ -132,11 +132,25 @@ fn lend() -> Option<Lent> {
     Some(Lent(take_ctx()))
 }
 
-/// Runs `f` with this thread's context, creating a `thNN:unknown` one if the
-/// thread has none. `None` when the thread is already inside the runtime.
+/// Runs `f` with this thread's context, creating one if the thread has none:
+/// `thNN:<name>` for a thread with a std name (`thread::Builder::name`, as
+/// tokio's `tokio-runtime-worker`), else `thNN:unknown`. `None` when the
+/// thread is already inside the runtime.
 #[inline]
 pub(crate) fn with_ctx<R>(rt: &Runtime, f: impl FnOnce(&mut ThreadCtx) -> R) -> Option<R> {
-    with_ctx_or(|| new_worker(rt, b"unknown"), f)
+    with_ctx_or(|| new_unnamed_worker(rt), f)
+}
+
+/// The context of a thread that did not call `thread_start`: named after the
+/// thread's std name when it has one.
+#[cold]
+fn new_unnamed_worker(rt: &Runtime) -> Box<ThreadCtx> {
+    let current = std::thread::current();
+    let base = match current.name() {
+        Some(name) if !name.is_empty() => name.as_bytes(),
+        _ => b"unknown",
+    };
+    new_worker(rt, base)
 }
 
 /// [`with_ctx`] with the context `make` creates when the thread has none.

@@ -7,6 +7,7 @@
 //! busy, reads the clock and calls the core's [`Recorder`] directly.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::atomic::{compiler_fence, Ordering};
 use std::sync::OnceLock;
 
@@ -160,11 +161,17 @@ const INACTIVE: u32 = u32::MAX;
 #[derive(Debug)]
 pub struct FunctionGuard {
     id: u32,
+    /// Calls nest per thread: the guard stays on the thread that entered
+    /// (held across an `.await` it would make a future `!Send`).
+    _not_send: PhantomData<*const ()>,
 }
 
 impl FunctionGuard {
     /// A guard that records nothing. Example on [`FunctionGuard`].
-    pub const INACTIVE: FunctionGuard = FunctionGuard { id: INACTIVE };
+    pub const INACTIVE: FunctionGuard = FunctionGuard {
+        id: INACTIVE,
+        _not_send: PhantomData,
+    };
 
     /// Whether dropping the guard records an exit. Example on [`FunctionGuard`].
     pub fn is_active(&self) -> bool {
@@ -262,7 +269,10 @@ fn enter_while_recording(id: FunctionId) -> FunctionGuard {
     record_on_ring(|r, ts| {
         let _ = r.function(FunctionAction::Enter, id, ts);
     });
-    FunctionGuard { id: id.get() }
+    FunctionGuard {
+        id: id.get(),
+        _not_send: PhantomData,
+    }
 }
 
 /// Records a function entry with one argument (XRay's "enter with arg" record and a
@@ -298,7 +308,10 @@ pub fn enter_with_arg(id: FunctionId, arg: u64) -> FunctionGuard {
     record_on_ring(|r, ts| {
         let _ = r.enter_with_args(id, ts, &[arg]);
     });
-    FunctionGuard { id: id.get() }
+    FunctionGuard {
+        id: id.get(),
+        _not_send: PhantomData,
+    }
 }
 
 /// Records a custom event: raw bytes that `llvm-xray` shows as the event's data.

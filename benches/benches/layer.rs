@@ -1,0 +1,89 @@
+//! Cost of a span's enter and exit (`span.enter()` and dropping its guard)
+//! through `tracing` with flightrec's layer, beside the same span on a bare
+//! `Registry`, on `Registry` + the fmt layer (writing to a sink; it prints
+//! nothing on enter or exit by default) and on `Registry` + tracing-chrome
+//! (threaded style: an event on every enter and exit, serialised by its writer
+//! thread into a sink), all in one run. The flightrec rows: FDR recording (a
+//! flight recorder, every call kept, Trace2 off), and both off. The cost of an
+//! `xray_fn!` call with FDR on is the reference for one FDR enter+exit pair.
+//!
+//! Run: `cargo bench -p flightrec-benches --bench layer -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use flightrec::xray::{self, Config, Mode};
+use tracing::Subscriber;
+use tracing_subscriber::prelude::*;
+
+/// Times `span.enter()` + drop on `subscriber`.
+fn span_enter_exit<S>(c: &mut Criterion, name: &str, subscriber: S)
+where
+    S: Subscriber + Send + Sync + 'static,
+{
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("work", id = 7);
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let _e = black_box(&span).enter();
+            })
+        });
+    });
+}
+
+fn layer(c: &mut Criterion) {
+    let cfg = Config::builder()
+        .mode(Mode::FlightRecorder)
+        .buffer_size(1 << 16)
+        .buffer_max(8)
+        .thread_buffers(8)
+        .func_duration_threshold_us(0)
+        .no_file_flush(true)
+        .fatal_signals(false)
+        .build()
+        .unwrap();
+    xray::init(cfg).unwrap();
+
+    span_enter_exit(
+        c,
+        "span enter+exit: bare Registry",
+        tracing_subscriber::registry(),
+    );
+    assert!(xray::is_recording());
+    span_enter_exit(
+        c,
+        "span enter+exit: Registry + flightrec layer, FDR on",
+        tracing_subscriber::registry().with(flightrec::layer::layer()),
+    );
+    assert!(xray::stop());
+    span_enter_exit(
+        c,
+        "span enter+exit: Registry + flightrec layer, FDR and Trace2 off",
+        tracing_subscriber::registry().with(flightrec::layer::layer()),
+    );
+    assert!(xray::start());
+    span_enter_exit(
+        c,
+        "span enter+exit: Registry + fmt layer",
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink)),
+    );
+    let (chrome, flush) = tracing_chrome::ChromeLayerBuilder::new()
+        .writer(std::io::sink())
+        .build();
+    span_enter_exit(
+        c,
+        "span enter+exit: Registry + tracing-chrome",
+        tracing_subscriber::registry().with(chrome),
+    );
+    drop(flush);
+    c.bench_function("xray_fn! guard + drop, FDR on (one FDR pair)", |b| {
+        b.iter(|| {
+            let _g = flightrec::xray_fn!();
+        })
+    });
+    let _ = xray::shutdown();
+}
+
+criterion_group!(benches, layer);
+criterion_main!(benches);

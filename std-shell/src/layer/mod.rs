@@ -1,0 +1,310 @@
+//! A [`tracing-subscriber`](tracing_subscriber) layer: a program that already
+//! uses `tracing` gets Trace2 and XRay FDR by adding one line to its subscriber.
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//! # let dir = tempfile::tempdir()?;
+//! # let trace = dir.path().join("trace");
+//! # std::env::set_var("MYAPP_TRACE2_EVENT", &trace);
+//! // MYAPP_TRACE2_EVENT names the file `trace` (git's JSON lines).
+//! let t2 = flightrec::trace2::Builder::new().prefix("MYAPP_TRACE2").init();
+//! tracing_subscriber::registry()
+//!     .with(flightrec::layer::layer()) // the one line
+//!     .init();
+//!
+//! #[tracing::instrument]
+//! fn refresh(entries: u32) {
+//!     tracing::info!(entries, "refreshed");
+//! }
+//! refresh(12);
+//! drop(t2);
+//!
+//! let events: Vec<serde_json::Value> = std::fs::read_to_string(&trace)?
+//!     .lines()
+//!     .map(serde_json::from_str)
+//!     .collect::<Result<_, _>>()?;
+//! let enter = events.iter().find(|e| e["event"] == "region_enter").unwrap();
+//! // category: the span's target; label: its name; message: its fields.
+//! assert!(enter["category"] == "rust_out" && enter["label"] == "refresh" && enter["msg"] == "entries=12");
+//! let data = events.iter().find(|e| e["event"] == "data_json").unwrap();
+//! assert!(data["key"] == "refreshed" && data["value"] == serde_json::json!({ "entries": 12 }));
+//! assert_eq!(data["nesting"], 2); // inside the span's region
+//! assert_eq!(events.iter().filter(|e| e["event"] == "region_leave").count(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What becomes what
+//!
+//! * A span, each time it is entered on a thread: a Trace2 region on that
+//!   thread (`region_enter` when entered, `region_leave` when exited; category
+//!   = the span's target, label = its name, message = its fields as
+//!   `name=value` pairs) and an FDR function entry and exit on that thread's
+//!   ring. Every span callsite is one FDR function, named `target::name` in
+//!   the trace's names file.
+//! * An event at level `ERROR`: a Trace2 `error` (its message and fields).
+//! * Another event with a message and no other field: a Trace2 `printf`.
+//! * An event with one field and no message: a Trace2 `data` (key = the
+//!   field's name, category = the event's target).
+//! * An event with more fields, or fields and a message: a Trace2 `data_json`
+//!   whose key is the message (or the event's name) and whose value is an
+//!   object of the fields (numbers and booleans as JSON numbers and booleans).
+//!
+//! Enter and exit records are kept per thread: an instrumented future entered
+//! on one worker thread and later on another leaves balanced regions and FDR
+//! calls on each. If a span is exited while spans entered after it on the same
+//! thread are still open (guards dropped out of order), those are left first,
+//! so every thread's stack stays balanced; their own exits later are ignored.
+//!
+//! The layer adds no filtering of its own: `EnvFilter`, per-layer filters
+//! ([`Layer::with_filter`]) and level filters select what reaches it, as for
+//! any other layer. Programs that log with the `log` crate can forward it
+//! through `tracing-log`'s `LogTracer`.
+
+mod fields;
+mod functions;
+
+use std::cell::RefCell;
+
+use flightrec_core::fdr::FunctionId;
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::trace2::at::{self, At};
+use fields::{EventFields, SpanFields};
+use functions::function_of;
+
+/// The layer: spans become Trace2 regions and FDR function records, events
+/// become Trace2 `data`, `data_json`, `printf` and `error` (see the [module
+/// docs](self)). Made by [`layer`]; each part can be turned off.
+///
+/// ```
+/// use flightrec::xray::{names::function_name, Config};
+/// use tracing_subscriber::filter::LevelFilter;
+/// use tracing_subscriber::prelude::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// // FDR function records only (no Trace2 regions or events), for spans at INFO and above.
+/// let only_fdr = flightrec::layer::layer()
+///     .with_regions(false)
+///     .with_events(false)
+///     .with_functions(true);
+/// let subscriber = tracing_subscriber::registry().with(only_fdr.with_filter(LevelFilter::INFO));
+/// tracing::subscriber::with_default(subscriber, || {
+///     let _load = tracing::info_span!("load").entered();
+///     let _parse = tracing::debug_span!("parse").entered(); // below INFO: not traced
+/// });
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 2);
+/// assert_eq!(function_name(1), Some("rust_out::load")); // target::name
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct FlightrecLayer {
+    regions: bool,
+    functions: bool,
+    events: bool,
+}
+
+/// A [`FlightrecLayer`] with everything on: Trace2 regions and FDR function
+/// records for spans, Trace2 events for events. A fuller example is in the
+/// [module docs](self).
+///
+/// ```
+/// use tracing_subscriber::prelude::*;
+/// let subscriber = tracing_subscriber::registry().with(flightrec::layer::layer());
+/// tracing::subscriber::with_default(subscriber, || {
+///     let span = tracing::info_span!("work");
+///     assert!(!span.is_disabled()); // the layer filters nothing
+/// });
+/// ```
+pub fn layer() -> FlightrecLayer {
+    FlightrecLayer::default()
+}
+
+impl Default for FlightrecLayer {
+    fn default() -> Self {
+        FlightrecLayer {
+            regions: true,
+            functions: true,
+            events: true,
+        }
+    }
+}
+
+impl FlightrecLayer {
+    /// Whether spans become Trace2 regions (default: yes). Example on
+    /// [`FlightrecLayer`].
+    pub fn with_regions(mut self, on: bool) -> Self {
+        self.regions = on;
+        self
+    }
+
+    /// Whether spans become FDR function records (default: yes). Example on
+    /// [`FlightrecLayer`].
+    pub fn with_functions(mut self, on: bool) -> Self {
+        self.functions = on;
+        self
+    }
+
+    /// Whether events become Trace2 events (default: yes). Example on
+    /// [`FlightrecLayer`].
+    pub fn with_events(mut self, on: bool) -> Self {
+        self.events = on;
+        self
+    }
+}
+
+/// What the layer keeps in a span's extensions while Trace2 is on: the
+/// fields, as the region's message.
+struct SpanData {
+    fields: SpanFields,
+}
+
+/// One span entered on this thread and not exited yet.
+struct Entered {
+    span: u64,
+    function: Option<FunctionId>,
+    meta: &'static Metadata<'static>,
+    region: bool,
+}
+
+thread_local! {
+    /// The spans entered on this thread, innermost last.
+    static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
+}
+
+fn at(meta: &'static Metadata<'static>) -> At<'static> {
+    At {
+        file: meta.file(),
+        line: meta.line(),
+    }
+}
+
+impl<S> Layer<S> for FlightrecLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !(self.regions && crate::trace2::enabled()) {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = SpanFields::default();
+        attrs.record(&mut fields);
+        span.extensions_mut().insert(SpanData { fields });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if !(self.regions && crate::trace2::enabled()) {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        if let Some(data) = extensions.get_mut::<SpanData>() {
+            values.record(&mut data.fields);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let region = self.regions && crate::trace2::enabled();
+        let functions = self.functions && crate::xray::is_recording();
+        if !region && !functions {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let function = functions.then(|| function_of(meta));
+        let pushed = STACK
+            .try_with(|s| {
+                s.try_borrow_mut()
+                    .map(|mut s| {
+                        s.push(Entered {
+                            span: id.into_u64(),
+                            function,
+                            meta,
+                            region,
+                        })
+                    })
+                    .is_ok()
+            })
+            .unwrap_or(false);
+        if !pushed {
+            return;
+        }
+        if let Some(f) = function {
+            crate::xray::record_enter(f);
+        }
+        if region {
+            let extensions = span.extensions();
+            let msg = extensions
+                .get::<SpanData>()
+                .map(|d| d.fields.0.as_bytes())
+                .filter(|m| !m.is_empty());
+            let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
+        }
+    }
+
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+        let span = id.into_u64();
+        let _ = STACK.try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return;
+            };
+            let Some(i) = s.iter().rposition(|e| e.span == span) else {
+                return;
+            };
+            // Innermost first: what was entered after this span is left too.
+            while s.len() > i {
+                if let Some(e) = s.pop() {
+                    leave(&e);
+                }
+            }
+        });
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        if !(self.events && crate::trace2::enabled()) {
+            return;
+        }
+        let meta = event.metadata();
+        let mut fields = EventFields::default();
+        event.record(&mut fields);
+        let at = at(meta);
+        if *meta.level() == Level::ERROR {
+            let message = fields.message.as_deref().unwrap_or(meta.name());
+            let text = if fields.pairs.is_empty() {
+                message.to_owned()
+            } else {
+                format!("{message} {}", fields.pairs)
+            };
+            at::error(at, message.as_bytes(), text.as_bytes());
+            return;
+        }
+        match (&fields.message, &fields.single) {
+            (Some(message), _) if fields.count == 0 => at::printf(at, message.as_bytes()),
+            (None, Some((name, value))) => {
+                at::data(at, meta.target(), name, value.as_bytes(), false)
+            }
+            (message, _) => {
+                let key = message.as_deref().unwrap_or(meta.name());
+                let json = fields.json_object();
+                at::data(at, meta.target(), key, json.as_bytes(), true);
+            }
+        }
+    }
+}
+
+/// Records the exit of an entered span on this thread.
+fn leave(e: &Entered) {
+    if e.region {
+        at::region_leave(at(e.meta), e.meta.target(), e.meta.name());
+    }
+    if let Some(f) = e.function {
+        crate::xray::record_exit(f);
+    }
+}
