@@ -387,8 +387,10 @@ pub fn anchor_payload(ns: u64) -> Vec<u8> {
     p
 }
 
-/// Wall-time markers before this (2001-09-09) are read as a device clock counted
-/// from boot (a firmware without a wall clock): the time is the TSC itself.
+/// Wall-time markers before this (2001-09-09) count from boot, not from the
+/// epoch: compiler-rt writes `CLOCK_MONOTONIC` (kept, to the microsecond), and
+/// flightrec's writer on a firmware without a wall clock the TSC's own seconds
+/// (then the time is the TSC itself).
 const BOOT_CLOCK_BEFORE_SECS: i64 = 1_000_000_000;
 
 /// Events per thread searched for a clock anchor.
@@ -403,7 +405,7 @@ type Marker = (i64, u32, i128);
 enum ClockBounds {
     /// A clock anchor: this offset.
     Anchor(i128),
-    /// The markers count from the device's boot: offset 0.
+    /// Second-resolution markers counting from the device's boot: offset 0.
     Boot,
     /// From the wall-time markers.
     Markers { lo: i128, hi: i128 },
@@ -487,6 +489,7 @@ fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
     };
     // Per thread: its markers (seconds, micros, TSC ns) in file order.
     let mut threads: Vec<(u64, Vec<Marker>)> = Vec::new();
+    let mut boot = false;
     let mut wall: Option<(i64, u32)> = None;
     let mut tid = 0u64;
     let mut samples = 0;
@@ -502,9 +505,7 @@ fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
                 let Some((seconds, micros)) = wall.take() else {
                     continue;
                 };
-                if seconds < BOOT_CLOCK_BEFORE_SECS {
-                    return ClockBounds::Boot;
-                }
+                boot |= seconds < BOOT_CLOCK_BEFORE_SECS;
                 let at = tsc_ns(tsc, freq);
                 match threads.iter_mut().find(|(t, _)| *t == tid) {
                     Some((_, m)) => m.push((seconds, micros, at)),
@@ -545,6 +546,11 @@ fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
             };
             bounds = bounds.combine(here);
         }
+    }
+    // A boot clock known only to the second (flightrec's writer on a device
+    // without a wall clock): the TSC counts from the same boot, exactly.
+    if boot && bounds.uncertainty().is_none_or(|u| u > 1_000_000) {
+        return ClockBounds::Boot;
     }
     bounds
 }
@@ -1322,6 +1328,40 @@ mod tests {
         );
         assert_eq!(sid_pid("a-P00000001/b-P0000000a"), Some(10));
         assert_eq!(sid_pid("S"), None);
+    }
+
+    fn bounds_of(bytes: &[u8]) -> ClockBounds {
+        let index = crate::stream::scan(bytes, &mut |_| {}).unwrap();
+        clock_bounds(bytes, &index, index.header().cycle_frequency.get())
+    }
+
+    #[test]
+    fn clocks_from_markers_and_anchors() {
+        // compiler-rt 14: CLOCK_MONOTONIC markers to the microsecond, kept.
+        let real = bounds_of(include_bytes!("../../testdata/xray/real-v5-default.xray"));
+        assert!(matches!(real, ClockBounds::Markers { .. }), "{real:?}");
+        assert!(real.uncertainty().unwrap() < 1000, "{real:?}");
+        // Hand-made markers a microsecond apart while the TSC moves 0.7 µs:
+        // the bounds disagree, and the lower end is used.
+        let crafted = bounds_of(include_bytes!(
+            "../../testdata/xray/crafted-v5-2threads.xray"
+        ));
+        let ClockBounds::Markers { lo, hi } = crafted else {
+            panic!("{crafted:?}")
+        };
+        assert!(lo > hi, "{crafted:?}");
+        assert_eq!(crafted.offset(), lo);
+        // Bounds that disagree: the lower end.
+        assert_eq!(ClockBounds::Markers { lo: 5, hi: 3 }.offset(), 5);
+        assert_eq!(
+            ClockBounds::Markers { lo: 0, hi: 10 }.combine(ClockBounds::Markers { lo: 4, hi: 20 }),
+            ClockBounds::Markers { lo: 4, hi: 10 }
+        );
+        assert_eq!(
+            ClockBounds::Boot.combine(ClockBounds::Anchor(7)).offset(),
+            7
+        );
+        assert_eq!(ClockBounds::Unknown.uncertainty(), None);
     }
 
     #[test]
