@@ -83,6 +83,16 @@ const CLOCK_SAMPLES: usize = 64;
 /// Events between two page releases of an FDR input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 
+/// Tracks a timeline makes; events of further threads go to one track named
+/// `(more threads)` (a hostile stream naming a new thread on every line must not
+/// grow memory without bound).
+pub const MAX_TRACKS: usize = 10_000;
+
+/// Trace2 processes (session ids) remembered per stream; beyond it, the
+/// memory starts again (their `t_abs` anchors are found again from the next
+/// event with a `time`).
+const MAX_TRACE2_PROCS: usize = 4096;
+
 /// Names cached per FDR input before the cache starts again.
 const MAX_CACHED_NAMES: usize = 1 << 16;
 
@@ -698,6 +708,9 @@ impl Trace2Source {
             .and_then(Value::as_f64)
             .filter(|t| t.is_finite() && *t >= 0.0)
             .map(|t| (t * 1e6).round() as i128 * 1000);
+        if self.procs.len() >= MAX_TRACE2_PROCS && !self.procs.contains_key(sid) {
+            self.procs.clear();
+        }
         let proc = self.procs.entry(sid.to_string()).or_default();
         if let (Some(time), Some(t_abs), None) = (time, t_abs, proc.anchor) {
             proc.anchor = Some(time - t_abs);
@@ -1200,6 +1213,10 @@ fn merge(
             heads[i] = Some(n);
         }
         report.events += 1;
+        let mut e = e;
+        if tracks.len() >= MAX_TRACKS && !tracks.contains_key(&e.track) {
+            e.track = TrackKey::Named(ProcKey::Stream(usize::MAX), "(more threads)".into());
+        }
         let state = match tracks.get_mut(&e.track) {
             Some(s) => s,
             None => {
@@ -1362,6 +1379,28 @@ mod tests {
             7
         );
         assert_eq!(ClockBounds::Unknown.uncertainty(), None);
+    }
+
+    #[test]
+    fn a_new_thread_on_every_line_stays_within_the_track_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t2.json");
+        let mut text = String::new();
+        for i in 0..MAX_TRACKS + 5 {
+            text.push_str(&format!(
+                "{{\"event\":\"data\",\"sid\":\"S-P00000001\",\"thread\":\"th{i}\",\"time\":\"2026-01-01T00:00:00.000001Z\",\"key\":\"k\",\"value\":\"v\"}}\n"
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        let inputs = [TimelineInput {
+            path,
+            names: Names::empty(),
+        }];
+        let mut out = Vec::new();
+        let report = convert_timeline(&inputs, TimelineFormat::Perfetto, &mut out).unwrap();
+        assert_eq!(report.events, MAX_TRACKS as u64 + 5);
+        assert_eq!(report.tracks, MAX_TRACKS + 1);
+        assert_eq!(report.instants, MAX_TRACKS as u64 + 5);
     }
 
     #[test]
