@@ -230,7 +230,7 @@ enum ProcKey {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum TrackKey {
     Thread(ProcKey, u32),
-    Named(ProcKey, String),
+    Named(ProcKey, Rc<str>),
 }
 
 enum What {
@@ -280,7 +280,7 @@ struct FdrFile {
     offset: i128,
     proc: Option<ProcKey>,
     /// `source N` for a file of a `recv` directory.
-    label: Option<String>,
+    label: Option<Rc<str>>,
     names: usize,
 }
 
@@ -323,6 +323,8 @@ struct FdrSource<'a> {
     count: u64,
     single_thread: bool,
     args: &'a ArgNames,
+    /// Track names of a `recv` file's threads (when it has several).
+    thread_labels: HashMap<u32, Rc<str>>,
 }
 
 fn tsc_ns(tsc: u64, freq: u64) -> i128 {
@@ -344,7 +346,19 @@ impl Source for FdrSource<'_> {
         let proc = self.fdr.proc.clone().unwrap_or(ProcKey::Pid(e.process));
         let track = match (&self.fdr.label, self.single_thread) {
             (Some(label), true) => TrackKey::Named(proc, label.clone()),
-            (Some(label), false) => TrackKey::Named(proc, format!("{label} thread {}", e.thread)),
+            (Some(label), false) => {
+                if self.thread_labels.len() >= MAX_TRACKS
+                    && !self.thread_labels.contains_key(&e.thread)
+                {
+                    self.thread_labels.clear();
+                }
+                let name = self
+                    .thread_labels
+                    .entry(e.thread)
+                    .or_insert_with(|| format!("{label} thread {}", e.thread).into())
+                    .clone();
+                TrackKey::Named(proc, name)
+            }
             (None, _) => TrackKey::Thread(proc, e.thread),
         };
         let a = self.args;
@@ -686,6 +700,16 @@ impl Trace2Source {
         }
     }
 
+    fn thread_name(&mut self, t: &str) -> Rc<str> {
+        if self.arg_names.len() >= MAX_CACHED_NAMES && !self.arg_names.contains_key(t) {
+            self.arg_names.clear();
+        }
+        self.arg_names
+            .entry(t.to_string())
+            .or_insert_with(|| Rc::from(t))
+            .clone()
+    }
+
     fn arg_name(&mut self, k: &str) -> ArgName {
         if self.arg_names.len() >= MAX_CACHED_NAMES && !self.arg_names.contains_key(k) {
             self.arg_names.clear();
@@ -729,7 +753,7 @@ impl Trace2Source {
         };
         let track = match (&pkey, thread) {
             (ProcKey::Pid(pid), "main") => TrackKey::Thread(pkey.clone(), *pid),
-            _ => TrackKey::Named(pkey, thread.to_string()),
+            _ => TrackKey::Named(pkey, self.thread_name(thread)),
         };
         let mut args = Vec::new();
         for (k, val) in obj {
@@ -1064,10 +1088,10 @@ pub fn convert_timeline(
                     if let Some((file, index)) = open_fdr(&path, &mut report) {
                         let freq = index.header().cycle_frequency.get();
                         shared = shared.combine(clock_bounds(file.bytes(), &index, freq));
-                        let label = if generation > 1 {
-                            format!("source {id} (trace {generation})")
+                        let label: Rc<str> = if generation > 1 {
+                            format!("source {id} (trace {generation})").into()
                         } else {
-                            format!("source {id}")
+                            format!("source {id}").into()
                         };
                         fdrs.push(FdrFile {
                             file,
@@ -1102,6 +1126,10 @@ pub fn convert_timeline(
     }
 
     let args = ArgNames::new();
+    // The FDR files share the page budget of one single-input conversion.
+    for f in &fdrs {
+        f.file.set_release_every((32 << 20) / fdrs.len().max(1));
+    }
     let mut sources: Vec<Box<dyn Source + '_>> = Vec::new();
     for f in &fdrs {
         report.sources += 1;
@@ -1116,6 +1144,7 @@ pub fn convert_timeline(
             count: 0,
             single_thread,
             args: &args,
+            thread_labels: HashMap::new(),
         }));
     }
     for t in trace2s {
@@ -1242,7 +1271,7 @@ fn merge(
                     (_, Some(t)) => (t, format!("thread {t}")),
                     (TrackKey::Named(_, name), None) => {
                         next_tid += 1;
-                        (next_tid, name.clone())
+                        (next_tid, name.to_string())
                     }
                     (TrackKey::Thread(..), None) => unreachable!("a thread key has a thread"),
                 };
