@@ -547,8 +547,12 @@ fn convert(a: ConvertArgs) -> ExitCode {
     }
 }
 
-/// Whether the file's first byte is `{` (a Trace2 event stream, not FDR).
+/// Whether the file is a regular file whose first byte is `{` (a Trace2 event
+/// stream, not FDR). Anything else is not opened here (a FIFO would wait).
 fn starts_with_brace(path: &Path) -> bool {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut first = [0u8; 1];
     File::open(path)
         .and_then(|mut f| io::Read::read(&mut f, &mut first))
@@ -560,10 +564,15 @@ fn starts_with_brace(path: &Path) -> bool {
 fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
     let format = match a.format {
         ConvertFormat::Yaml => {
-            return fail(
-                "YAML output takes one FDR file (as llvm-xray convert does); \
-                 merge several inputs into chrome or perfetto output",
-            )
+            let what = match &a.files[..] {
+                [one] if one.is_dir() => format!("{}: is a directory; ", one.display()),
+                [one] => format!("{}: is a Trace2 event stream; ", one.display()),
+                _ => String::new(),
+            };
+            return fail(format_args!(
+                "{what}YAML output takes one FDR file (as llvm-xray convert does); \
+                 merge several inputs into chrome or perfetto output"
+            ));
         }
         ConvertFormat::Chrome => TimelineFormat::Chrome,
         ConvertFormat::Perfetto => TimelineFormat::Perfetto,
@@ -613,7 +622,9 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
                     done.input_bytes as f64 / 1e6 / secs
                 );
             }
-            if done.problems.is_empty() {
+            if done.problems.iter().any(|p| p.unreadable) {
+                ExitCode::from(FAILURE)
+            } else if done.problems.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(BAD_INPUT)

@@ -125,6 +125,8 @@ pub struct InputProblem {
     pub offset: Option<u64>,
     /// What is wrong, and what was done (left out, line skipped).
     pub reason: String,
+    /// The input could not be opened or read (rather than being damaged).
+    pub unreadable: bool,
 }
 
 impl std::fmt::Display for InputProblem {
@@ -690,12 +692,14 @@ impl Trace2Source {
                 path: self.file.path.clone(),
                 offset: Some(at),
                 reason,
+                unreadable: false,
             });
         } else if self.reported == MAX_LINE_REPORTS + 1 {
             problems.push(InputProblem {
                 path: self.file.path.clone(),
                 offset: None,
                 reason: "more bad lines skipped without a report".into(),
+                unreadable: false,
             });
         }
     }
@@ -972,6 +976,7 @@ pub fn convert_timeline(
             path: path.to_path_buf(),
             offset,
             reason,
+            unreadable: true,
         })
     };
     let mut device_offsets: HashMap<usize, i128> = HashMap::new();
@@ -985,6 +990,7 @@ pub fn convert_timeline(
                     path: path.to_path_buf(),
                     offset: None,
                     reason: format!("{e}; left out"),
+                    unreadable: true,
                 });
                 return None;
             }
@@ -996,6 +1002,7 @@ pub fn convert_timeline(
                     path: path.to_path_buf(),
                     offset: Some(e.offset as u64),
                     reason: format!("{}; left out", e.kind),
+                    unreadable: false,
                 });
                 None
             }
@@ -1010,6 +1017,7 @@ pub fn convert_timeline(
                         path: path.to_path_buf(),
                         offset: None,
                         reason: format!("{e}; left out"),
+                        unreadable: true,
                     });
                     None
                 }
@@ -1071,7 +1079,9 @@ pub fn convert_timeline(
                         &mut report,
                         &input.path,
                         None,
-                        "no source-*.xray or trace2.txt: not a `flightrec recv` directory; left out".into(),
+                        "is a directory, and not one `flightrec recv` wrote (no source-*.xray or trace2.txt); \
+                         left out"
+                            .into(),
                     );
                     continue;
                 }
@@ -1125,6 +1135,10 @@ pub fn convert_timeline(
         }
     }
 
+    if fdrs.is_empty() && trace2s.is_empty() {
+        // Nothing to convert: nothing written.
+        return Ok(report);
+    }
     let args = ArgNames::new();
     // The FDR files share the page budget of one single-input conversion.
     for f in &fdrs {
@@ -1200,6 +1214,7 @@ fn note_clock(report: &mut TimelineReport, path: &Path, bounds: ClockBounds) {
         path: path.to_path_buf(),
         offset: None,
         reason,
+        unreadable: false,
     });
 }
 
