@@ -235,3 +235,43 @@ fn a_recv_directory_converts_to_perfetto_and_refuses_yaml() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("YAML output takes one FDR file"));
 }
+
+#[test]
+fn a_fifo_and_a_missing_file_among_the_inputs_are_named_and_the_rest_converted() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = recv_dir(dir.path());
+    let fifo = dir.path().join("pipe.json");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let missing = dir.path().join("missing.xray");
+    let out_path = dir.path().join("out.json");
+    // Nobody writes to the FIFO: opening it would wait forever.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flightrec"))
+        .args(["convert", "--format", "chrome", "-q", "-o", s(&out_path)])
+        .args([&traces, &fifo, &missing])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("convert waits on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: not a regular file", fifo.display())),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}: ", missing.display())), "{err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+    let (start, end, _) = span(&doc, "1");
+    assert!((end - start - 800_000.0).abs() < 0.001);
+}
