@@ -1265,9 +1265,8 @@ fn merge(
             Some(s) => s,
             None => {
                 let id = order.len();
-                let (proc, thread) = match &e.track {
-                    TrackKey::Thread(p, t) => (p, Some(*t)),
-                    TrackKey::Named(p, _) => (p, None),
+                let proc = match &e.track {
+                    TrackKey::Thread(p, _) | TrackKey::Named(p, _) => p,
                 };
                 let n = fake_pids.len() as u32;
                 let pid = match proc {
@@ -1281,14 +1280,13 @@ fn merge(
                     ProcKey::Device(d) => device_names.get(d).cloned().unwrap_or_default(),
                     ProcKey::Stream(_) => "trace2".to_string(),
                 };
-                let (tid, thread_name) = match (&e.track, thread) {
-                    (_, Some(t)) if Some(&ProcKey::Pid(t)) == Some(proc) => (t, "main".to_string()),
-                    (_, Some(t)) => (t, format!("thread {t}")),
-                    (TrackKey::Named(_, name), None) => {
+                let (tid, thread_name) = match &e.track {
+                    TrackKey::Thread(ProcKey::Pid(p), t) if p == t => (*t, "main".to_string()),
+                    TrackKey::Thread(_, t) => (*t, format!("thread {t}")),
+                    TrackKey::Named(_, name) => {
                         next_tid += 1;
                         (next_tid, name.to_string())
                     }
-                    (TrackKey::Thread(..), None) => unreachable!("a thread key has a thread"),
                 };
                 sink.track(
                     id,
