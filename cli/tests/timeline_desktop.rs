@@ -9,7 +9,9 @@
 //!
 //! * the main thread's Trace2 regions and its XRay calls are on one track (the
 //!   process's main thread), each call inside the region it was made in and
-//!   outside the other, and the regions in the order they ran;
+//!   outside the other, and the regions in the order they ran; a worker that
+//!   says its thread id (Trace2 `data` `flightrec`/`tid`) shares its track the
+//!   same way;
 //! * the Perfetto output of the same inputs passes Perfetto's own schema
 //!   (`tests/support/perfetto_check.py`, as in `tool_convert_scale.rs`);
 //! * YAML refuses several inputs with a clear message;
@@ -67,6 +69,9 @@ fn child() {
     }
     std::thread::spawn(|| {
         let _th = flightrec::trace2::thread_start("helper");
+        // Trace2 carries no thread id: say it, so that this thread's regions
+        // join its FDR thread's track.
+        flightrec::data!("flightrec", "tid", "{}", nix::unistd::gettid());
         let _r = flightrec::region!("helper", "work");
         std::thread::sleep(Duration::from_millis(1));
         let x = save_step(1);
@@ -231,15 +236,17 @@ fn regions_and_calls_line_up(dir: &Path) {
     for w in loads.windows(2) {
         assert!(w[0].end <= w[1].start, "{w:?}");
     }
-    // The worker's Trace2 region is on a track named after the Trace2 thread,
-    // in the same process; its call is on its FDR thread's track.
+    // The helper thread said its thread id: its Trace2 region and its call
+    // share its FDR thread's track, named after the Trace2 thread.
     let work = one("helper:work");
     assert_eq!(work.pid, pid);
+    assert_ne!(work.tid, pid);
     assert_eq!(thread_name(&doc, pid, work.tid), "th01:helper");
     let helper_call = all
         .iter()
         .find(|s| s.name.ends_with("save_step") && s.tid != pid)
         .unwrap_or_else(|| panic!("no call on the helper thread: {all:#?}"));
+    assert_eq!((helper_call.pid, helper_call.tid), (work.pid, work.tid));
     // A millisecond of sleep on each side of the call (the margin covers the
     // TSC frequency's error over the run).
     assert!(save.end < work.start, "{save:?} {work:?}");

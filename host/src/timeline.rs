@@ -37,6 +37,9 @@
 //! (`-P<hex>`), and the Trace2 `main` thread on the process's main thread track,
 //! so regions and the functions called in them share one track; the sources of a
 //! `recv` directory as `source N` under a process named after the directory.
+//! Trace2 has no thread id for other threads; a thread that says its own with a
+//! `data` event of category `flightrec` and key `tid` (value: the thread id, as
+//! `gettid` gives it) has its later events on that FDR thread's track.
 //!
 //! # Streaming
 //!
@@ -246,6 +249,9 @@ enum What {
 struct TEvent {
     ns: u64,
     track: TrackKey,
+    /// The track's name when this event creates it (a Trace2 thread's name
+    /// on its FDR thread's track).
+    track_name: Option<Rc<str>>,
     what: What,
     /// The FDR input whose names apply (function names).
     names: usize,
@@ -387,6 +393,7 @@ impl Source for FdrSource<'_> {
         Some(TEvent {
             ns,
             track,
+            track_name: None,
             what,
             names: self.fdr.names,
         })
@@ -598,6 +605,8 @@ struct Trace2Source {
     /// For a device's lines: the device clock's offset (ns).
     device_offset: i128,
     arg_names: HashMap<String, ArgName>,
+    /// Trace2 threads (session id, thread name) that said their thread id.
+    thread_tids: HashMap<(String, String), u32>,
     reported: u64,
 }
 
@@ -755,8 +764,30 @@ impl Trace2Source {
             (None, Some(pid)) => ProcKey::Pid(pid),
             (None, None) => ProcKey::Stream(self.file.input),
         };
+        if let (ProcKey::Pid(_), "data", Some("flightrec"), Some("tid")) =
+            (&pkey, event, str_field("category"), str_field("key"))
+        {
+            if let Some(tid) = str_field("value").and_then(|v| v.trim().parse::<u32>().ok()) {
+                if self.thread_tids.len() >= MAX_TRACE2_PROCS {
+                    self.thread_tids.clear();
+                }
+                self.thread_tids
+                    .insert((sid.to_string(), thread.to_string()), tid);
+            }
+        }
+        let mut track_name = None;
         let track = match (&pkey, thread) {
             (ProcKey::Pid(pid), "main") => TrackKey::Thread(pkey.clone(), *pid),
+            (ProcKey::Pid(_), _) => {
+                let name = self.thread_name(thread);
+                match self.thread_tids.get(&(sid.to_string(), thread.to_string())) {
+                    Some(&tid) => {
+                        track_name = Some(name);
+                        TrackKey::Thread(pkey.clone(), tid)
+                    }
+                    None => TrackKey::Named(pkey, name),
+                }
+            }
             _ => TrackKey::Named(pkey, self.thread_name(thread)),
         };
         let mut args = Vec::new();
@@ -799,6 +830,7 @@ impl Trace2Source {
         Ok(TEvent {
             ns,
             track,
+            track_name,
             what,
             names: usize::MAX,
         })
@@ -1176,6 +1208,7 @@ pub fn convert_timeline(
             procs: HashMap::new(),
             device_offset,
             arg_names: HashMap::new(),
+            thread_tids: HashMap::new(),
             reported: 0,
         }));
     }
@@ -1281,6 +1314,9 @@ fn merge(
                     ProcKey::Stream(_) => "trace2".to_string(),
                 };
                 let (tid, thread_name) = match &e.track {
+                    TrackKey::Thread(_, t) if e.track_name.is_some() => {
+                        (*t, e.track_name.as_deref().unwrap_or_default().to_string())
+                    }
                     TrackKey::Thread(ProcKey::Pid(p), t) if p == t => (*t, "main".to_string()),
                     TrackKey::Thread(_, t) => (*t, format!("thread {t}")),
                     TrackKey::Named(_, name) => {
