@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz targets (fuzz/, its own workspace): every target replays its checked-in
+# Fuzz targets (fuzz/, its own workspace; docs/fuzzing.md): every target replays its checked-in
 # corpus on stable; where a nightly toolchain is present, cargo-fuzz then runs each
 # target with coverage guidance for a short time (FUZZ_SECONDS, default 10);
 # without one, each target gets a short unguided random run instead.

@@ -20,6 +20,7 @@ use flightrec_host::names_firmware::FirmwareNames;
 use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use flightrec_host::rtt::GdbSettings;
+use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
@@ -95,7 +96,8 @@ pub enum LinkCommand {
     /// Print one line per record, like `llvm-xray fdr-dump`.
     #[command(after_help = EXIT_CODES)]
     Dump(DumpArgs),
-    /// Convert an FDR file to Chrome trace-event JSON or llvm-xray's YAML.
+    /// Convert an FDR file to Chrome trace-event JSON, Perfetto or llvm-xray's YAML;
+    /// several inputs (FDR files, recv directories, Trace2 streams) to one timeline.
     #[command(after_help = EXIT_CODES)]
     Convert(ConvertArgs),
     /// Write the function names of a firmware ELF (its `.flightrec` section) as
@@ -415,8 +417,10 @@ enum ConvertFormat {
 /// ```
 #[derive(Args)]
 pub struct ConvertArgs {
-    /// FDR file.
-    file: PathBuf,
+    /// FDR file; with several inputs (FDR files, `flightrec recv` directories,
+    /// Trace2 event streams), one merged timeline (chrome and perfetto).
+    #[arg(required = true, value_name = "INPUT")]
+    files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum)]
     format: ConvertFormat,
@@ -601,21 +605,29 @@ fn dump_cmd(a: DumpArgs) -> ExitCode {
 }
 
 fn convert(a: ConvertArgs) -> ExitCode {
-    let names = match load_names(&a.file, &a.names) {
+    let single_fdr = match &a.files[..] {
+        [one] => !one.is_dir() && !starts_with_brace(one),
+        _ => false,
+    };
+    if !single_fdr {
+        return convert_timeline_cmd(a);
+    }
+    let file = &a.files[0];
+    let names = match load_names(file, &a.names) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
     let started = Instant::now();
     let progress = Progress::new(a.quiet);
-    let input = match TraceInput::open(&a.file, &progress) {
+    let input = match TraceInput::open(file, &progress) {
         Ok(i) => i,
         Err(ConvertError::Unreadable(e)) => {
             progress.finish();
-            return fail(format_args!("{}: {e}", a.file.display()));
+            return fail(format_args!("{}: {e}", file.display()));
         }
         Err(ConvertError::Invalid(e)) => {
             progress.finish();
-            eprintln!("flightrec: {}: {e}", a.file.display());
+            eprintln!("flightrec: {}: {e}", file.display());
             return ExitCode::from(BAD_INPUT);
         }
     };
@@ -654,6 +666,94 @@ fn convert(a: ConvertArgs) -> ExitCode {
                 );
             }
             ExitCode::SUCCESS
+        }
+        Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// Whether the file is a regular file whose first byte is `{` (a Trace2 event
+/// stream, not FDR). Anything else is not opened here (a FIFO would wait).
+fn starts_with_brace(path: &Path) -> bool {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut first = [0u8; 1];
+    File::open(path)
+        .and_then(|mut f| io::Read::read(&mut f, &mut first))
+        .is_ok_and(|n| n == 1 && first[0] == b'{')
+}
+
+/// `convert` of several inputs (or of a `recv` directory or a Trace2 stream):
+/// one timeline ([`flightrec_host::timeline`]).
+fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
+    let format = match a.format {
+        ConvertFormat::Yaml => {
+            let what = match &a.files[..] {
+                [one] if one.is_dir() => format!("{}: is a directory; ", one.display()),
+                [one] => format!("{}: is a Trace2 event stream; ", one.display()),
+                _ => String::new(),
+            };
+            return fail(format_args!(
+                "{what}YAML output takes one FDR file (as llvm-xray convert does); \
+                 merge several inputs into chrome or perfetto output"
+            ));
+        }
+        ConvertFormat::Chrome => TimelineFormat::Chrome,
+        ConvertFormat::Perfetto => TimelineFormat::Perfetto,
+    };
+    let mut inputs = Vec::new();
+    for path in &a.files {
+        let names = match load_names(path, &a.names) {
+            Ok(n) => n,
+            Err(e) => return fail(e),
+        };
+        inputs.push(TimelineInput {
+            path: path.clone(),
+            names,
+        });
+    }
+    let started = Instant::now();
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => match File::create(p) {
+            Ok(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
+            Err(e) => return fail(format_args!("{}: {e}", p.display())),
+        },
+        None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
+    };
+    let result = convert_timeline(&inputs, format, &mut out).and_then(|r| out.flush().map(|()| r));
+    match result {
+        Ok(done) => {
+            for p in &done.problems {
+                eprintln!("flightrec: {p}");
+            }
+            for n in &done.clock_notes {
+                eprintln!("flightrec: warning: {n}");
+            }
+            if done.unmatched_ends > 0 || done.unfinished > 0 {
+                eprintln!(
+                    "flightrec: {} exits without an entry left out, {} calls or regions still open at the end",
+                    done.unmatched_ends, done.unfinished
+                );
+            }
+            if !a.quiet {
+                let secs = started.elapsed().as_secs_f64().max(1e-9);
+                eprintln!(
+                    "flightrec: converted {} inputs, {:.1} MB, {} events on {} tracks in {secs:.2} s: {:.1} MB/s",
+                    done.sources,
+                    done.input_bytes as f64 / 1e6,
+                    done.events,
+                    done.tracks,
+                    done.input_bytes as f64 / 1e6 / secs
+                );
+            }
+            if done.problems.iter().any(|p| p.unreadable) {
+                ExitCode::from(FAILURE)
+            } else if done.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(BAD_INPUT)
+            }
         }
         Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
         Err(e) => fail(e),

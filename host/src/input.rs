@@ -34,6 +34,7 @@ const RELEASE_EVERY: usize = 32 << 20;
 pub struct TraceFile {
     map: Option<Mmap>,
     since_release: std::cell::Cell<usize>,
+    release_every: std::cell::Cell<usize>,
 }
 
 impl TraceFile {
@@ -55,6 +56,7 @@ impl TraceFile {
             return Ok(Self {
                 map: None,
                 since_release: 0.into(),
+                release_every: RELEASE_EVERY.into(),
             });
         }
         // SAFETY: the map is read-only and private. Its contents could change if
@@ -66,7 +68,25 @@ impl TraceFile {
         Ok(Self {
             map: Some(map),
             since_release: 0.into(),
+            release_every: RELEASE_EVERY.into(),
         })
+    }
+
+    /// Drops the resident pages every `bytes` read instead of every 32 MiB (at
+    /// least 1 MiB): several files read at once share the budget of one.
+    ///
+    /// ```
+    /// use flightrec_host::input::TraceFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("t.xray");
+    /// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+    /// let file = TraceFile::open(&path).unwrap();
+    /// file.set_release_every(8 << 20);
+    /// file.consumed(9 << 20); // past 8 MiB: the pages are dropped
+    /// assert_eq!(file.bytes()[0], 5); // and read again when used
+    /// ```
+    pub fn set_release_every(&self, bytes: usize) {
+        self.release_every.set(bytes.max(1 << 20));
     }
 
     /// The file's bytes. Example on [`TraceFile`].
@@ -79,7 +99,7 @@ impl TraceFile {
     /// [`TraceFile`].
     pub fn consumed(&self, n: usize) {
         let total = self.since_release.get().saturating_add(n);
-        if total < RELEASE_EVERY {
+        if total < self.release_every.get() {
             self.since_release.set(total);
             return;
         }

@@ -17,6 +17,8 @@
 //!   [`collect::Collector`], which writes one FDR file per source and the Trace2
 //!   lines.
 //! * [`trace2_render`] renders git's Trace2 event stream in the three formats.
+//! * [`timeline`] merges several inputs (FDR files, `recv` directories, Trace2
+//!   streams) into one timeline on one clock, written by [`timeline_out`].
 //! * [`progress`] draws a progress bar for long inputs when stderr is a terminal.
 #![warn(missing_docs)]
 
@@ -38,6 +40,8 @@ pub mod progress;
 pub mod recv;
 pub mod rtt;
 pub mod stream;
+pub mod timeline;
+pub mod timeline_out;
 pub mod trace2_render;
 pub mod verify;
 pub mod yaml;

@@ -31,73 +31,73 @@ use crate::expand::{Kind, XEvent};
 use crate::names::Names;
 
 /// Field numbers of Perfetto's trace protos used here.
-mod field {
+pub(crate) mod field {
     /// `Trace.packet`.
-    pub(super) const TRACE_PACKET: u32 = 1;
+    pub(crate) const TRACE_PACKET: u32 = 1;
     /// `TracePacket.timestamp` (ns).
-    pub(super) const PACKET_TIMESTAMP: u32 = 8;
+    pub(crate) const PACKET_TIMESTAMP: u32 = 8;
     /// `TracePacket.trusted_packet_sequence_id`.
-    pub(super) const PACKET_SEQUENCE_ID: u32 = 10;
+    pub(crate) const PACKET_SEQUENCE_ID: u32 = 10;
     /// `TracePacket.track_event`.
-    pub(super) const PACKET_TRACK_EVENT: u32 = 11;
+    pub(crate) const PACKET_TRACK_EVENT: u32 = 11;
     /// `TracePacket.interned_data`.
-    pub(super) const PACKET_INTERNED_DATA: u32 = 12;
+    pub(crate) const PACKET_INTERNED_DATA: u32 = 12;
     /// `TracePacket.sequence_flags`.
-    pub(super) const PACKET_SEQUENCE_FLAGS: u32 = 13;
+    pub(crate) const PACKET_SEQUENCE_FLAGS: u32 = 13;
     /// `TracePacket.track_descriptor`.
-    pub(super) const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+    pub(crate) const PACKET_TRACK_DESCRIPTOR: u32 = 60;
     /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
-    pub(super) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+    pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
     /// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
-    pub(super) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+    pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
     /// `TrackDescriptor.uuid`.
-    pub(super) const TRACK_UUID: u32 = 1;
+    pub(crate) const TRACK_UUID: u32 = 1;
     /// `TrackDescriptor.name`.
-    pub(super) const TRACK_NAME: u32 = 2;
+    pub(crate) const TRACK_NAME: u32 = 2;
     /// `TrackDescriptor.process`.
-    pub(super) const TRACK_PROCESS: u32 = 3;
+    pub(crate) const TRACK_PROCESS: u32 = 3;
     /// `TrackDescriptor.thread`.
-    pub(super) const TRACK_THREAD: u32 = 4;
+    pub(crate) const TRACK_THREAD: u32 = 4;
     /// `TrackDescriptor.parent_uuid`.
-    pub(super) const TRACK_PARENT_UUID: u32 = 5;
+    pub(crate) const TRACK_PARENT_UUID: u32 = 5;
     /// `ProcessDescriptor.pid`.
-    pub(super) const PROCESS_PID: u32 = 1;
+    pub(crate) const PROCESS_PID: u32 = 1;
     /// `ProcessDescriptor.process_name`.
-    pub(super) const PROCESS_NAME: u32 = 6;
+    pub(crate) const PROCESS_NAME: u32 = 6;
     /// `ThreadDescriptor.pid`.
-    pub(super) const THREAD_PID: u32 = 1;
+    pub(crate) const THREAD_PID: u32 = 1;
     /// `ThreadDescriptor.tid`.
-    pub(super) const THREAD_TID: u32 = 2;
+    pub(crate) const THREAD_TID: u32 = 2;
     /// `ThreadDescriptor.thread_name`.
-    pub(super) const THREAD_NAME: u32 = 5;
+    pub(crate) const THREAD_NAME: u32 = 5;
     /// `TrackEvent.debug_annotations`.
-    pub(super) const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+    pub(crate) const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
     /// `TrackEvent.type`.
-    pub(super) const EVENT_TYPE: u32 = 9;
+    pub(crate) const EVENT_TYPE: u32 = 9;
     /// `TrackEvent.name_iid`.
-    pub(super) const EVENT_NAME_IID: u32 = 10;
+    pub(crate) const EVENT_NAME_IID: u32 = 10;
     /// `TrackEvent.track_uuid`.
-    pub(super) const EVENT_TRACK_UUID: u32 = 11;
+    pub(crate) const EVENT_TRACK_UUID: u32 = 11;
     /// `TrackEvent.Type.TYPE_SLICE_BEGIN`.
-    pub(super) const TYPE_SLICE_BEGIN: u64 = 1;
+    pub(crate) const TYPE_SLICE_BEGIN: u64 = 1;
     /// `TrackEvent.Type.TYPE_SLICE_END`.
-    pub(super) const TYPE_SLICE_END: u64 = 2;
+    pub(crate) const TYPE_SLICE_END: u64 = 2;
     /// `TrackEvent.Type.TYPE_INSTANT`.
-    pub(super) const TYPE_INSTANT: u64 = 3;
+    pub(crate) const TYPE_INSTANT: u64 = 3;
     /// `DebugAnnotation.name_iid`.
-    pub(super) const ANNOTATION_NAME_IID: u32 = 1;
+    pub(crate) const ANNOTATION_NAME_IID: u32 = 1;
     /// `DebugAnnotation.uint_value`.
-    pub(super) const ANNOTATION_UINT: u32 = 3;
+    pub(crate) const ANNOTATION_UINT: u32 = 3;
     /// `DebugAnnotation.string_value`.
-    pub(super) const ANNOTATION_STRING: u32 = 6;
+    pub(crate) const ANNOTATION_STRING: u32 = 6;
     /// `InternedData.event_names`.
-    pub(super) const INTERNED_EVENT_NAMES: u32 = 2;
+    pub(crate) const INTERNED_EVENT_NAMES: u32 = 2;
     /// `InternedData.debug_annotation_names`.
-    pub(super) const INTERNED_ANNOTATION_NAMES: u32 = 3;
+    pub(crate) const INTERNED_ANNOTATION_NAMES: u32 = 3;
     /// `EventName.iid` and `DebugAnnotationName.iid`.
-    pub(super) const INTERNED_IID: u32 = 1;
+    pub(crate) const INTERNED_IID: u32 = 1;
     /// `EventName.name` and `DebugAnnotationName.name`.
-    pub(super) const INTERNED_NAME: u32 = 2;
+    pub(crate) const INTERNED_NAME: u32 = 2;
 }
 
 use field::*;
@@ -112,7 +112,7 @@ const ANNOTATIONS: [&str; 4] = ["func_id", "data", "cpu", "type"];
 /// Call arguments given interned names; later ones are left out of the slice.
 const MAX_ARGS: usize = 8;
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -120,23 +120,23 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+pub(crate) fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, u64::from(field) << 3 | u64::from(wire));
 }
 
-fn uint_field(out: &mut Vec<u8>, field: u32, v: u64) {
+pub(crate) fn uint_field(out: &mut Vec<u8>, field: u32, v: u64) {
     tag(out, field, 0);
     varint(out, v);
 }
 
-fn bytes_field(out: &mut Vec<u8>, field: u32, v: &[u8]) {
+pub(crate) fn bytes_field(out: &mut Vec<u8>, field: u32, v: &[u8]) {
     tag(out, field, 2);
     varint(out, v.len() as u64);
     out.extend_from_slice(v);
 }
 
 /// A nested message: written to `scratch` by `body`, then length-prefixed.
-fn message(out: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
+pub(crate) fn message(out: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
     let mut inner = Vec::new();
     body(&mut inner);
     bytes_field(out, field, &inner);

@@ -1,0 +1,1505 @@
+//! `convert` with several inputs: one timeline, on one clock, from FDR files,
+//! `flightrec recv` output directories and Trace2 event streams.
+//!
+//! # Inputs
+//!
+//! * An FDR file (any file that does not start with `{`): verified and indexed
+//!   like a single-input conversion ([`crate::stream::scan`]), then read in TSC
+//!   order over its threads ([`crate::stream::Index::merged`]).
+//! * A Trace2 event stream (JSON lines, what `GIT_TRACE2_EVENT` writes): read a
+//!   line at a time.
+//! * A directory written by `flightrec recv`: its `source-*.xray` files and its
+//!   `trace2.txt`, all from one device.
+//!
+//! # One clock
+//!
+//! Every event is placed in nanoseconds since the Unix epoch:
+//!
+//! * FDR: each buffer starts with a wall-time marker and the TSC of the same
+//!   moment (NewCPUId); the file's offset between the two clocks is taken from
+//!   its first buffers (the largest `wall - tsc / frequency` over them: the marker
+//!   is truncated to the microsecond, so the largest is the closest), and each
+//!   event's TSC is converted with the header's cycle frequency and shifted by it.
+//! * Trace2: the absolute `time` field. Events without one (`_BRIEF` streams,
+//!   or a firmware's lines, whose `time` is the epoch itself) are placed by their
+//!   `t_abs` from the process start, which is known from any event that carries
+//!   both; without one either, at the last time of their process.
+//! * The sources of one `recv` directory share their clock: one offset, the
+//!   largest of theirs, for all of them. A firmware without a wall clock writes
+//!   markers counted from its boot (offset zero) and `t_abs` from the same boot,
+//!   so its FDR files and its Trace2 lines line up with each other.
+//!
+//! # Tracks
+//!
+//! A track per thread: FDR threads by process and thread id (`main` for the
+//! thread whose id is the process id, as on Linux, else `thread N`); Trace2
+//! threads by their name within the process whose id ends the session id
+//! (`-P<hex>`), and the Trace2 `main` thread on the process's main thread track,
+//! so regions and the functions called in them share one track; the sources of a
+//! `recv` directory as `source N` under a process named after the directory.
+//! Trace2 has no thread id for other threads; a thread that says its own with a
+//! `data` event of category `flightrec` and key `tid` (value: the thread id, as
+//! `gettid` gives it) has its later events on that FDR thread's track.
+//!
+//! # Streaming
+//!
+//! The inputs are merged by time with a heap holding one event per input; each
+//! track keeps its open slices (a stack). Memory depends on the number of inputs,
+//! threads and the call depth, not on the trace sizes. Within a track time never
+//! goes back (an event earlier than the track's last is held at it), so slices
+//! nest. Calls and regions share a track's stack: an FDR exit closes the
+//! innermost open call of its function and everything opened inside it, a
+//! `region_leave` the innermost open region and everything inside it.
+//!
+//! # Bad inputs
+//!
+//! An input that cannot be read or does not verify is reported with its path and
+//! the first error's byte offset and left out; a Trace2 line that is not valid
+//! JSON is reported with its line number and byte offset and skipped. The rest
+//! is converted.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use flightrec_core::fdr::decoder::Decoder;
+use flightrec_core::fdr::records::Record;
+use flightrec_core::trace2::days_from_civil;
+use serde_json::Value;
+
+use crate::convert::scan_file;
+use crate::expand::{Kind, XEvent};
+use crate::input::TraceFile;
+use crate::names::Names;
+use crate::progress::Progress;
+use crate::stream::{Index, Merged};
+
+/// Longest Trace2 line read (1 MiB); a longer one is reported and skipped.
+pub const MAX_TRACE2_LINE: usize = 1 << 20;
+
+/// Buffers of an FDR file looked at for its clock offset.
+const CLOCK_SAMPLES: usize = 64;
+
+/// Events between two page releases of an FDR input.
+const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
+
+/// Tracks a timeline makes; events of further threads go to one track named
+/// `(more threads)` (a hostile stream naming a new thread on every line must not
+/// grow memory without bound).
+pub const MAX_TRACKS: usize = 10_000;
+
+/// Trace2 processes (session ids) remembered per stream; beyond it, the
+/// memory starts again (their `t_abs` anchors are found again from the next
+/// event with a `time`).
+const MAX_TRACE2_PROCS: usize = 4096;
+
+/// Names cached per FDR input before the cache starts again.
+const MAX_CACHED_NAMES: usize = 1 << 16;
+
+/// The output format of a timeline. Example on [`convert_timeline`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineFormat {
+    /// Chrome trace-event JSON.
+    Chrome,
+    /// Perfetto's protobuf trace.
+    Perfetto,
+}
+
+/// One input of a timeline: a file or a `recv` directory. Example on
+/// [`convert_timeline`].
+#[derive(Clone, Debug)]
+pub struct TimelineInput {
+    /// The path given.
+    pub path: PathBuf,
+    /// Function names for its FDR files (for a directory, all of them).
+    pub names: Names,
+}
+
+/// A problem with one input; the others were converted. Example on
+/// [`convert_timeline`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputProblem {
+    /// The file.
+    pub path: PathBuf,
+    /// Byte offset in the file, where there is one.
+    pub offset: Option<u64>,
+    /// What is wrong, and what was done (left out, line skipped).
+    pub reason: String,
+    /// The input could not be opened or read (rather than being damaged).
+    pub unreadable: bool,
+}
+
+impl std::fmt::Display for InputProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(at) => write!(f, "{}: at byte {at}: {}", self.path.display(), self.reason),
+            None => write!(f, "{}: {}", self.path.display(), self.reason),
+        }
+    }
+}
+
+/// What a timeline conversion did. Example on [`convert_timeline`].
+#[derive(Clone, Debug, Default)]
+pub struct TimelineReport {
+    /// Files read (FDR files and Trace2 streams that were converted).
+    pub sources: usize,
+    /// Bytes of those files.
+    pub input_bytes: u64,
+    /// Events read from all of them.
+    pub events: u64,
+    /// Tracks written.
+    pub tracks: usize,
+    /// Slices written (calls and regions).
+    pub slices: u64,
+    /// Instant events written.
+    pub instants: u64,
+    /// Exits and `region_leave`s that closed nothing.
+    pub unmatched_ends: u64,
+    /// Slices still open at the end, closed at their track's last time.
+    pub unfinished: u64,
+    /// Inputs, or lines of them, left out.
+    pub problems: Vec<InputProblem>,
+    /// Inputs placed on the clock only roughly (warnings, nothing left out).
+    pub clock_notes: Vec<InputProblem>,
+}
+
+/// A value attached to a slice or an instant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// A number.
+    U(u64),
+    /// Text.
+    S(String),
+}
+
+/// Names of the values attached to events: a few fixed ones and any text.
+pub type ArgName = Rc<str>;
+
+/// One track of the timeline. Example on [`convert_timeline`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Track {
+    /// Process id (a made-up one above 2^30 for a device or a stream without one).
+    pub pid: u32,
+    /// Thread id (a made-up one above 2^30 for a Trace2 thread of its own).
+    pub tid: u32,
+    /// The process's name.
+    pub process_name: String,
+    /// The track's name.
+    pub thread_name: String,
+}
+
+/// Where a timeline's tracks, slices and instants go (the Chrome and Perfetto
+/// writers of [`crate::timeline_out`]). Times are nanoseconds since the Unix
+/// epoch, never going back within a track; slices are balanced per track.
+pub trait TimelineSink {
+    /// Called once, before anything else, with the earliest time.
+    fn start(&mut self, origin_ns: u64) -> io::Result<()>;
+    /// A new track, before its first event; `id` counts from 0.
+    fn track(&mut self, id: usize, track: &Track) -> io::Result<()>;
+    /// A slice begins.
+    fn begin(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()>;
+    /// The innermost open slice of `track` ends.
+    fn end(&mut self, track: usize, ns: u64) -> io::Result<()>;
+    /// An instant event.
+    fn instant(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()>;
+    /// After the last event.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// Which process a track belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ProcKey {
+    /// A real process id.
+    Pid(u32),
+    /// The device of the `recv` directory with this input index.
+    Device(usize),
+    /// A Trace2 stream whose session id names no process.
+    Stream(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum TrackKey {
+    Thread(ProcKey, u32),
+    Named(ProcKey, Rc<str>),
+}
+
+enum What {
+    Enter(u32, Vec<u64>),
+    Exit(u32),
+    RegionEnter(Rc<str>, Vec<(ArgName, Arg)>),
+    RegionLeave,
+    Instant(Rc<str>, Vec<(ArgName, Arg)>),
+}
+
+struct TEvent {
+    ns: u64,
+    track: TrackKey,
+    /// The track's name when this event creates it (a Trace2 thread's name
+    /// on its FDR thread's track).
+    track_name: Option<Rc<str>>,
+    what: What,
+    /// The FDR input whose names apply (function names).
+    names: usize,
+}
+
+/// The fixed argument names, shared.
+struct ArgNames {
+    func_id: ArgName,
+    data: ArgName,
+    cpu: ArgName,
+    typ: ArgName,
+    args: Vec<ArgName>,
+}
+
+impl ArgNames {
+    fn new() -> Self {
+        Self {
+            func_id: "func_id".into(),
+            data: "data".into(),
+            cpu: "cpu".into(),
+            typ: "type".into(),
+            args: (0..8).map(|i| Rc::from(format!("arg{i}"))).collect(),
+        }
+    }
+}
+
+/// An FDR file, mapped and indexed, with its place on the clock.
+struct FdrFile {
+    file: TraceFile,
+    index: Index,
+    /// Ticks per second.
+    freq: u64,
+    /// Wall-clock ns minus TSC ns.
+    offset: i128,
+    proc: Option<ProcKey>,
+    /// `source N` for a file of a `recv` directory.
+    label: Option<Rc<str>>,
+    names: usize,
+}
+
+struct Trace2File {
+    path: PathBuf,
+    reader: BufReader<File>,
+    len: u64,
+    /// The `recv` directory's device, for a device's `trace2.txt`.
+    device: Option<usize>,
+    /// The device's clock offset (ns) for lines without a wall time.
+    input: usize,
+}
+
+/// How a name list resolves, per FDR input.
+struct NameCache {
+    names: Names,
+    cache: HashMap<u32, Rc<str>>,
+}
+
+impl NameCache {
+    fn get(&mut self, id: u32) -> Rc<str> {
+        if self.cache.len() >= MAX_CACHED_NAMES && !self.cache.contains_key(&id) {
+            self.cache.clear();
+        }
+        self.cache
+            .entry(id)
+            .or_insert_with(|| Rc::from(self.names.display(id)))
+            .clone()
+    }
+}
+
+/// A source of time-ordered events.
+trait Source {
+    fn next_event(&mut self, problems: &mut Vec<InputProblem>) -> Option<TEvent>;
+}
+
+struct FdrSource<'a> {
+    fdr: &'a FdrFile,
+    merged: Merged<'a>,
+    count: u64,
+    single_thread: bool,
+    args: &'a ArgNames,
+    /// Track names of a `recv` file's threads (when it has several).
+    thread_labels: HashMap<u32, Rc<str>>,
+}
+
+fn tsc_ns(tsc: u64, freq: u64) -> i128 {
+    (i128::from(tsc) * 1_000_000_000) / i128::from(freq.max(1))
+}
+
+fn clamp_ns(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+impl Source for FdrSource<'_> {
+    fn next_event(&mut self, _: &mut Vec<InputProblem>) -> Option<TEvent> {
+        let e: XEvent = self.merged.next_event()?;
+        self.count += 1;
+        if self.count % RELEASE_EVERY_EVENTS == 0 {
+            self.fdr.file.consumed(self.merged.take_read());
+        }
+        let ns = clamp_ns(tsc_ns(e.tsc, self.fdr.freq) + self.fdr.offset);
+        let proc = self.fdr.proc.clone().unwrap_or(ProcKey::Pid(e.process));
+        let track = match (&self.fdr.label, self.single_thread) {
+            (Some(label), true) => TrackKey::Named(proc, label.clone()),
+            (Some(label), false) => {
+                if self.thread_labels.len() >= MAX_TRACKS
+                    && !self.thread_labels.contains_key(&e.thread)
+                {
+                    self.thread_labels.clear();
+                }
+                let name = self
+                    .thread_labels
+                    .entry(e.thread)
+                    .or_insert_with(|| format!("{label} thread {}", e.thread).into())
+                    .clone();
+                TrackKey::Named(proc, name)
+            }
+            (None, _) => TrackKey::Thread(proc, e.thread),
+        };
+        let a = self.args;
+        let what = match e.kind {
+            k if k.is_enter() => What::Enter(e.func_id, e.args),
+            k if k.is_exit() => What::Exit(e.func_id),
+            kind => {
+                let mut args = vec![
+                    (
+                        a.data.clone(),
+                        Arg::S(String::from_utf8_lossy(&e.data).into_owned()),
+                    ),
+                    (a.cpu.clone(), Arg::U(u64::from(e.cpu))),
+                ];
+                let name = if kind == Kind::TypedEvent {
+                    args.push((a.typ.clone(), Arg::U(u64::from(e.event_type))));
+                    format!("typed event {}", e.event_type)
+                } else {
+                    "custom event".to_string()
+                };
+                What::Instant(name.into(), args)
+            }
+        };
+        Some(TEvent {
+            ns,
+            track,
+            track_name: None,
+            what,
+            names: self.fdr.names,
+        })
+    }
+}
+
+/// Custom events whose payload starts with this carry the wall-clock time (ns
+/// since the Unix epoch, in decimal) read just before the event's TSC: a clock
+/// anchor, exact to the event's cost. Example on [`anchor_payload`].
+pub const ANCHOR_PREFIX: &[u8] = b"flightrec.walltime_ns=";
+
+/// The payload of a clock anchor for wall time `ns`; record it as an XRay custom
+/// event (`flightrec::xray::custom_event`) right after reading the clock.
+///
+/// ```
+/// use flightrec_host::timeline::{anchor_payload, ANCHOR_PREFIX};
+/// let p = anchor_payload(1_700_000_000_123_456_789);
+/// assert_eq!(p, b"flightrec.walltime_ns=1700000000123456789");
+/// assert!(p.starts_with(ANCHOR_PREFIX));
+/// ```
+pub fn anchor_payload(ns: u64) -> Vec<u8> {
+    let mut p = ANCHOR_PREFIX.to_vec();
+    p.extend_from_slice(ns.to_string().as_bytes());
+    p
+}
+
+/// Wall-time markers before this (2001-09-09) count from boot, not from the
+/// epoch: compiler-rt writes `CLOCK_MONOTONIC` (kept, to the microsecond), and
+/// flightrec's writer on a firmware without a wall clock the TSC's own seconds
+/// (then the time is the TSC itself).
+const BOOT_CLOCK_BEFORE_SECS: i64 = 1_000_000_000;
+
+/// Events per thread searched for a clock anchor.
+const ANCHOR_SEARCH_EVENTS: usize = 4096;
+
+/// A wall-time marker (seconds, microseconds) and the TSC after it, in ns.
+type Marker = (i64, u32, i128);
+
+/// What an FDR file says about its clock: the offset of wall-clock ns over TSC
+/// ns lies in `lo..hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClockBounds {
+    /// A clock anchor: this offset.
+    Anchor(i128),
+    /// Second-resolution markers counting from the device's boot: offset 0.
+    Boot,
+    /// From the wall-time markers.
+    Markers { lo: i128, hi: i128 },
+    /// Nothing to go by (no marker with a TSC).
+    Unknown,
+}
+
+impl ClockBounds {
+    /// Several files of one clock: the tightest of what they say.
+    fn combine(self, other: ClockBounds) -> ClockBounds {
+        use ClockBounds::*;
+        match (self, other) {
+            (Anchor(a), Anchor(b)) => Anchor(a.max(b)),
+            (Anchor(a), _) | (_, Anchor(a)) => Anchor(a),
+            (Boot, _) | (_, Boot) => Boot,
+            (Markers { lo: a, hi: b }, Markers { lo: c, hi: d }) => Markers {
+                lo: a.max(c),
+                hi: b.min(d),
+            },
+            (Unknown, x) | (x, Unknown) => x,
+        }
+    }
+
+    /// The offset to use: the anchor, 0 for a boot clock, else the middle of the
+    /// bounds (their lower end when they disagree).
+    fn offset(self) -> i128 {
+        match self {
+            ClockBounds::Anchor(a) => a,
+            ClockBounds::Boot | ClockBounds::Unknown => 0,
+            ClockBounds::Markers { lo, hi } if hi > lo => lo + (hi - lo) / 2,
+            ClockBounds::Markers { lo, .. } => lo,
+        }
+    }
+
+    /// How far the offset may be off, in ns (`None`: unknown).
+    fn uncertainty(self) -> Option<i128> {
+        match self {
+            ClockBounds::Anchor(_) | ClockBounds::Boot => Some(0),
+            ClockBounds::Markers { lo, hi } => Some((hi - lo).max(0) / 2),
+            ClockBounds::Unknown => None,
+        }
+    }
+}
+
+/// The clock of an FDR file: a clock anchor in the first events of a thread,
+/// else the wall-time markers of its first buffers.
+///
+/// A marker and the NewCPUId TSC after it were taken together at the start of
+/// a buffer. Markers with microseconds (compiler-rt's) bound the offset to a
+/// microsecond. flightrec's own writer keeps llvm-xray's buffer sort working by
+/// writing the real wall-clock second of a thread's first buffer and then
+/// `(second + k, k)` for its buffer `k`: only each thread's first marker is a
+/// real time, and it bounds the offset to the second.
+fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
+    let mut anchor: Option<i128> = None;
+    for t in 0..index.threads() {
+        let mut cursor = index.thread_events(bytes, t);
+        for _ in 0..ANCHOR_SEARCH_EVENTS {
+            let Some(e) = cursor.next_event() else { break };
+            if e.kind != Kind::CustomEvent {
+                continue;
+            }
+            let Some(digits) = e.data.strip_prefix(ANCHOR_PREFIX) else {
+                continue;
+            };
+            let Some(ns) = std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| d.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            let o = i128::from(ns) - tsc_ns(e.tsc, freq);
+            anchor = Some(anchor.map_or(o, |a: i128| a.max(o)));
+        }
+    }
+    if let Some(a) = anchor {
+        return ClockBounds::Anchor(a);
+    }
+    let Ok(decoder) = Decoder::new(bytes) else {
+        return ClockBounds::Unknown;
+    };
+    // Per thread: its markers (seconds, micros, TSC ns) in file order.
+    let mut threads: Vec<(u64, Vec<Marker>)> = Vec::new();
+    let mut boot = false;
+    let mut wall: Option<(i64, u32)> = None;
+    let mut tid = 0u64;
+    let mut samples = 0;
+    for d in decoder {
+        let Ok(d) = d else { break };
+        match d.record {
+            Record::NewBuffer { tid: t } => {
+                wall = None;
+                tid = t as u64;
+            }
+            Record::Walltime { seconds, micros } => wall = Some((seconds, micros)),
+            Record::NewCpuId { tsc, .. } => {
+                let Some((seconds, micros)) = wall.take() else {
+                    continue;
+                };
+                boot |= seconds < BOOT_CLOCK_BEFORE_SECS;
+                let at = tsc_ns(tsc, freq);
+                match threads.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, m)) => m.push((seconds, micros, at)),
+                    None => threads.push((tid, vec![(seconds, micros, at)])),
+                }
+                samples += 1;
+                if samples >= CLOCK_SAMPLES {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut bounds = ClockBounds::Unknown;
+    for (_, markers) in &threads {
+        // flightrec's sequence: each marker one second and one microsecond
+        // after the one before.
+        let sequence = markers
+            .windows(2)
+            .any(|w| w[1].0 == w[0].0.saturating_add(1) && w[1].1 == w[0].1.wrapping_add(1));
+        for (k, &(seconds, micros, at)) in markers.iter().enumerate() {
+            let m = i128::from(seconds) * 1_000_000_000 + i128::from(micros) * 1000;
+            let here = if k == 0 && micros == 0 {
+                // A whole second: flightrec's first buffer (or a real marker
+                // that fell on one): the time is within that second.
+                ClockBounds::Markers {
+                    lo: m - at,
+                    hi: m + 1_000_000_000 - at,
+                }
+            } else if sequence || markers[0].1 == 0 {
+                // The later markers of flightrec's sequence are not times.
+                continue;
+            } else {
+                ClockBounds::Markers {
+                    lo: m - at,
+                    hi: m + 1000 - at,
+                }
+            };
+            bounds = bounds.combine(here);
+        }
+    }
+    // A boot clock known only to the second (flightrec's writer on a device
+    // without a wall clock): the TSC counts from the same boot, exactly.
+    if boot && bounds.uncertainty().is_none_or(|u| u > 1_000_000) {
+        return ClockBounds::Boot;
+    }
+    bounds
+}
+
+/// Per process (session id) state of a Trace2 stream.
+#[derive(Default)]
+struct Trace2Proc {
+    /// Wall ns at t_abs 0.
+    anchor: Option<i128>,
+    last: u64,
+}
+
+struct Trace2Source {
+    file: Trace2File,
+    line: Vec<u8>,
+    lineno: u64,
+    offset: u64,
+    procs: HashMap<String, Trace2Proc>,
+    /// For a device's lines: the device clock's offset (ns).
+    device_offset: i128,
+    arg_names: HashMap<String, ArgName>,
+    /// Trace2 threads (session id, thread name) that said their thread id.
+    thread_tids: HashMap<(String, String), u32>,
+    reported: u64,
+}
+
+/// Problems reported per Trace2 stream before the rest are only counted.
+const MAX_LINE_REPORTS: u64 = 20;
+
+/// Parses git's event `time`, `YYYY-MM-DDTHH:MM:SS.uuuuuuZ`, to ns since the
+/// Unix epoch.
+fn parse_time(s: &str) -> Option<i128> {
+    let (date, rest) = s.split_once('T')?;
+    let mut d = date.splitn(3, '-');
+    let year: i64 = d.next()?.parse().ok()?;
+    let month: u8 = d.next()?.parse().ok()?;
+    let day: u8 = d.next()?.parse().ok()?;
+    let (hms, us) = rest.strip_suffix('Z')?.split_once('.')?;
+    let mut t = hms.splitn(3, ':');
+    let h: i64 = t.next()?.parse().ok()?;
+    let m: i64 = t.next()?.parse().ok()?;
+    let sec: i64 = t.next()?.parse().ok()?;
+    let micros: i64 = us.parse().ok()?;
+    if us.len() != 6
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || h > 23
+        || m > 59
+        || sec > 60
+    {
+        return None;
+    }
+    let secs = i128::from(days_from_civil(year, month, day)) * 86_400
+        + i128::from(h * 3600 + m * 60 + sec);
+    Some(secs * 1_000_000_000 + i128::from(micros) * 1000)
+}
+
+/// The process id at the end of a Trace2 session id (`...-P0000abcd`, the last
+/// of a parent/child chain).
+fn sid_pid(sid: &str) -> Option<u32> {
+    let own = sid.rsplit('/').next()?;
+    let hex = own.rsplit_once("-P")?.1;
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// Reads one line of at most `max` bytes (without its LF). `Ok(None)` at the
+/// end; `Ok(Some(false))` when the line was longer (the rest is skipped).
+fn read_line_capped(
+    r: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<(bool, u64)>> {
+    line.clear();
+    let mut read = 0u64;
+    let mut fits = true;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((read > 0).then_some((fits, read)));
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        if fits {
+            if line.len() + n > max + 1 {
+                fits = false;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        r.consume(n);
+        read += n as u64;
+        if done {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            return Ok(Some((fits, read)));
+        }
+    }
+}
+
+/// Trace2 fields not shown as arguments.
+const TRACE2_COMMON: [&str; 10] = [
+    "event", "sid", "thread", "time", "file", "line", "t_abs", "t_rel", "nesting", "repo",
+];
+
+impl Trace2Source {
+    fn problem(&mut self, problems: &mut Vec<InputProblem>, at: u64, reason: String) {
+        self.reported += 1;
+        if self.reported <= MAX_LINE_REPORTS {
+            problems.push(InputProblem {
+                path: self.file.path.clone(),
+                offset: Some(at),
+                reason,
+                unreadable: false,
+            });
+        } else if self.reported == MAX_LINE_REPORTS + 1 {
+            problems.push(InputProblem {
+                path: self.file.path.clone(),
+                offset: None,
+                reason: "more bad lines skipped without a report".into(),
+                unreadable: false,
+            });
+        }
+    }
+
+    fn thread_name(&mut self, t: &str) -> Rc<str> {
+        if self.arg_names.len() >= MAX_CACHED_NAMES && !self.arg_names.contains_key(t) {
+            self.arg_names.clear();
+        }
+        self.arg_names
+            .entry(t.to_string())
+            .or_insert_with(|| Rc::from(t))
+            .clone()
+    }
+
+    fn arg_name(&mut self, k: &str) -> ArgName {
+        if self.arg_names.len() >= MAX_CACHED_NAMES && !self.arg_names.contains_key(k) {
+            self.arg_names.clear();
+        }
+        self.arg_names
+            .entry(k.to_string())
+            .or_insert_with(|| Rc::from(k))
+            .clone()
+    }
+
+    fn event(&mut self, v: &Value) -> Result<TEvent, String> {
+        let obj = v.as_object().ok_or("not a JSON object")?;
+        let str_field = |k: &str| obj.get(k).and_then(Value::as_str);
+        let event = str_field("event").ok_or("no \"event\" field")?;
+        let sid = str_field("sid").ok_or("no \"sid\" field")?;
+        let thread = str_field("thread").unwrap_or("main");
+        let time = str_field("time").and_then(parse_time).filter(|&t| t != 0);
+        let t_abs = obj
+            .get("t_abs")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| (t * 1e6).round() as i128 * 1000);
+        if self.procs.len() >= MAX_TRACE2_PROCS && !self.procs.contains_key(sid) {
+            self.procs.clear();
+        }
+        let proc = self.procs.entry(sid.to_string()).or_default();
+        if let (Some(time), Some(t_abs), None) = (time, t_abs, proc.anchor) {
+            proc.anchor = Some(time - t_abs);
+        }
+        let ns = match (time, t_abs) {
+            (Some(t), _) => clamp_ns(t),
+            (None, Some(t)) => clamp_ns(proc.anchor.unwrap_or(self.device_offset) + t),
+            (None, None) => proc.last,
+        };
+        proc.last = proc.last.max(ns);
+
+        let pkey = match (self.file.device, sid_pid(sid)) {
+            (Some(dev), _) => ProcKey::Device(dev),
+            (None, Some(pid)) => ProcKey::Pid(pid),
+            (None, None) => ProcKey::Stream(self.file.input),
+        };
+        if let (ProcKey::Pid(_), "data", Some("flightrec"), Some("tid")) =
+            (&pkey, event, str_field("category"), str_field("key"))
+        {
+            if let Some(tid) = str_field("value").and_then(|v| v.trim().parse::<u32>().ok()) {
+                if self.thread_tids.len() >= MAX_TRACE2_PROCS {
+                    self.thread_tids.clear();
+                }
+                self.thread_tids
+                    .insert((sid.to_string(), thread.to_string()), tid);
+            }
+        }
+        let mut track_name = None;
+        let track = match (&pkey, thread) {
+            (ProcKey::Pid(pid), "main") => TrackKey::Thread(pkey.clone(), *pid),
+            (ProcKey::Pid(_), _) => {
+                let name = self.thread_name(thread);
+                match self.thread_tids.get(&(sid.to_string(), thread.to_string())) {
+                    Some(&tid) => {
+                        track_name = Some(name);
+                        TrackKey::Thread(pkey.clone(), tid)
+                    }
+                    None => TrackKey::Named(pkey, name),
+                }
+            }
+            _ => TrackKey::Named(pkey, self.thread_name(thread)),
+        };
+        let mut args = Vec::new();
+        for (k, val) in obj {
+            if TRACE2_COMMON.contains(&k.as_str())
+                || (event == "data" && (k == "key" || k == "category"))
+            {
+                continue;
+            }
+            let text = match val {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let name = self.arg_name(k);
+            args.push((name, Arg::S(text)));
+        }
+        let label = |obj: &serde_json::Map<String, Value>| {
+            let l = obj.get("label").and_then(Value::as_str).unwrap_or("");
+            match obj.get("category").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => format!("{c}:{l}"),
+                _ => l.to_string(),
+            }
+        };
+        let what = match event {
+            "region_enter" => {
+                args.retain(|(k, _)| &**k != "label" && &**k != "category");
+                What::RegionEnter(label(obj).into(), args)
+            }
+            "region_leave" => What::RegionLeave,
+            "data" | "data_json" => {
+                let key = str_field("key").unwrap_or("");
+                let name = match str_field("category") {
+                    Some(c) => format!("data {c}/{key}"),
+                    None => format!("data {key}"),
+                };
+                What::Instant(name.into(), args)
+            }
+            other => What::Instant(other.into(), args),
+        };
+        Ok(TEvent {
+            ns,
+            track,
+            track_name,
+            what,
+            names: usize::MAX,
+        })
+    }
+}
+
+impl Source for Trace2Source {
+    fn next_event(&mut self, problems: &mut Vec<InputProblem>) -> Option<TEvent> {
+        loop {
+            let at = self.offset;
+            let mut line = std::mem::take(&mut self.line);
+            let read = read_line_capped(&mut self.file.reader, &mut line, MAX_TRACE2_LINE);
+            let result = match read {
+                Err(e) => {
+                    self.line = line;
+                    self.problem(
+                        problems,
+                        at,
+                        format!("read error: {e}; the rest is left out"),
+                    );
+                    return None;
+                }
+                Ok(None) => {
+                    self.line = line;
+                    return None;
+                }
+                Ok(Some((fits, n))) => {
+                    self.offset += n;
+                    self.lineno += 1;
+                    if !fits {
+                        Err(format!("longer than {MAX_TRACE2_LINE} bytes"))
+                    } else if line.iter().all(u8::is_ascii_whitespace) {
+                        self.line = line;
+                        continue;
+                    } else {
+                        serde_json::from_slice::<Value>(&line)
+                            .map_err(|e| format!("not JSON ({e})"))
+                            .and_then(|v| self.event(&v))
+                    }
+                }
+            };
+            self.line = line;
+            match result {
+                Ok(e) => return Some(e),
+                Err(reason) => {
+                    let lineno = self.lineno;
+                    self.problem(
+                        problems,
+                        at,
+                        format!("line {lineno}: {}; skipped", escape(&reason)),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `s` with control characters escaped (a diagnostic stays one line).
+fn escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// What is at `path`: a directory (a `recv` output), a Trace2 stream or an FDR file.
+enum InputKind {
+    Dir,
+    Trace2,
+    Fdr,
+}
+
+fn sniff(path: &Path) -> io::Result<InputKind> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Ok(InputKind::Dir);
+    }
+    if !meta.is_file() {
+        return Err(io::Error::other(
+            "not a regular file (a FIFO, socket or device cannot be converted; save it to a file first)",
+        ));
+    }
+    let mut first = [0u8; 1];
+    let n = File::open(path)?.read(&mut first)?;
+    Ok(if n == 1 && first[0] == b'{' {
+        InputKind::Trace2
+    } else {
+        InputKind::Fdr
+    })
+}
+
+/// A source file of a `recv` directory: source id, trace number, path.
+type RecvSource = (u64, u32, PathBuf);
+
+/// The source files of a `recv` directory: `source-*.xray` in the order of their
+/// source ids, then `trace2.txt` when it exists.
+fn recv_files(dir: &Path) -> io::Result<(Vec<RecvSource>, Option<PathBuf>)> {
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(stem) = name
+            .strip_prefix("source-")
+            .and_then(|n| n.strip_suffix(".xray"))
+        else {
+            continue;
+        };
+        let (id, generation) = match stem.split_once('.') {
+            Some((id, g)) => (id.parse::<u64>(), g.parse::<u32>().unwrap_or(0)),
+            None => (stem.parse::<u64>(), 1),
+        };
+        if let Ok(id) = id {
+            sources.push((id, generation, entry.path()));
+        }
+    }
+    sources.sort();
+    let t2 = dir.join("trace2.txt");
+    Ok((sources, t2.is_file().then_some(t2)))
+}
+
+/// Converts `inputs` to one timeline in `format` on `out`.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let fdr = dir.path().join("t.xray");
+/// std::fs::write(&fdr, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// // A Trace2 stream of process 4242 (as its session id says), main thread.
+/// let t2 = dir.path().join("t2.json");
+/// std::fs::write(&t2, concat!(
+///     r#"{"event":"region_enter","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000000Z","label":"load"}"#, "\n",
+///     "not json\n",
+///     r#"{"event":"region_leave","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000001Z","label":"load"}"#, "\n",
+/// )).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
+/// let inputs: Vec<TimelineInput> = [&fdr, &t2, &bad]
+///     .iter()
+///     .map(|p| TimelineInput { path: p.to_path_buf(), names: Names::empty() })
+///     .collect();
+/// let mut json = Vec::new();
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
+/// // Threads 101 and 202 of process 4242, and its main thread (4242) from Trace2.
+/// assert_eq!((report.sources, report.slices, report.tracks), (2, 4, 3));
+/// // The bad FDR file and the bad line: reported with their offsets, the rest converted.
+/// let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+/// assert!(problems[0].ends_with("bad.xray: at byte 112: unknown function record action 5; left out"));
+/// assert!(problems[1].contains("t2.json: at byte 113: line 2: not JSON"), "{problems:?}");
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// let region = events.iter().find(|e| e["name"] == "load").unwrap();
+/// assert_eq!((region["pid"].as_u64(), region["tid"].as_u64()), (Some(4242), Some(4242)));
+/// assert_eq!(region["dur"].as_f64(), Some(1.0));
+/// ```
+pub fn convert_timeline(
+    inputs: &[TimelineInput],
+    format: TimelineFormat,
+    out: &mut impl Write,
+) -> io::Result<TimelineReport> {
+    let mut report = TimelineReport::default();
+    let quiet = Progress::new(true);
+    let mut fdrs: Vec<FdrFile> = Vec::new();
+    let mut trace2s: Vec<Trace2File> = Vec::new();
+    let mut names: Vec<NameCache> = Vec::new();
+    let bad = |report: &mut TimelineReport, path: &Path, offset: Option<u64>, reason: String| {
+        report.problems.push(InputProblem {
+            path: path.to_path_buf(),
+            offset,
+            reason,
+            unreadable: true,
+        })
+    };
+    let mut device_offsets: HashMap<usize, i128> = HashMap::new();
+    let mut device_names: HashMap<usize, String> = HashMap::new();
+
+    let open_fdr = |path: &Path, report: &mut TimelineReport| -> Option<(TraceFile, Index)> {
+        let file = match TraceFile::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                report.problems.push(InputProblem {
+                    path: path.to_path_buf(),
+                    offset: None,
+                    reason: format!("{e}; left out"),
+                    unreadable: true,
+                });
+                return None;
+            }
+        };
+        match scan_file(&file, &quiet) {
+            Ok(index) => Some((file, index)),
+            Err(e) => {
+                report.problems.push(InputProblem {
+                    path: path.to_path_buf(),
+                    offset: Some(e.offset as u64),
+                    reason: format!("{}; left out", e.kind),
+                    unreadable: false,
+                });
+                None
+            }
+        }
+    };
+    let open_trace2 =
+        |path: &Path, report: &mut TimelineReport| -> Option<(BufReader<File>, u64)> {
+            match File::open(path).and_then(|f| Ok((f.metadata()?.len(), f))) {
+                Ok((len, f)) => Some((BufReader::with_capacity(1 << 16, f), len)),
+                Err(e) => {
+                    report.problems.push(InputProblem {
+                        path: path.to_path_buf(),
+                        offset: None,
+                        reason: format!("{e}; left out"),
+                        unreadable: true,
+                    });
+                    None
+                }
+            }
+        };
+
+    for (i, input) in inputs.iter().enumerate() {
+        let kind = match sniff(&input.path) {
+            Ok(k) => k,
+            Err(e) => {
+                bad(&mut report, &input.path, None, format!("{e}; left out"));
+                continue;
+            }
+        };
+        let name_slot = names.len();
+        names.push(NameCache {
+            names: input.names.clone(),
+            cache: HashMap::new(),
+        });
+        match kind {
+            InputKind::Fdr => {
+                if let Some((file, index)) = open_fdr(&input.path, &mut report) {
+                    let freq = index.header().cycle_frequency.get();
+                    let bounds = clock_bounds(file.bytes(), &index, freq);
+                    note_clock(&mut report, &input.path, bounds);
+                    let offset = bounds.offset();
+                    fdrs.push(FdrFile {
+                        file,
+                        index,
+                        freq,
+                        offset,
+                        proc: None,
+                        label: None,
+                        names: name_slot,
+                    });
+                }
+            }
+            InputKind::Trace2 => {
+                if let Some((reader, len)) = open_trace2(&input.path, &mut report) {
+                    trace2s.push(Trace2File {
+                        path: input.path.clone(),
+                        reader,
+                        len,
+                        device: None,
+                        input: i,
+                    });
+                }
+            }
+            InputKind::Dir => {
+                let (sources, t2) = match recv_files(&input.path) {
+                    Ok(found) => found,
+                    Err(e) => {
+                        bad(&mut report, &input.path, None, format!("{e}; left out"));
+                        continue;
+                    }
+                };
+                if sources.is_empty() && t2.is_none() {
+                    bad(
+                        &mut report,
+                        &input.path,
+                        None,
+                        "is a directory, and not one `flightrec recv` wrote (no source-*.xray or trace2.txt); \
+                         left out"
+                            .into(),
+                    );
+                    continue;
+                }
+                let dir_name = input
+                    .path
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| input.path.display().to_string());
+                device_names.insert(i, dir_name);
+                let mut shared = ClockBounds::Unknown;
+                let first = fdrs.len();
+                for (id, generation, path) in sources {
+                    if let Some((file, index)) = open_fdr(&path, &mut report) {
+                        let freq = index.header().cycle_frequency.get();
+                        shared = shared.combine(clock_bounds(file.bytes(), &index, freq));
+                        let label: Rc<str> = if generation > 1 {
+                            format!("source {id} (trace {generation})").into()
+                        } else {
+                            format!("source {id}").into()
+                        };
+                        fdrs.push(FdrFile {
+                            file,
+                            index,
+                            freq,
+                            offset: 0,
+                            proc: Some(ProcKey::Device(i)),
+                            label: Some(label),
+                            names: name_slot,
+                        });
+                    }
+                }
+                note_clock(&mut report, &input.path, shared);
+                let shared = shared.offset();
+                for f in &mut fdrs[first..] {
+                    f.offset = shared;
+                }
+                device_offsets.insert(i, shared);
+                if let Some(path) = t2 {
+                    if let Some((reader, len)) = open_trace2(&path, &mut report) {
+                        trace2s.push(Trace2File {
+                            path,
+                            reader,
+                            len,
+                            device: Some(i),
+                            input: i,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    if fdrs.is_empty() && trace2s.is_empty() {
+        // Nothing to convert: nothing written.
+        return Ok(report);
+    }
+    let args = ArgNames::new();
+    // The FDR files share the page budget of one single-input conversion.
+    for f in &fdrs {
+        f.file.set_release_every((32 << 20) / fdrs.len().max(1));
+    }
+    let mut sources: Vec<Box<dyn Source + '_>> = Vec::new();
+    for f in &fdrs {
+        report.sources += 1;
+        report.input_bytes += f.file.bytes().len() as u64;
+        let single_thread = f.index.threads() == 1;
+        let merged = f
+            .index
+            .merged_releasing(f.file.bytes(), &mut |n| f.file.consumed(n));
+        sources.push(Box::new(FdrSource {
+            fdr: f,
+            merged,
+            count: 0,
+            single_thread,
+            args: &args,
+            thread_labels: HashMap::new(),
+        }));
+    }
+    for t in trace2s {
+        report.sources += 1;
+        report.input_bytes += t.len;
+        let device_offset = t
+            .device
+            .and_then(|d| device_offsets.get(&d).copied())
+            .unwrap_or(0);
+        sources.push(Box::new(Trace2Source {
+            file: t,
+            line: Vec::new(),
+            lineno: 0,
+            offset: 0,
+            procs: HashMap::new(),
+            device_offset,
+            arg_names: HashMap::new(),
+            thread_tids: HashMap::new(),
+            reported: 0,
+        }));
+    }
+
+    let mut sink: Box<dyn TimelineSink + '_> = match format {
+        TimelineFormat::Chrome => Box::new(crate::timeline_out::ChromeSink::new(out)),
+        TimelineFormat::Perfetto => Box::new(crate::timeline_out::PerfettoSink::new(out)),
+    };
+    let mut problems = Vec::new();
+    merge(
+        &mut sources,
+        &mut names,
+        &device_names,
+        &args,
+        sink.as_mut(),
+        &mut report,
+        &mut problems,
+    )?;
+    // Problems of the opening first (in input order), then those found reading.
+    report.problems.extend(problems);
+    Ok(report)
+}
+
+/// Reports an input whose place on the clock is known only roughly.
+fn note_clock(report: &mut TimelineReport, path: &Path, bounds: ClockBounds) {
+    let reason = match bounds.uncertainty() {
+        None => "no wall-time marker with a TSC: placed at its TSC".to_string(),
+        Some(u) if u > 1_000_000 => format!(
+            "placed on the wall clock within {:.3} s (its markers carry whole seconds; \
+             record a clock anchor for more)",
+            u as f64 / 1e9
+        ),
+        Some(_) => return,
+    };
+    report.clock_notes.push(InputProblem {
+        path: path.to_path_buf(),
+        offset: None,
+        reason,
+        unreadable: false,
+    });
+}
+
+struct TrackState {
+    id: usize,
+    stack: Vec<Option<u32>>,
+    last: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    sources: &mut [Box<dyn Source + '_>],
+    names: &mut [NameCache],
+    device_names: &HashMap<usize, String>,
+    args: &ArgNames,
+    sink: &mut dyn TimelineSink,
+    report: &mut TimelineReport,
+    problems: &mut Vec<InputProblem>,
+) -> io::Result<()> {
+    let mut heads: Vec<Option<TEvent>> = Vec::with_capacity(sources.len());
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    for (i, s) in sources.iter_mut().enumerate() {
+        let e = s.next_event(problems);
+        if let Some(e) = &e {
+            heap.push(Reverse((e.ns, i)));
+        }
+        heads.push(e);
+    }
+    let origin = heap.peek().map_or(0, |Reverse((ns, _))| *ns);
+    sink.start(origin)?;
+    let mut tracks: HashMap<TrackKey, TrackState> = HashMap::new();
+    let mut order: Vec<TrackKey> = Vec::new();
+    let mut next_tid = 1u32 << 30;
+    let mut fake_pids: HashMap<ProcKey, u32> = HashMap::new();
+
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let Some(e) = heads[i].take() else { continue };
+        if let Some(n) = sources[i].next_event(problems) {
+            heap.push(Reverse((n.ns, i)));
+            heads[i] = Some(n);
+        }
+        report.events += 1;
+        let mut e = e;
+        if tracks.len() >= MAX_TRACKS && !tracks.contains_key(&e.track) {
+            e.track = TrackKey::Named(ProcKey::Stream(usize::MAX), "(more threads)".into());
+        }
+        let state = match tracks.get_mut(&e.track) {
+            Some(s) => s,
+            None => {
+                let id = order.len();
+                let proc = match &e.track {
+                    TrackKey::Thread(p, _) | TrackKey::Named(p, _) => p,
+                };
+                let n = fake_pids.len() as u32;
+                let pid = match proc {
+                    ProcKey::Pid(p) => *p,
+                    other => *fake_pids
+                        .entry(other.clone())
+                        .or_insert((1 << 30) + (1 << 29) + n),
+                };
+                let process_name = match proc {
+                    ProcKey::Pid(p) => format!("process {p}"),
+                    ProcKey::Device(d) => device_names.get(d).cloned().unwrap_or_default(),
+                    ProcKey::Stream(_) => "trace2".to_string(),
+                };
+                let (tid, thread_name) = match &e.track {
+                    TrackKey::Thread(_, t) if e.track_name.is_some() => {
+                        (*t, e.track_name.as_deref().unwrap_or_default().to_string())
+                    }
+                    TrackKey::Thread(ProcKey::Pid(p), t) if p == t => (*t, "main".to_string()),
+                    TrackKey::Thread(_, t) => (*t, format!("thread {t}")),
+                    TrackKey::Named(_, name) => {
+                        next_tid += 1;
+                        (next_tid, name.to_string())
+                    }
+                };
+                sink.track(
+                    id,
+                    &Track {
+                        pid,
+                        tid,
+                        process_name,
+                        thread_name,
+                    },
+                )?;
+                order.push(e.track.clone());
+                tracks.entry(e.track.clone()).or_insert(TrackState {
+                    id,
+                    stack: Vec::new(),
+                    last: origin,
+                })
+            }
+        };
+        let ns = e.ns.max(state.last);
+        state.last = ns;
+        match e.what {
+            What::Enter(fid, call_args) => {
+                let name = names[e.names].get(fid);
+                let mut a = vec![(args.func_id.clone(), Arg::U(u64::from(fid)))];
+                for (k, v) in call_args.iter().take(args.args.len()).enumerate() {
+                    a.push((args.args[k].clone(), Arg::U(*v)));
+                }
+                sink.begin(state.id, ns, &name, &a)?;
+                state.stack.push(Some(fid));
+                report.slices += 1;
+            }
+            What::RegionEnter(name, a) => {
+                sink.begin(state.id, ns, &name, &a)?;
+                state.stack.push(None);
+                report.slices += 1;
+            }
+            What::Exit(fid) => close(sink, state, ns, Some(fid), report)?,
+            What::RegionLeave => close(sink, state, ns, None, report)?,
+            What::Instant(name, a) => {
+                sink.instant(state.id, ns, &name, &a)?;
+                report.instants += 1;
+            }
+        }
+    }
+    for key in &order {
+        if let Some(state) = tracks.get_mut(key) {
+            for _ in 0..state.stack.len() {
+                sink.end(state.id, state.last)?;
+                report.unfinished += 1;
+            }
+            state.stack.clear();
+        }
+    }
+    report.tracks = order.len();
+    sink.finish()
+}
+
+/// Ends the innermost open slice that `what` closes (a call of that function,
+/// or a region) and every slice opened inside it.
+fn close(
+    sink: &mut dyn TimelineSink,
+    state: &mut TrackState,
+    ns: u64,
+    what: Option<u32>,
+    report: &mut TimelineReport,
+) -> io::Result<()> {
+    match state.stack.iter().rposition(|&o| o == what) {
+        Some(at) => {
+            for _ in at..state.stack.len() {
+                sink.end(state.id, ns)?;
+            }
+            state.stack.truncate(at);
+        }
+        None => report.unmatched_ends += 1,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_session_ids() {
+        assert_eq!(
+            parse_time("1970-01-01T00:00:01.000002Z"),
+            Some(1_000_002_000)
+        );
+        assert_eq!(
+            parse_time("2026-11-21T21:55:45.125553Z"),
+            Some(1_795_298_145_125_553_000)
+        );
+        assert_eq!(parse_time("2026-11-21T21:55:45Z"), None);
+        assert_eq!(parse_time("2026-13-21T21:55:45.125553Z"), None);
+        assert_eq!(
+            sid_pid("20261121T215545.125462Z-H0a7c9cdf-P00001e15"),
+            Some(0x1e15)
+        );
+        assert_eq!(sid_pid("a-P00000001/b-P0000000a"), Some(10));
+        assert_eq!(sid_pid("S"), None);
+    }
+
+    fn bounds_of(bytes: &[u8]) -> ClockBounds {
+        let index = crate::stream::scan(bytes, &mut |_| {}).unwrap();
+        clock_bounds(bytes, &index, index.header().cycle_frequency.get())
+    }
+
+    #[test]
+    fn clocks_from_markers_and_anchors() {
+        // compiler-rt 14: CLOCK_MONOTONIC markers to the microsecond, kept.
+        let real = bounds_of(include_bytes!("../../testdata/xray/real-v5-default.xray"));
+        assert!(matches!(real, ClockBounds::Markers { .. }), "{real:?}");
+        assert!(real.uncertainty().unwrap() < 1000, "{real:?}");
+        // Hand-made markers a microsecond apart while the TSC moves 0.7 µs:
+        // the bounds disagree, and the lower end is used.
+        let crafted = bounds_of(include_bytes!(
+            "../../testdata/xray/crafted-v5-2threads.xray"
+        ));
+        let ClockBounds::Markers { lo, hi } = crafted else {
+            panic!("{crafted:?}")
+        };
+        assert!(lo > hi, "{crafted:?}");
+        assert_eq!(crafted.offset(), lo);
+        // Bounds that disagree: the lower end.
+        assert_eq!(ClockBounds::Markers { lo: 5, hi: 3 }.offset(), 5);
+        assert_eq!(
+            ClockBounds::Markers { lo: 0, hi: 10 }.combine(ClockBounds::Markers { lo: 4, hi: 20 }),
+            ClockBounds::Markers { lo: 4, hi: 10 }
+        );
+        assert_eq!(
+            ClockBounds::Boot.combine(ClockBounds::Anchor(7)).offset(),
+            7
+        );
+        assert_eq!(ClockBounds::Unknown.uncertainty(), None);
+    }
+
+    #[test]
+    fn a_new_thread_on_every_line_stays_within_the_track_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t2.json");
+        let mut text = String::new();
+        for i in 0..MAX_TRACKS + 5 {
+            text.push_str(&format!(
+                "{{\"event\":\"data\",\"sid\":\"S-P00000001\",\"thread\":\"th{i}\",\"time\":\"2026-01-01T00:00:00.000001Z\",\"key\":\"k\",\"value\":\"v\"}}\n"
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        let inputs = [TimelineInput {
+            path,
+            names: Names::empty(),
+        }];
+        let mut out = Vec::new();
+        let report = convert_timeline(&inputs, TimelineFormat::Perfetto, &mut out).unwrap();
+        assert_eq!(report.events, MAX_TRACKS as u64 + 5);
+        assert_eq!(report.tracks, MAX_TRACKS + 1);
+        assert_eq!(report.instants, MAX_TRACKS as u64 + 5);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_the_rest_read() {
+        let text = format!("{}\nshort\nlast", "x".repeat(100));
+        let mut r = io::BufReader::with_capacity(8, text.as_bytes());
+        let mut line = Vec::new();
+        assert_eq!(
+            read_line_capped(&mut r, &mut line, 10).unwrap(),
+            Some((false, 101))
+        );
+        assert_eq!(
+            read_line_capped(&mut r, &mut line, 10).unwrap(),
+            Some((true, 6))
+        );
+        assert_eq!(line, b"short");
+        assert_eq!(
+            read_line_capped(&mut r, &mut line, 10).unwrap(),
+            Some((true, 4))
+        );
+        assert_eq!(line, b"last");
+        assert_eq!(read_line_capped(&mut r, &mut line, 10).unwrap(), None);
+    }
+}

@@ -1,0 +1,384 @@
+//! The writers of a merged timeline ([`crate::timeline`]): Chrome trace-event
+//! JSON and Perfetto's protobuf trace, both streamed.
+//!
+//! Chrome: a `process_name` and a `thread_name` metadata event per track as it
+//! appears, each slice a complete event (`"ph": "X"`, written when it ends),
+//! each instant a thread-scoped instant event; times in microseconds from the
+//! earliest event (`otherData.origin-ns`, nanoseconds since the Unix epoch).
+//!
+//! Perfetto: a `TrackDescriptor` per process and per track (with its
+//! `ThreadDescriptor`), each track on its own packet sequence with interned
+//! event and argument names, slices as begin/end `TrackEvent`s, instants as
+//! instant events, arguments as debug annotations; timestamps in nanoseconds
+//! since the Unix epoch.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+use crate::perfetto::field::*;
+use crate::perfetto::{bytes_field, message, uint_field};
+use crate::timeline::{Arg, ArgName, TimelineSink, Track};
+
+/// A slice begun and not yet ended: name, start (ns), its arguments' JSON.
+type OpenSlice = (Rc<str>, u64, Vec<u8>);
+
+/// Writes a timeline as Chrome trace-event JSON. Example on
+/// [`crate::timeline::convert_timeline`].
+pub struct ChromeSink<'w, W: Write> {
+    out: &'w mut W,
+    origin: u64,
+    first: bool,
+    tracks: Vec<(u32, u32, Vec<OpenSlice>)>,
+    processes: Vec<u32>,
+    line: Vec<u8>,
+}
+
+impl<'w, W: Write> ChromeSink<'w, W> {
+    /// A writer to `out`.
+    pub fn new(out: &'w mut W) -> Self {
+        Self {
+            out,
+            origin: 0,
+            first: true,
+            tracks: Vec::new(),
+            processes: Vec::new(),
+            line: Vec::with_capacity(512),
+        }
+    }
+
+    fn sep(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.line.push(b',');
+        }
+    }
+
+    fn us(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.origin) as f64 / 1000.0
+    }
+}
+
+fn json_str(line: &mut Vec<u8>, s: &str) {
+    // Serializing a str to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *line, s);
+}
+
+fn json_args(line: &mut Vec<u8>, args: &[(ArgName, Arg)]) {
+    line.push(b'{');
+    for (i, (k, v)) in args.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        json_str(line, k);
+        line.push(b':');
+        match v {
+            Arg::U(n) => line.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+            Arg::S(s) => json_str(line, s),
+        }
+    }
+    line.push(b'}');
+}
+
+fn json_f64(line: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        line.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        line.extend_from_slice(b"null");
+    }
+}
+
+impl<W: Write> TimelineSink for ChromeSink<'_, W> {
+    fn start(&mut self, origin_ns: u64) -> io::Result<()> {
+        self.origin = origin_ns;
+        write!(
+            self.out,
+            "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"origin-ns\":{origin_ns},\"source\":\"flightrec\"}},\"traceEvents\":["
+        )
+    }
+
+    fn track(&mut self, id: usize, t: &Track) -> io::Result<()> {
+        debug_assert_eq!(id, self.tracks.len());
+        self.line.clear();
+        if !self.processes.contains(&t.pid) {
+            self.processes.push(t.pid);
+            self.sep();
+            let line = &mut self.line;
+            line.extend_from_slice(b"{\"args\":{\"name\":");
+            json_str(line, &t.process_name);
+            write!(
+                line,
+                "}},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":0}}",
+                t.pid
+            )?;
+        }
+        self.sep();
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":{\"name\":");
+        json_str(line, &t.thread_name);
+        write!(
+            line,
+            "}},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{}}}",
+            t.pid, t.tid
+        )?;
+        self.tracks.push((t.pid, t.tid, Vec::new()));
+        self.out.write_all(&self.line)
+    }
+
+    fn begin(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()> {
+        let mut a = Vec::new();
+        json_args(&mut a, args);
+        self.tracks[track].2.push((name.clone(), ns, a));
+        Ok(())
+    }
+
+    fn end(&mut self, track: usize, ns: u64) -> io::Result<()> {
+        let (pid, tid, stack) = &mut self.tracks[track];
+        let (pid, tid) = (*pid, *tid);
+        let Some((name, start, args)) = stack.pop() else {
+            return Ok(());
+        };
+        self.line.clear();
+        self.sep();
+        let (ts, dur) = (self.us(start), self.us(ns) - self.us(start));
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":");
+        line.extend_from_slice(&args);
+        line.extend_from_slice(b",\"dur\":");
+        json_f64(line, dur);
+        line.extend_from_slice(b",\"name\":");
+        json_str(line, &name);
+        write!(line, ",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
+        json_f64(line, ts);
+        line.push(b'}');
+        self.out.write_all(&self.line)
+    }
+
+    fn instant(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()> {
+        let (pid, tid) = (self.tracks[track].0, self.tracks[track].1);
+        self.line.clear();
+        self.sep();
+        let ts = self.us(ns);
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":");
+        json_args(line, args);
+        line.extend_from_slice(b",\"name\":");
+        json_str(line, name);
+        write!(
+            line,
+            ",\"ph\":\"i\",\"pid\":{pid},\"s\":\"t\",\"tid\":{tid},\"ts\":"
+        )?;
+        json_f64(line, ts);
+        line.push(b'}');
+        self.out.write_all(&self.line)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.out.write_all(b"]}\n")
+    }
+}
+
+/// Distinct names a sequence interns before it clears its state.
+const MAX_INTERNED: usize = 1 << 16;
+
+struct Seq {
+    track_uuid: u64,
+    cleared: bool,
+    names: HashMap<Rc<str>, u64>,
+    arg_names: HashMap<Rc<str>, u64>,
+}
+
+/// Writes a timeline as Perfetto's protobuf trace. Example on
+/// [`crate::timeline::convert_timeline`].
+pub struct PerfettoSink<'w, W: Write> {
+    out: &'w mut W,
+    processes: HashMap<u32, u64>,
+    seqs: Vec<Seq>,
+    next_uuid: u64,
+    packet: Vec<u8>,
+    event: Vec<u8>,
+    interned: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+impl<'w, W: Write> PerfettoSink<'w, W> {
+    /// A writer to `out`.
+    pub fn new(out: &'w mut W) -> Self {
+        Self {
+            out,
+            processes: HashMap::new(),
+            seqs: Vec::new(),
+            next_uuid: 1,
+            packet: Vec::with_capacity(256),
+            event: Vec::with_capacity(256),
+            interned: Vec::with_capacity(256),
+            frame: Vec::with_capacity(512),
+        }
+    }
+
+    fn emit_packet(&mut self) -> io::Result<()> {
+        self.frame.clear();
+        bytes_field(&mut self.frame, TRACE_PACKET, &self.packet);
+        self.out.write_all(&self.frame)
+    }
+
+    /// Starts the event of `track` (type and track uuid) in `self.event`, with
+    /// `name` interned when given; returns the sequence index.
+    fn event_head(&mut self, track: usize, kind: u64, name: Option<&Rc<str>>) {
+        self.event.clear();
+        let seq = &mut self.seqs[track];
+        if seq.names.len() + seq.arg_names.len() >= MAX_INTERNED {
+            seq.names.clear();
+            seq.arg_names.clear();
+            seq.cleared = false;
+            self.interned.clear();
+        }
+        uint_field(&mut self.event, EVENT_TYPE, kind);
+        uint_field(&mut self.event, EVENT_TRACK_UUID, seq.track_uuid);
+        if let Some(name) = name {
+            let fresh = seq.names.len() as u64 + 1;
+            let iid = *seq.names.entry(name.clone()).or_insert(fresh);
+            if iid == fresh {
+                message(&mut self.interned, INTERNED_EVENT_NAMES, |n| {
+                    uint_field(n, INTERNED_IID, iid);
+                    bytes_field(n, INTERNED_NAME, name.as_bytes());
+                });
+            }
+            uint_field(&mut self.event, EVENT_NAME_IID, iid);
+        }
+    }
+
+    fn event_args(&mut self, track: usize, args: &[(ArgName, Arg)]) {
+        let seq = &mut self.seqs[track];
+        for (k, v) in args {
+            let fresh = seq.arg_names.len() as u64 + 1;
+            let iid = *seq.arg_names.entry(k.clone()).or_insert(fresh);
+            if iid == fresh {
+                message(&mut self.interned, INTERNED_ANNOTATION_NAMES, |n| {
+                    uint_field(n, INTERNED_IID, iid);
+                    bytes_field(n, INTERNED_NAME, k.as_bytes());
+                });
+            }
+            message(&mut self.event, EVENT_DEBUG_ANNOTATIONS, |a| {
+                uint_field(a, ANNOTATION_NAME_IID, iid);
+                match v {
+                    Arg::U(n) => uint_field(a, ANNOTATION_UINT, *n),
+                    Arg::S(s) => bytes_field(a, ANNOTATION_STRING, s.as_bytes()),
+                }
+            });
+        }
+    }
+
+    fn write_event(&mut self, track: usize, ns: u64) -> io::Result<()> {
+        self.packet.clear();
+        uint_field(&mut self.packet, PACKET_TIMESTAMP, ns);
+        uint_field(&mut self.packet, PACKET_SEQUENCE_ID, track as u64 + 1);
+        let seq = &mut self.seqs[track];
+        let flags = if seq.cleared {
+            SEQ_NEEDS_INCREMENTAL_STATE
+        } else {
+            seq.cleared = true;
+            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
+        };
+        uint_field(&mut self.packet, PACKET_SEQUENCE_FLAGS, flags);
+        if !self.interned.is_empty() {
+            bytes_field(&mut self.packet, PACKET_INTERNED_DATA, &self.interned);
+            self.interned.clear();
+        }
+        bytes_field(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
+        self.emit_packet()
+    }
+}
+
+impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
+    fn start(&mut self, _origin_ns: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn track(&mut self, id: usize, t: &Track) -> io::Result<()> {
+        debug_assert_eq!(id, self.seqs.len());
+        let process_uuid = match self.processes.get(&t.pid) {
+            Some(&u) => u,
+            None => {
+                let u = self.next_uuid;
+                self.next_uuid += 1;
+                self.processes.insert(t.pid, u);
+                self.packet.clear();
+                message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
+                    uint_field(d, TRACK_UUID, u);
+                    message(d, TRACK_PROCESS, |p| {
+                        uint_field(p, PROCESS_PID, u64::from(t.pid));
+                        bytes_field(p, PROCESS_NAME, t.process_name.as_bytes());
+                    });
+                });
+                self.emit_packet()?;
+                u
+            }
+        };
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
+        self.packet.clear();
+        message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
+            uint_field(d, TRACK_UUID, uuid);
+            uint_field(d, TRACK_PARENT_UUID, process_uuid);
+            bytes_field(d, TRACK_NAME, t.thread_name.as_bytes());
+            message(d, TRACK_THREAD, |th| {
+                uint_field(th, THREAD_PID, u64::from(t.pid));
+                uint_field(th, THREAD_TID, u64::from(t.tid));
+                bytes_field(th, THREAD_NAME, t.thread_name.as_bytes());
+            });
+        });
+        self.emit_packet()?;
+        self.seqs.push(Seq {
+            track_uuid: uuid,
+            cleared: false,
+            names: HashMap::new(),
+            arg_names: HashMap::new(),
+        });
+        Ok(())
+    }
+
+    fn begin(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()> {
+        self.event_head(track, TYPE_SLICE_BEGIN, Some(name));
+        self.event_args(track, args);
+        self.write_event(track, ns)
+    }
+
+    fn end(&mut self, track: usize, ns: u64) -> io::Result<()> {
+        self.event_head(track, TYPE_SLICE_END, None);
+        self.write_event(track, ns)
+    }
+
+    fn instant(
+        &mut self,
+        track: usize,
+        ns: u64,
+        name: &Rc<str>,
+        args: &[(ArgName, Arg)],
+    ) -> io::Result<()> {
+        self.event_head(track, TYPE_INSTANT, Some(name));
+        self.event_args(track, args);
+        self.write_event(track, ns)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
