@@ -141,6 +141,8 @@ fn main() -> ! {
 fn SysTick() {
     clock::tick();
     on_tick();
+    #[cfg(feature = "trace")]
+    trace::after_tick();
 }
 
 #[cfg_attr(feature = "trace", flightrec::instrument)]

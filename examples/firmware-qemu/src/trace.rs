@@ -1,24 +1,21 @@
 //! The flightrec side of the firmware: two streaming rings declared as `static`s
 //! (one for thread mode, one for the SysTick handler, which preempts it), the
-//! program's global recorder, which writes each record into the ring of the
-//! context that runs (thread mode or SysTick, read from the SCB), and the link
-//! that flushes the rings over UART0 a buffer at a time from the main loop.
+//! program's global recorder (`ContextRecorders`, which writes each record into
+//! the ring of the context that runs: thread mode or SysTick's priority), and the
+//! link that flushes the rings over UART0 a buffer at a time from the main loop.
 //!
 //! Instrumented functions carry `#[flightrec::instrument]` and call nothing of
 //! this module: the attribute calls the global recorder, and the function ids
 //! are the addresses of their names in the ELF's `.flightrec` section, which
 //! `flightrec recv --elf` reads on the host.
 
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
-use cortex_m::peripheral::scb::{Exception, VectActive};
-use cortex_m::peripheral::SCB;
-use flightrec_core::fdr::ring::{Consumer, Policy, Recorder, RecorderConfig};
+use flightrec_core::clock::SysTickClock;
+use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
+use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig};
 use flightrec_core::fdr::static_ring::StaticRing;
 use flightrec_core::fdr::writer::WriterConfig;
-use flightrec_core::fdr::{FunctionAction, FunctionId};
-use flightrec_core::global::GlobalRecorder;
 use flightrec_core::link::{LinkWriter, Source};
 #[cfg(feature = "trace2")]
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
@@ -59,90 +56,25 @@ const TRACE2_SOURCE: u32 = 0;
 static MAIN_RING: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
 static IRQ_RING: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
-/// Set by thread mode at the end: the handler flushes its recorder after its
-/// next exit record, then sets `IRQ_FLUSHED`.
+/// The program's global recorder: the ring of the running context, picked on each
+/// record from IPSR and the exception's priority. SysTick keeps its reset
+/// priority (0), so its context is `Context::priority(0)`.
+static TRACE: ContextRecorders<2, CortexMContexts, &SysTickClock> =
+    ContextRecorders::new(CortexMContexts::new(), &CLOCK);
+flightrec_core::global_recorder!(TRACE);
+const SYSTICK: Context = Context::priority(0);
+
+/// Set by thread mode at the end: the handler flushes its recorder (from its own
+/// context, so no record of it is refused), then sets `IRQ_FLUSHED`.
 static IRQ_FLUSH: AtomicBool = AtomicBool::new(false);
 static IRQ_FLUSHED: AtomicBool = AtomicBool::new(false);
 
-/// A recorder used by one execution context only.
-struct Slot {
-    /// Set (release) once `rec` holds the recorder; from then on only the
-    /// owning context touches `rec`.
-    ready: AtomicBool,
-    rec: UnsafeCell<Option<Recorder<'static, 'static>>>,
-}
-
-// SAFETY: `rec` is written once, by thread mode, before `ready` is set and
-// before SysTick is enabled (`Tracer::init`); after that only the slot's own
-// context reaches it (`Contexts::slot` routes by the active exception, and a
-// handler never preempts itself), so no two accesses to `rec` overlap.
-unsafe impl Sync for Slot {}
-
-impl Slot {
-    const fn new() -> Self {
-        Slot {
-            ready: AtomicBool::new(false),
-            rec: UnsafeCell::new(None),
-        }
-    }
-
-    /// Runs `f` on the recorder, if installed. Called only from the slot's
-    /// own context (see the `Sync` impl).
-    fn with(&self, f: impl FnOnce(&mut Recorder<'static, 'static>)) -> bool {
-        if !self.ready.load(Ordering::Acquire) {
-            return false;
-        }
-        // SAFETY: `ready` is set, so `rec` is no longer written by `install`,
-        // and only this slot's context calls `with` (see the `Sync` impl): this
-        // is the only reference to the recorder while `f` runs.
-        if let Some(rec) = unsafe { &mut *self.rec.get() } {
-            f(rec);
-        }
-        true
-    }
-}
-
-/// The global recorder: one recorder per context.
-struct Contexts {
-    main: Slot,
-    irq: Slot,
-    /// Records with no ring to go to (another handler, or before `init`).
-    lost: AtomicU32,
-}
-
-static TRACE: Contexts = Contexts {
-    main: Slot::new(),
-    irq: Slot::new(),
-    lost: AtomicU32::new(0),
-};
-flightrec_core::global_recorder!(TRACE);
-
-impl GlobalRecorder for Contexts {
-    fn record_function(&'static self, action: FunctionAction, id: FunctionId) {
-        let (slot, irq) = match SCB::vect_active() {
-            VectActive::ThreadMode => (&self.main, false),
-            VectActive::Exception(Exception::SysTick) => (&self.irq, true),
-            _ => {
-                self.lost.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        };
-        let recorded = slot.with(|rec| {
-            let _ = rec.function(action, id, CLOCK.now());
-            // The handler's only instrumented function (`on_tick`) has just returned: hand
-            // over its buffer when thread mode asks, at the end.
-            if irq
-                && action == FunctionAction::Exit
-                && IRQ_FLUSH.load(Ordering::Acquire)
-                && !IRQ_FLUSHED.load(Ordering::Relaxed)
-            {
-                rec.flush();
-                IRQ_FLUSHED.store(true, Ordering::Release);
-            }
-        });
-        if !recorded {
-            self.lost.fetch_add(1, Ordering::Relaxed);
-        }
+/// Called by the SysTick handler after its work: hands over its ring's current
+/// buffer when thread mode asks for it, at the end.
+pub fn after_tick() {
+    if IRQ_FLUSH.load(Ordering::Acquire) && !IRQ_FLUSHED.load(Ordering::Relaxed) {
+        let _ = TRACE.with_recorder(SYSTICK, |rec| rec.flush());
+        IRQ_FLUSHED.store(true, Ordering::Release);
     }
 }
 
@@ -174,14 +106,10 @@ impl Tracer {
         let Ok((irq_rec, irq_consumer)) = IRQ_RING.split(config(IRQ_SOURCE)) else {
             panic!("Tracer::init runs once");
         };
-        for (slot, rec) in [(&TRACE.main, main_rec), (&TRACE.irq, irq_rec)] {
-            if slot.ready.load(Ordering::Relaxed) {
-                panic!("Tracer::init runs once");
-            }
-            // SAFETY: `ready` is not set, so no context reads `rec` yet, and
-            // this is thread mode before SysTick starts: the only access.
-            unsafe { *slot.rec.get() = Some(rec) };
-            slot.ready.store(true, Ordering::Release);
+        if TRACE.install(Context::THREAD_MODE, main_rec).is_err()
+            || TRACE.install(SYSTICK, irq_rec).is_err()
+        {
+            panic!("Tracer::init runs once");
         }
         let main_header = config(MAIN_SOURCE).file_header(MAIN_RING.buffer_size());
         let irq_header = config(IRQ_SOURCE).file_header(IRQ_RING.buffer_size());
@@ -226,7 +154,7 @@ impl Tracer {
     /// drains both rings and sends the final counters. Returns the records that
     /// had no ring to go to.
     pub fn finish(&mut self) -> u32 {
-        TRACE.main.with(|rec| rec.flush());
+        let _ = TRACE.with_recorder(Context::THREAD_MODE, |rec| rec.flush());
         IRQ_FLUSH.store(true, Ordering::Release);
         while !IRQ_FLUSHED.load(Ordering::Acquire) {
             cortex_m::asm::wfi();
@@ -246,6 +174,7 @@ impl Tracer {
             .send_source_status(&mut self.irq_source, &self.irq_consumer);
         // Until the host has read it all (RTT); at once for the UART.
         drain(&mut self.link);
-        TRACE.lost.load(Ordering::Relaxed)
+        let lost = TRACE.stats();
+        lost.unrouted + lost.refused
     }
 }
