@@ -106,10 +106,25 @@ pub struct Context(u16);
 
 impl Context {
     /// Cortex-M thread mode (no exception active).
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// assert_eq!(Context::THREAD_MODE, Context::new(0));
+    /// ```
     pub const THREAD_MODE: Context = Context(0);
     /// The non-maskable interrupt (fixed priority -2).
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// assert_ne!(Context::NMI, Context::priority(0));
+    /// ```
     pub const NMI: Context = Context(0x200);
     /// HardFault (fixed priority -1).
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// assert_ne!(Context::HARD_FAULT, Context::NMI);
+    /// ```
     pub const HARD_FAULT: Context = Context(0x201);
 
     /// A context by number.
@@ -396,7 +411,31 @@ impl LossCounter {
 /// The recorders of up to `N` contexts, the [`ContextSource`] that picks one on
 /// each record, and the clock they share: a `static`, and a [`GlobalRecorder`] for
 /// [`global_recorder!`](crate::global_recorder). See the [module docs](self) for
-/// why no critical section is needed and an example.
+/// why no critical section is needed.
+///
+/// ```
+/// use flightrec_core::clock::TimerClock;
+/// use flightrec_core::context::{Context, ContextRecorders};
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+/// use flightrec_core::fdr::static_ring::StaticRing;
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::{FunctionAction, FunctionId};
+/// use flightrec_core::global::GlobalRecorder;
+///
+/// fn running() -> Context {
+///     Context::THREAD_MODE
+/// }
+/// static CLOCK: TimerClock = TimerClock::new(|| 7, 32, 1_000);
+/// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+///     ContextRecorders::new(running, &CLOCK);
+/// static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+/// TRACE.install(Context::THREAD_MODE, RING.take_recorder(cfg).unwrap()).unwrap();
+/// TRACE.record_function(FunctionAction::Enter, FunctionId::new(1).unwrap());
+/// TRACE.flush_all();
+/// assert_eq!(RING.take_consumer().unwrap().pending(), 1);
+/// ```
 pub struct ContextRecorders<const N: usize, S, C> {
     source: S,
     clock: C,
@@ -639,7 +678,27 @@ where
     /// lowest-priority context (the idle loop): a recorder whose context it
     /// preempted is skipped.
     ///
-    /// Example in the [module docs](self).
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextRecorders};
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    /// # use flightrec_core::fdr::static_ring::StaticRing;
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// # static RING: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// # let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// TRACE.install(Context::THREAD_MODE, RING.take_recorder(cfg).unwrap()).unwrap();
+    /// let f = FunctionId::new(2).unwrap();
+    /// let _ = TRACE.record_in(Context::NMI, FunctionAction::Enter, f); // no ring: counted
+    /// TRACE.flush_all();
+    /// // The count went into the thread-mode recorder, as a loss marker.
+    /// assert_eq!(TRACE.stats().unrouted, 0);
+    /// assert_eq!(TRACE.with_recorder(Context::THREAD_MODE, |r| r.records_dropped()), Ok(1));
+    /// ```
     pub fn flush_all(&'static self) {
         let mut lost = [self.unrouted.take(), self.refused.take()];
         for slot in &self.slots {
@@ -665,7 +724,18 @@ where
     /// Records lost outside the recorders since the last
     /// [`flush_all`](Self::flush_all).
     ///
-    /// Example in the [module docs](self).
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextRecorders, ContextStats};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// let f = FunctionId::new(2).unwrap();
+    /// let _ = TRACE.record_in(Context::THREAD_MODE, FunctionAction::Enter, f); // nothing installed
+    /// assert_eq!(TRACE.stats(), ContextStats { unrouted: 1, refused: 0 });
+    /// ```
     pub fn stats(&self) -> ContextStats {
         ContextStats {
             unrouted: self.unrouted.get(),

@@ -31,6 +31,7 @@ const NVIC_IPR_BASE: usize = 0xE000_E400;
 /// static TRACE: ContextRecorders<2, CortexMContexts, &SysTickClock> =
 ///     ContextRecorders::new(CortexMContexts::new(), &CLOCK);
 /// flightrec_core::global_recorder!(TRACE);
+/// assert_eq!(TRACE.capacity(), 2);
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default)]

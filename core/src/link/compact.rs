@@ -170,7 +170,16 @@ pub fn compact_len(buffer: &[u8]) -> usize {
 const GATHER: usize = 64;
 
 /// Produces the compact form of `buffer`, a part at a time, in order (a sender
-/// streams the parts into its frame). Example in the [module docs](self).
+/// streams the parts into its frame).
+///
+/// ```
+/// use flightrec_core::link::compact::compact;
+/// // A function record (id 1, entry, delta 300), then bytes that are no record.
+/// let buffer = [0x10, 0, 0, 0, 0x2c, 0x01, 0, 0, 0xAB];
+/// let mut out = Vec::new();
+/// compact(&buffer, |part| out.extend_from_slice(part));
+/// assert_eq!(out, [0x10, 0xac, 0x02, 0xFF, 0xAB]);
+/// ```
 #[inline]
 pub fn compact(buffer: &[u8], mut out: impl FnMut(&[u8])) {
     let mut tokens = [0u8; GATHER];
