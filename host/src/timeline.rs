@@ -78,6 +78,27 @@ use crate::progress::Progress;
 use crate::stream::{Index, Merged};
 
 /// Longest Trace2 line read (1 MiB); a longer one is reported and skipped.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_TRACE2_LINE};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// let long = format!(
+///     r#"{{"event":"data","sid":"S-P1","key":"k","value":"{}"}}"#,
+///     "x".repeat(MAX_TRACE2_LINE)
+/// );
+/// let short = r#"{"event":"exit","sid":"S-P1","time":"1970-01-01T00:00:02.000000Z","code":0}"#;
+/// std::fs::write(&t2, format!("{long}\n{short}\n")).unwrap();
+/// let inputs = [TimelineInput { path: t2, names: Names::empty() }];
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut Vec::new()).unwrap();
+/// // The long line is reported at its offset and skipped; the next one is read.
+/// assert_eq!(report.problems.len(), 1);
+/// assert_eq!(report.problems[0].offset, Some(0));
+/// assert!(report.problems[0].reason.contains(&format!("longer than {MAX_TRACE2_LINE} bytes")));
+/// assert_eq!((report.events, report.instants), (1, 1));
+/// ```
 pub const MAX_TRACE2_LINE: usize = 1 << 20;
 
 /// Buffers of an FDR file looked at for its clock offset.
@@ -89,6 +110,35 @@ const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 /// Tracks a timeline makes; events of further threads go to one track named
 /// `(more threads)` (a hostile stream naming a new thread on every line must not
 /// grow memory without bound).
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_TRACKS};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// // A data event from a new thread on every line, two more threads than the limit.
+/// let text: String = (0..MAX_TRACKS + 2)
+///     .map(|i| format!(
+///         "{{\"event\":\"data\",\"sid\":\"S-P1\",\"thread\":\"th{i}\",\"time\":\"1970-01-01T00:00:01.000000Z\",\"key\":\"k\",\"value\":\"v\"}}\n"
+///     ))
+///     .collect();
+/// std::fs::write(&t2, text).unwrap();
+/// let inputs = [TimelineInput { path: t2, names: Names::empty() }];
+/// let mut json = Vec::new();
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
+/// // Every event is kept; the last two threads share the overflow track.
+/// assert_eq!((report.events, report.instants), (MAX_TRACKS as u64 + 2, MAX_TRACKS as u64 + 2));
+/// assert_eq!(report.tracks, MAX_TRACKS + 1);
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let overflow = doc["traceEvents"]
+///     .as_array()
+///     .unwrap()
+///     .iter()
+///     .filter(|e| e["name"] == "thread_name" && e["args"]["name"] == "(more threads)")
+///     .count();
+/// assert_eq!(overflow, 1);
+/// ```
 pub const MAX_TRACKS: usize = 10_000;
 
 /// Trace2 processes (session ids) remembered per stream; beyond it, the
@@ -118,8 +168,34 @@ pub struct TimelineInput {
     pub names: Names,
 }
 
-/// A problem with one input; the others were converted. Example on
-/// [`convert_timeline`].
+/// A problem with one input; the others were converted.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, InputProblem, TimelineFormat, TimelineInput};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// std::fs::write(&t2, concat!(
+///     r#"{"event":"region_enter","sid":"S-P1","time":"1970-01-01T00:00:01.000000Z","label":"a"}"#, "\n",
+///     "{oops\n",
+/// )).unwrap();
+/// let missing = dir.path().join("missing.xray");
+/// let inputs: Vec<TimelineInput> = [&t2, &missing]
+///     .iter()
+///     .map(|p| TimelineInput { path: p.to_path_buf(), names: Names::empty() })
+///     .collect();
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut Vec::new()).unwrap();
+/// // The missing file cannot be read: no offset; the bad line is damage at its offset.
+/// let missing_problem: &InputProblem = report.problems.iter().find(|p| p.path == missing).unwrap();
+/// assert!(missing_problem.unreadable);
+/// assert_eq!(missing_problem.offset, None);
+/// let line: &InputProblem = report.problems.iter().find(|p| p.path == t2).unwrap();
+/// assert!(!line.unreadable);
+/// assert_eq!(line.offset, Some(87));
+/// assert!(line.to_string().contains("t2.json: at byte 87: line 2: not JSON"), "{line}");
+/// assert_eq!(report.sources, 1);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputProblem {
     /// The file.
@@ -141,7 +217,38 @@ impl std::fmt::Display for InputProblem {
     }
 }
 
-/// What a timeline conversion did. Example on [`convert_timeline`].
+/// What a timeline conversion did.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, TimelineReport};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// let line = |event: &str, us: u32, label: &str| format!(
+///     "{{\"event\":\"{event}\",\"sid\":\"S-P1\",\"time\":\"1970-01-01T00:00:01.{us:06}Z\",\"label\":\"{label}\"}}\n"
+/// );
+/// let text = [
+///     line("region_enter", 1, "outer"),
+///     line("region_enter", 2, "inner"),
+///     line("region_leave", 3, "inner"),
+///     line("region_leave", 4, "outer"),
+///     line("region_leave", 5, "nothing open"),
+///     line("region_enter", 6, "left open"),
+///     line("atexit", 7, ""),
+/// ]
+/// .concat();
+/// std::fs::write(&t2, &text).unwrap();
+/// let inputs = [TimelineInput { path: t2, names: Names::empty() }];
+/// let report: TimelineReport =
+///     convert_timeline(&inputs, TimelineFormat::Perfetto, &mut Vec::new()).unwrap();
+/// assert_eq!((report.sources, report.input_bytes), (1, text.len() as u64));
+/// assert_eq!((report.events, report.tracks), (7, 1));
+/// // Three regions (the one left open closed at the track's last time), one instant.
+/// assert_eq!((report.slices, report.instants), (3, 1));
+/// assert_eq!((report.unmatched_ends, report.unfinished), (1, 1));
+/// assert!(report.problems.is_empty() && report.clock_notes.is_empty());
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct TimelineReport {
     /// Files read (FDR files and Trace2 streams that were converted).
@@ -166,7 +273,7 @@ pub struct TimelineReport {
     pub clock_notes: Vec<InputProblem>,
 }
 
-/// A value attached to a slice or an instant.
+/// A value attached to a slice or an instant. Example on [`TimelineSink`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arg {
     /// A number.
@@ -176,9 +283,10 @@ pub enum Arg {
 }
 
 /// Names of the values attached to events: a few fixed ones and any text.
+/// Example on [`TimelineSink`].
 pub type ArgName = Rc<str>;
 
-/// One track of the timeline. Example on [`convert_timeline`].
+/// One track of the timeline. Example on [`TimelineSink`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Track {
     /// Process id (a made-up one above 2^30 for a device or a stream without one).
@@ -194,12 +302,49 @@ pub struct Track {
 /// Where a timeline's tracks, slices and instants go (the Chrome and Perfetto
 /// writers of [`crate::timeline_out`]). Times are nanoseconds since the Unix
 /// epoch, never going back within a track; slices are balanced per track.
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// use flightrec_host::timeline::{Arg, ArgName, TimelineSink, Track};
+/// use flightrec_host::timeline_out::ChromeSink;
+///
+/// /// A call of `work` on the main thread of process 7, with a tick inside it.
+/// fn write(sink: &mut dyn TimelineSink) -> std::io::Result<()> {
+///     let main = Track { pid: 7, tid: 7, process_name: "demo".into(), thread_name: "main".into() };
+///     let n: ArgName = Rc::from("n");
+///     sink.start(1_000_000)?;
+///     sink.track(0, &main)?;
+///     sink.begin(0, 1_000_000, &Rc::from("work"), &[(n.clone(), Arg::U(3))])?;
+///     sink.instant(0, 1_500_000, &Rc::from("tick"), &[(n, Arg::S("x".into()))])?;
+///     sink.end(0, 3_000_000)?;
+///     sink.finish()
+/// }
+///
+/// let mut json = Vec::new();
+/// write(&mut ChromeSink::new(&mut json)).unwrap();
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// assert_eq!(doc["otherData"]["origin-ns"], 1_000_000);
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// // Process and thread names, then the instant, then the slice (written at its end).
+/// let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+/// assert_eq!(names, ["process_name", "thread_name", "tick", "work"]);
+/// assert_eq!(events[1]["args"]["name"], "main");
+/// // Microseconds from the origin.
+/// assert_eq!((events[2]["ts"].as_f64(), events[2]["args"]["n"].as_str()), (Some(500.0), Some("x")));
+/// let work = &events[3];
+/// assert_eq!((work["ph"].as_str(), work["pid"].as_u64(), work["tid"].as_u64()), (Some("X"), Some(7), Some(7)));
+/// assert_eq!((work["ts"].as_f64(), work["dur"].as_f64()), (Some(0.0), Some(2000.0)));
+/// assert_eq!(work["args"]["n"], 3);
+/// ```
 pub trait TimelineSink {
-    /// Called once, before anything else, with the earliest time.
+    /// Called once, before anything else, with the earliest time. Example on
+    /// [`TimelineSink`].
     fn start(&mut self, origin_ns: u64) -> io::Result<()>;
-    /// A new track, before its first event; `id` counts from 0.
+    /// A new track, before its first event; `id` counts from 0. Example on
+    /// [`TimelineSink`].
     fn track(&mut self, id: usize, track: &Track) -> io::Result<()>;
-    /// A slice begins.
+    /// A slice begins. Example on [`TimelineSink`].
     fn begin(
         &mut self,
         track: usize,
@@ -207,9 +352,9 @@ pub trait TimelineSink {
         name: &Rc<str>,
         args: &[(ArgName, Arg)],
     ) -> io::Result<()>;
-    /// The innermost open slice of `track` ends.
+    /// The innermost open slice of `track` ends. Example on [`TimelineSink`].
     fn end(&mut self, track: usize, ns: u64) -> io::Result<()>;
-    /// An instant event.
+    /// An instant event. Example on [`TimelineSink`].
     fn instant(
         &mut self,
         track: usize,
@@ -217,7 +362,7 @@ pub trait TimelineSink {
         name: &Rc<str>,
         args: &[(ArgName, Arg)],
     ) -> io::Result<()>;
-    /// After the last event.
+    /// After the last event. Example on [`TimelineSink`].
     fn finish(&mut self) -> io::Result<()>;
 }
 

@@ -23,8 +23,50 @@ use crate::timeline::{Arg, ArgName, TimelineSink, Track};
 /// A slice begun and not yet ended: name, start (ns), its arguments' JSON.
 type OpenSlice = (Rc<str>, u64, Vec<u8>);
 
-/// Writes a timeline as Chrome trace-event JSON. Example on
-/// [`crate::timeline::convert_timeline`].
+/// Writes a timeline as Chrome trace-event JSON.
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// use flightrec_host::timeline::{TimelineSink, Track};
+/// use flightrec_host::timeline_out::ChromeSink;
+///
+/// let track = |tid: u32, name: &str| Track {
+///     pid: 1,
+///     tid,
+///     process_name: "app".into(),
+///     thread_name: name.into(),
+/// };
+/// let (outer, inner): (Rc<str>, Rc<str>) = (Rc::from("outer"), Rc::from("inner"));
+/// let mut json = Vec::new();
+/// let mut sink = ChromeSink::new(&mut json);
+/// sink.start(5_000).unwrap();
+/// sink.track(0, &track(1, "main")).unwrap();
+/// sink.track(1, &track(2, "worker")).unwrap();
+/// sink.begin(1, 5_000, &outer, &[]).unwrap();
+/// sink.begin(1, 6_000, &inner, &[]).unwrap();
+/// sink.end(1, 7_000).unwrap();
+/// sink.end(1, 9_000).unwrap();
+/// sink.end(0, 9_000).unwrap(); // nothing open on track 0: nothing written
+/// sink.finish().unwrap();
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// // One process name for the two tracks of process 1.
+/// let meta: Vec<(&str, &str)> = events[..3]
+///     .iter()
+///     .map(|e| (e["name"].as_str().unwrap(), e["args"]["name"].as_str().unwrap()))
+///     .collect();
+/// assert_eq!(meta, [("process_name", "app"), ("thread_name", "main"), ("thread_name", "worker")]);
+/// // Slices are complete events, the inner one first (it ends first), on thread 2.
+/// let slices: Vec<(&str, u64, f64, f64)> = events[3..]
+///     .iter()
+///     .map(|e| {
+///         let name = e["name"].as_str().unwrap();
+///         (name, e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+///     })
+///     .collect();
+/// assert_eq!(slices, [("inner", 2, 1.0, 1.0), ("outer", 2, 0.0, 4.0)]);
+/// ```
 pub struct ChromeSink<'w, W: Write> {
     out: &'w mut W,
     origin: u64,
@@ -35,7 +77,7 @@ pub struct ChromeSink<'w, W: Write> {
 }
 
 impl<'w, W: Write> ChromeSink<'w, W> {
-    /// A writer to `out`.
+    /// A writer to `out`. Example on [`ChromeSink`].
     pub fn new(out: &'w mut W) -> Self {
         Self {
             out,
@@ -199,8 +241,56 @@ struct Seq {
     arg_names: HashMap<Rc<str>, u64>,
 }
 
-/// Writes a timeline as Perfetto's protobuf trace. Example on
-/// [`crate::timeline::convert_timeline`].
+/// Writes a timeline as Perfetto's protobuf trace.
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// use flightrec_host::timeline::{Arg, TimelineSink, Track};
+/// use flightrec_host::timeline_out::PerfettoSink;
+///
+/// let main = Track { pid: 3, tid: 3, process_name: "app".into(), thread_name: "main".into() };
+/// let mut trace = Vec::new();
+/// let mut sink = PerfettoSink::new(&mut trace);
+/// sink.start(0).unwrap();
+/// sink.track(0, &main).unwrap();
+/// let work: Rc<str> = Rc::from("work");
+/// sink.begin(0, 1_000, &work, &[(Rc::from("n"), Arg::U(1))]).unwrap();
+/// sink.end(0, 2_000).unwrap();
+/// sink.begin(0, 3_000, &work, &[]).unwrap();
+/// sink.end(0, 4_000).unwrap();
+/// sink.finish().unwrap();
+///
+/// // The trace is a sequence of `TracePacket`s (field 1, length-delimited).
+/// fn varint(b: &[u8], at: &mut usize) -> u64 {
+///     let mut v = 0;
+///     for shift in (0..64).step_by(7) {
+///         let byte = b[*at];
+///         *at += 1;
+///         v |= u64::from(byte & 0x7f) << shift;
+///         if byte < 0x80 {
+///             break;
+///         }
+///     }
+///     v
+/// }
+/// let mut packets = Vec::new();
+/// let mut at = 0;
+/// while at < trace.len() {
+///     assert_eq!(varint(&trace, &mut at), 1 << 3 | 2);
+///     let len = varint(&trace, &mut at) as usize;
+///     packets.push(&trace[at..at + len]);
+///     at += len;
+/// }
+/// assert_eq!(at, trace.len());
+/// // The process's and the thread's descriptors, then two begins and two ends.
+/// assert_eq!(packets.len(), 6);
+/// let has = |p: &[u8], s: &[u8]| p.windows(s.len()).any(|w| w == s);
+/// assert!(has(packets[0], b"app") && has(packets[1], b"main"));
+/// // The event name is interned once per track: only the first slice carries it.
+/// let carrying: Vec<bool> = packets[2..].iter().map(|p| has(p, b"work")).collect();
+/// assert_eq!(carrying, [true, false, false, false]);
+/// ```
 pub struct PerfettoSink<'w, W: Write> {
     out: &'w mut W,
     processes: HashMap<u32, u64>,
@@ -213,7 +303,7 @@ pub struct PerfettoSink<'w, W: Write> {
 }
 
 impl<'w, W: Write> PerfettoSink<'w, W> {
-    /// A writer to `out`.
+    /// A writer to `out`. Example on [`PerfettoSink`].
     pub fn new(out: &'w mut W) -> Self {
         Self {
             out,
