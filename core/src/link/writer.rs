@@ -527,6 +527,16 @@ impl<'w, W: Write> Stuffer<'w, W> {
         }
     }
 
+    /// Writes the gathered blocks (borrowing the fields apart: no copy of them).
+    fn write_done(&mut self) {
+        if self.result.is_ok() {
+            self.result = self
+                .sink
+                .write_all(self.done.get(..self.done_len).unwrap_or(&[]));
+        }
+        self.done_len = 0;
+    }
+
     /// Ends the current block: its code is its length with the code byte (255 for
     /// a full block, which implies no zero; below, the zero that ended it).
     #[inline(never)]
@@ -536,13 +546,12 @@ impl<'w, W: Write> Stuffer<'w, W> {
         self.block[0] = n as u8;
         self.len = 0;
         if self.done_len + n > GATHER {
-            let done = self.done;
-            self.write(done.get(..self.done_len).unwrap_or(&[]));
-            self.done_len = 0;
+            self.write_done();
         }
         if n > GATHER {
-            let block = self.block;
-            self.write(block.get(..n).unwrap_or(&[]));
+            if self.result.is_ok() {
+                self.result = self.sink.write_all(self.block.get(..n).unwrap_or(&[]));
+            }
         } else if let (Some(dst), Some(src)) = (
             self.done.get_mut(self.done_len..self.done_len + n),
             self.block.get(..n),
@@ -562,8 +571,7 @@ impl<'w, W: Write> Stuffer<'w, W> {
         if !(self.after_full && self.len == 0) {
             self.end_block();
         }
-        let done = self.done;
-        self.write(done.get(..self.done_len).unwrap_or(&[]));
+        self.write_done();
         self.write(&[0]);
         self.result
     }
