@@ -147,10 +147,49 @@ fn recv_dir(dir: &Path) -> PathBuf {
     traces
 }
 
+/// Zeroes the wall-clock time at TSC 0 in the headers of the directory's FDR
+/// files, as a writer that does not know it (or compiler-rt) leaves them: only
+/// the buffers' whole-second markers are left to place them.
+fn strip_header_walltime(traces: &Path) {
+    for source in ["source-1.xray", "source-2.xray"] {
+        let path = traces.join(source);
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert_ne!(bytes[24..32], [0; 8], "the writer knew the wall clock");
+        bytes[24..32].fill(0);
+        std::fs::write(&path, bytes).unwrap();
+    }
+}
+
+/// With the wall-clock time at TSC 0 in each file's header (the device knew its
+/// wall clock at boot), every source is placed exactly, together or apart.
+#[test]
+fn the_header_s_wall_clock_places_each_source_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = recv_dir(dir.path());
+    for inputs in [
+        vec![traces.clone()],
+        vec![traces.join("source-1.xray"), traces.join("source-2.xray")],
+    ] {
+        let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let (doc, err) = convert(dir.path(), &inputs);
+        assert!(!err.contains("warning"), "{err}");
+        let (poll_start, poll_end, _) = span(&doc, "1");
+        let (isr_start, isr_end, _) = span(&doc, "9");
+        assert!(poll_start < isr_start && isr_end < poll_end);
+        let (step_start, _, _) = span(&doc, "2");
+        // The interrupt entered one tick (0.08 µs) before `step`, to the tick.
+        assert!(
+            (step_start - isr_start - 0.08).abs() < 0.001,
+            "{inputs:?}: {step_start} {isr_start}"
+        );
+    }
+}
+
 #[test]
 fn two_sources_of_one_recv_directory_share_one_clock() {
     let dir = tempfile::tempdir().unwrap();
     let traces = recv_dir(dir.path());
+    strip_header_walltime(&traces);
 
     let (doc, err) = convert(dir.path(), &[&traces]);
     assert!(err.contains("converted 3 inputs"), "{err}");

@@ -67,6 +67,7 @@ use std::rc::Rc;
 
 use flightrec_core::fdr::decoder::Decoder;
 use flightrec_core::fdr::records::Record;
+use flightrec_core::fdr::FileHeader;
 use flightrec_core::trace2::days_from_civil;
 use serde_json::Value;
 
@@ -628,8 +629,9 @@ impl ClockBounds {
     }
 }
 
-/// The clock of an FDR file: a clock anchor in the first events of a thread,
-/// else the wall-time markers of its first buffers.
+/// The clock of an FDR file: the wall-clock time at TSC 0 in its header, else a
+/// clock anchor in the first events of a thread, else the wall-time markers of
+/// its first buffers.
 ///
 /// A marker and the NewCPUId TSC after it were taken together at the start of
 /// a buffer. Markers with microseconds (compiler-rt's) bound the offset to a
@@ -638,6 +640,13 @@ impl ClockBounds {
 /// `(second + k, k)` for its buffer `k`: only each thread's first marker is a
 /// real time, and it bounds the offset to the second.
 fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
+    // The writer knew the wall-clock time at TSC 0 (the desktop runtime does).
+    if let Some(at) = FileHeader::parse(bytes)
+        .ok()
+        .and_then(|h| h.walltime_at_tsc0_ns)
+    {
+        return ClockBounds::Anchor(i128::from(at.get()));
+    }
     let mut anchor: Option<i128> = None;
     for t in 0..index.threads() {
         let mut cursor = index.thread_events(bytes, t);

@@ -187,7 +187,9 @@ pub struct RawFileHeader {
     pub cycle_frequency: u64,
     /// The per-thread buffer size (compiler-rt writes it here; readers ignore it).
     pub buffer_size: u64,
-    /// Eight bytes, zero when this crate or compiler-rt writes them.
+    /// Eight bytes that compiler-rt writes as zero and llvm-xray ignores; this crate
+    /// keeps there the wall-clock time at TSC 0 when it knows it
+    /// ([`FileHeader::walltime_at_tsc0_ns`]), else zero.
     pub reserved: [u8; 8],
 }
 
@@ -260,6 +262,14 @@ pub struct FileHeader {
     pub cycle_frequency: NonZeroU64,
     /// Size of each thread buffer in bytes (informational).
     pub buffer_size: u64,
+    /// Wall-clock time at TSC 0, in ns since the Unix epoch, when the writer knew
+    /// it (the desktop runtime does: it reads the wall clock and the TSC together at
+    /// start-up); `None` for compiler-rt's files and a firmware without a wall
+    /// clock. It places every record on the wall clock exactly, where the buffers'
+    /// WalltimeMarkers give only whole seconds; `flightrec convert` uses it to line
+    /// files up with each other and with Trace2. Kept in the header's last 8 bytes,
+    /// which compiler-rt writes as zero and llvm-xray ignores.
+    pub walltime_at_tsc0_ns: Option<NonZeroU64>,
 }
 
 /// Why a header could not be read.
@@ -321,7 +331,24 @@ impl FileHeader {
             flags: HeaderFlags::CONSTANT_TSC.union(HeaderFlags::NONSTOP_TSC),
             cycle_frequency,
             buffer_size,
+            walltime_at_tsc0_ns: None,
         }
+    }
+
+    /// The same header with the wall-clock time at TSC 0 (see
+    /// [`walltime_at_tsc0_ns`](Self::walltime_at_tsc0_ns)).
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// let at = NonZeroU64::new(1_700_000_000_000_000_000).unwrap();
+    /// let h = FileHeader::new(NonZeroU64::MIN, 0).with_walltime_at_tsc0_ns(Some(at));
+    /// assert_eq!(&h.to_bytes()[24..], &at.get().to_le_bytes());
+    /// assert_eq!(FileHeader::parse(&h.to_bytes()).unwrap().walltime_at_tsc0_ns, Some(at));
+    /// ```
+    pub const fn with_walltime_at_tsc0_ns(mut self, ns: Option<NonZeroU64>) -> Self {
+        self.walltime_at_tsc0_ns = ns;
+        self
     }
 
     /// The same header with another version, for a file whose buffers were written
@@ -355,7 +382,10 @@ impl FileHeader {
             flags: self.flags.bits(),
             cycle_frequency: self.cycle_frequency.get(),
             buffer_size: self.buffer_size,
-            reserved: [0; 8],
+            reserved: match self.walltime_at_tsc0_ns {
+                Some(ns) => ns.get().to_le_bytes(),
+                None => [0; 8],
+            },
         }
     }
 
@@ -420,6 +450,7 @@ impl FileHeader {
             flags: HeaderFlags::from_bits_truncate(raw.flags),
             cycle_frequency,
             buffer_size: raw.buffer_size,
+            walltime_at_tsc0_ns: NonZeroU64::new(u64::from_le_bytes(raw.reserved)),
         })
     }
 }

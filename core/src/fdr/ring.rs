@@ -632,7 +632,24 @@ impl RecorderConfig {
             flags: HeaderFlags::CONSTANT_TSC | HeaderFlags::NONSTOP_TSC,
             cycle_frequency: self.ticks_per_second,
             buffer_size: buffer_size as u64,
+            walltime_at_tsc0_ns: self.walltime_at_tsc0_ns(),
         }
+    }
+
+    /// The wall-clock time at TSC 0 from `epoch` and `epoch_tsc`, when `epoch` is
+    /// a real wall-clock time (from 2001 on: a firmware without a wall clock keeps
+    /// the default epoch, second 0).
+    fn walltime_at_tsc0_ns(&self) -> Option<NonZeroU64> {
+        const WALL_CLOCK_FROM_SECS: i64 = 1_000_000_000;
+        if self.epoch.seconds < WALL_CLOCK_FROM_SECS {
+            return None;
+        }
+        let epoch_ns = u128::try_from(self.epoch.seconds).ok()? * 1_000_000_000
+            + u128::from(self.epoch.micros) * 1_000;
+        let since_tsc0 =
+            u128::from(self.epoch_tsc) * 1_000_000_000 / u128::from(self.ticks_per_second.get());
+        let at = epoch_ns.checked_sub(since_tsc0)?;
+        NonZeroU64::new(u64::try_from(at).ok()?)
     }
 
     fn walltime_at(&self, tsc: u64) -> Walltime {

@@ -54,7 +54,12 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
         * u128::from(frequency.hz.get())
         / 1_000_000)
         .min(u128::from(u64::MAX)) as u64;
-    let header_cfg = RecorderConfig::new(WriterConfig::new(0), frequency.hz.get());
+    // The wall clock and the TSC read together: every thread's recorder starts
+    // from them, and the header keeps the wall-clock time at TSC 0 they give.
+    let epoch_tsc = clock::now().tsc;
+    let epoch = now_walltime();
+    let header_cfg =
+        RecorderConfig::new(WriterConfig::new(0), frequency.hz.get()).with_epoch(epoch, epoch_tsc);
     let header = header_cfg.file_header(buffer_size).to_bytes();
     let prefix = format!("{}{}.", config.logfile_base, output::program_name());
 
@@ -100,14 +105,13 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
         incomplete = output::c_path(&cut).zip(output::c_path(&names_path(&cut)));
     }
     let stream_c = stream.as_ref().and_then(|(_, p)| output::c_path(p));
-    let epoch_tsc = clock::now().tsc;
     let rt = Runtime {
         frequency,
         pool,
         policy,
         pid: std::process::id() as i32,
         threshold_ticks,
-        epoch: now_walltime(),
+        epoch,
         epoch_tsc,
         header,
         pause_protocol: PauseProtocol::new(),
