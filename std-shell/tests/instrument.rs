@@ -13,7 +13,11 @@ use flightrec::core::fdr::records::Record;
 use flightrec::core::fdr::FunctionAction;
 use flightrec::xray::names::function_name;
 use flightrec::xray::Config;
-use flightrec_testkit::xray_tool::{by_thread, convert_yaml, llvm_xray, xray_ok};
+use flightrec_testkit::xray_tool::{by_thread, convert_yaml, llvm_xray};
+
+// Its `judge_fdr` (the rest is for the layer's tests).
+#[allow(unused_imports)]
+mod layer_common;
 
 #[flightrec::instrument]
 fn leaf(x: u32) -> u32 {
@@ -242,21 +246,11 @@ fn check_with_llvm_xray(path: &Path, ids: &HashMap<String, u32>, main_records: u
     let get = ids["instrument::Db::get"];
     assert_eq!(async_enters[&get], TASKS as usize + 1);
 
-    // `account -m` with the names file names the functions. `-k`: account reads
-    // the records in file order (llvm-xray 14 passes no sort flag), and buffers
-    // of different threads interleave out of time order; the balance per thread
-    // is checked above.
-    let names = flightrec_testkit::xray_tool::names_of(path);
-    let account = xray_ok(
-        &tool,
-        &[
-            "account",
-            "-k",
-            "-m",
-            names.to_str().unwrap(),
-            path.to_str().unwrap(),
-        ],
-    );
+    // `account -m` with the names file names the functions, with no `-k`: it
+    // reads the records sorted by time (see `layer_common::judge_fdr`), since
+    // llvm-xray 14 reads an FDR file's thread buffers in file order and any
+    // multi-thread file then looks unbalanced to it.
+    let account = layer_common::judge_fdr(path).expect("llvm-xray is here");
     for n in [
         "instrument::Db::get",
         "instrument::task",
