@@ -24,6 +24,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+#[path = "support/perfetto.rs"]
+mod perfetto;
+use perfetto::perfetto_python;
+
 const CHILD: &str = "FLIGHTREC_TIMELINE_CHILD";
 
 #[inline(never)]
@@ -254,32 +258,6 @@ fn regions_and_calls_line_up(dir: &Path) {
     perfetto_schema(dir, &[&trace, &t2]);
     yaml_refuses_several(&trace, &t2);
     bad_inputs_among_several(dir, &trace, &t2);
-}
-
-/// The Python with Perfetto's package (see `tool_convert_scale.rs`).
-fn perfetto_python() -> Option<PathBuf> {
-    let python = std::env::var_os("FLIGHTREC_PERFETTO_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/perfetto-venv/bin/python")
-        });
-    let works = Command::new(&python)
-        .args([
-            "-c",
-            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if works {
-        return Some(python);
-    }
-    let msg = format!(
-        "no Python with the perfetto package at {} (run .ci/steps/perfetto.sh)",
-        python.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    eprintln!("skipped: {msg}");
-    None
 }
 
 fn perfetto_schema(dir: &Path, inputs: &[&Path]) {
