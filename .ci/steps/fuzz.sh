@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# Fuzz targets (fuzz/, its own workspace; docs/fuzzing.md): every target replays its checked-in
-# corpus on stable; where a nightly toolchain is present, cargo-fuzz then runs each
-# target with coverage guidance for a short time (FUZZ_SECONDS, default 10);
-# without one, each target gets a short unguided random run instead.
+# Fuzz targets (fuzz/, its own workspace; docs/fuzzing.md). Where a nightly toolchain
+# is present, cargo-fuzz runs each target with coverage guidance for a short time
+# (FUZZ_SECONDS, default 10), starting from its checked-in corpus: libFuzzer runs
+# every corpus input first, so that is the corpus replay too (one build, not two).
+# Without nightly, every corpus is replayed on stable and each target gets a short
+# unguided random run instead.
 set -euo pipefail
 cd fuzz
 
 targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^flightrec-fuzz$')
-
-echo "replay every corpus (stable)"
-cargo build -q --bins
 for t in $targets; do
   test -d "corpus/$t" || { echo "no seed corpus for $t"; exit 1; }
-  ./target/debug/"$t" -runs=0 "corpus/$t" 2>&1 | tail -n 1
 done
 
 if rustup toolchain list | grep -q '^nightly'; then
@@ -20,8 +18,9 @@ if rustup toolchain list | grep -q '^nightly'; then
     cargo install -q --locked cargo-fuzz
   fi
   secs=${FUZZ_SECONDS:-10}
+  cargo +nightly fuzz build
   for t in $targets; do
-    echo "cargo fuzz run $t for ${secs}s"
+    echo "cargo fuzz run $t for ${secs}s (its corpus first)"
     # New inputs go to a scratch directory: the checked-in corpus stays as it is.
     scratch=$(mktemp -d)
     cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- \
@@ -29,8 +28,10 @@ if rustup toolchain list | grep -q '^nightly'; then
     rm -rf "$scratch"
   done
 else
-  echo "no nightly toolchain: short unguided runs instead of coverage-guided ones"
+  echo "no nightly toolchain: replay every corpus on stable, then short unguided runs"
+  cargo build -q --bins
   for t in $targets; do
+    ./target/debug/"$t" -runs=0 "corpus/$t" 2>&1 | tail -n 1
     # New inputs go to a scratch directory: the checked-in corpus stays as it is.
     scratch=$(mktemp -d)
     ./target/debug/"$t" -runs=3000 -max_len=2048 -seed=1 "$scratch" "corpus/$t" 2>&1 | tail -n 1
