@@ -56,6 +56,20 @@ pub const ALL: &[HotPath] = &[
         run: xray_pair,
     },
     HotPath {
+        name: "span_registry",
+        symbol: "ir_span_pair",
+        ops: 100_000,
+        what: "tracing span enter + exit on a bare `Registry` (the layer's baseline)",
+        run: span_registry,
+    },
+    HotPath {
+        name: "span_layer_fdr",
+        symbol: "ir_span_pair",
+        ops: 100_000,
+        what: "tracing span enter + exit, `Registry` + flightrec layer, FDR on (Trace2 off)",
+        run: span_layer_fdr,
+    },
+    HotPath {
         name: "trace2_perf_region",
         symbol: "ir_trace2_perf_region",
         ops: 10_000,
@@ -158,6 +172,47 @@ fn xray_pair(n: u64) {
     config.cpu_ids = flightrec::xray::CpuIds::Never;
     flightrec::xray::init(config).expect("xray init");
     ir_xray_pair(FunctionId::new(1).expect("id"), n);
+    let report = flightrec::xray::shutdown().expect("shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(report.stats.records_dropped, 0);
+    assert!(report.stats.buffers_overwritten > 0, "{:?}", report.stats);
+}
+
+#[no_mangle]
+#[inline(never)]
+fn ir_span_pair(span: &tracing::Span, n: u64) {
+    for _ in 0..n {
+        let _entered = black_box(span).enter();
+    }
+}
+
+/// The span of the layer bench (`benches/benches/layer.rs`), made once.
+fn span_pair_on<S>(subscriber: S, n: u64)
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("work", id = 7);
+        ir_span_pair(&span, n);
+    });
+}
+
+fn span_registry(n: u64) {
+    span_pair_on(tracing_subscriber::registry(), n);
+}
+
+/// The layer with FDR recording into a flight recorder, as in `xray_pair`.
+fn span_layer_fdr(n: u64) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let dir = std::env::temp_dir().join(format!("flightrec-ir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let mut config = xray_config(&dir.join("xray-").to_string_lossy()).expect("config");
+    config.cpu_ids = flightrec::xray::CpuIds::Never;
+    flightrec::xray::init(config).expect("xray init");
+    span_pair_on(
+        tracing_subscriber::registry().with(flightrec::layer::layer()),
+        n,
+    );
     let report = flightrec::xray::shutdown().expect("shutdown");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(report.stats.records_dropped, 0);

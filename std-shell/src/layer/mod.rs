@@ -62,8 +62,10 @@
 
 mod fields;
 mod functions;
+mod spans;
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use flightrec_core::fdr::FunctionId;
 use tracing_core::span::{Attributes, Id, Record};
@@ -74,6 +76,7 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::trace2::at::{self, At};
 use fields::{EventFields, SpanFields};
 use functions::function_of;
+use spans::SpanFunctions;
 
 /// The layer: spans become Trace2 regions and FDR function records, events
 /// become Trace2 `data`, `data_json`, `printf` and `error` (see the [module
@@ -108,6 +111,9 @@ pub struct FlightrecLayer {
     regions: bool,
     functions: bool,
     events: bool,
+    /// The function ids of the live spans of the subscriber this layer is part
+    /// of (made when it is added to one).
+    spans: Option<Arc<SpanFunctions>>,
 }
 
 /// A [`FlightrecLayer`] with everything on: Trace2 regions and FDR function
@@ -132,6 +138,7 @@ impl Default for FlightrecLayer {
             regions: true,
             functions: true,
             events: true,
+            spans: None,
         }
     }
 }
@@ -169,8 +176,8 @@ struct SpanData {
 struct Entered {
     span: u64,
     function: Option<FunctionId>,
-    meta: &'static Metadata<'static>,
-    region: bool,
+    /// The span's metadata if it is in a Trace2 region.
+    region: Option<&'static Metadata<'static>>,
 }
 
 thread_local! {
@@ -189,7 +196,17 @@ impl<S> Layer<S> for FlightrecLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn on_layer(&mut self, _subscriber: &mut S) {
+        // Span ids are unique within one registry: a table of its own.
+        self.spans = Some(Arc::new(SpanFunctions::new()));
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if self.functions && crate::xray::is_recording() {
+            if let Some(spans) = &self.spans {
+                spans.insert(id.into_u64(), function_of(attrs.metadata()));
+            }
+        }
         if !(self.regions && crate::trace2::enabled()) {
             return;
         }
@@ -216,23 +233,28 @@ where
         if !region && !functions {
             return;
         }
+        // FDR only, the usual case on a hot path: the function id without a
+        // registry lookup when the span was made while recording.
+        if !region {
+            if let Some(f) = self.spans.as_ref().and_then(|t| t.get(id.into_u64())) {
+                if push(Entered {
+                    span: id.into_u64(),
+                    function: Some(f),
+                    region: None,
+                }) {
+                    crate::xray::record_enter(f);
+                }
+                return;
+            }
+        }
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         let function = functions.then(|| function_of(meta));
-        let pushed = STACK
-            .try_with(|s| {
-                s.try_borrow_mut()
-                    .map(|mut s| {
-                        s.push(Entered {
-                            span: id.into_u64(),
-                            function,
-                            meta,
-                            region,
-                        })
-                    })
-                    .is_ok()
-            })
-            .unwrap_or(false);
+        let pushed = push(Entered {
+            span: id.into_u64(),
+            function,
+            region: region.then_some(meta),
+        });
         if !pushed {
             return;
         }
@@ -246,6 +268,12 @@ where
                 .map(|d| d.fields.0.as_bytes())
                 .filter(|m| !m.is_empty());
             let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
+        }
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        if let Some(spans) = &self.spans {
+            spans.remove(id.into_u64());
         }
     }
 
@@ -299,10 +327,18 @@ where
     }
 }
 
+/// Pushes `e` on this thread's stack; `false` if the stack cannot be reached
+/// (the thread is ending, or the layer is re-entered from a record it makes).
+fn push(e: Entered) -> bool {
+    STACK
+        .try_with(|s| s.try_borrow_mut().map(|mut s| s.push(e)).is_ok())
+        .unwrap_or(false)
+}
+
 /// Records the exit of an entered span on this thread.
 fn leave(e: &Entered) {
-    if e.region {
-        at::region_leave(at(e.meta), e.meta.target(), e.meta.name());
+    if let Some(meta) = e.region {
+        at::region_leave(at(meta), meta.target(), meta.name());
     }
     if let Some(f) = e.function {
         crate::xray::record_exit(f);
