@@ -19,8 +19,10 @@
 //!
 //! Whatever bytes are given, [`compact`] and [`expand`] round-trip them exactly: a
 //! part that does not look like FDR records (a truncated record, an event whose
-//! size runs past the end) goes out as `rest`. A sender uses the compact form only
-//! when it is shorter ([`compact_len`]).
+//! size runs past the end) goes out as `rest`. The compact form of a buffer of
+//! function records is at most 5/4 of its size (ids above 2^24 and deltas above
+//! 2^28 ticks take 5-byte varints) and usually under half; [`compact_len`] tells
+//! a sender that wants to choose.
 //!
 //! [`FrameKind::FdrCompact`]: super::FrameKind::FdrCompact
 //!
@@ -62,7 +64,7 @@ const TYPED_EVENT: u8 = 8;
 const REST: u8 = 0xFF;
 
 /// The most bytes a varint of a `u32` takes.
-const VARINT_MAX: usize = 5;
+pub(crate) const VARINT_MAX: usize = 5;
 
 /// One step of the walk over a buffer.
 enum Piece<'b> {
@@ -117,7 +119,7 @@ fn walk<'b>(buffer: &'b [u8], mut f: impl FnMut(Piece<'b>)) {
 
 /// Writes `v` as a LEB128 varint into `out`; returns the bytes used.
 #[inline(always)]
-fn put_varint(mut v: u32, out: &mut [u8], mut at: usize) -> usize {
+pub(crate) fn put_varint(mut v: u32, out: &mut [u8], mut at: usize) -> usize {
     while v >= 0x80 {
         if let Some(b) = out.get_mut(at) {
             *b = v as u8 | 0x80;
@@ -168,6 +170,29 @@ pub fn compact_len(buffer: &[u8]) -> usize {
 /// Bytes of function tokens [`compact`] gathers before handing them on: one call
 /// per few dozen records instead of one per record.
 const GATHER: usize = 64;
+
+/// Where [`compact_to`] puts the compact form: each function record as its two
+/// words (for a sender to write as varints where they go), everything else as
+/// bytes.
+pub(crate) trait Tokens {
+    /// A function record: `varint(word) varint(delta)`.
+    fn function(&mut self, word: u32, delta: u32);
+    /// Bytes as they are.
+    fn bytes(&mut self, bytes: &[u8]);
+}
+
+/// The compact form of `buffer` into `out`, in order.
+#[inline(always)]
+pub(crate) fn compact_to(buffer: &[u8], out: &mut impl Tokens) {
+    walk(buffer, |piece| match piece {
+        Piece::Function(word, delta) => out.function(word, delta),
+        Piece::Verbatim(b) => out.bytes(b),
+        Piece::Rest(b) => {
+            out.bytes(&[REST]);
+            out.bytes(b);
+        }
+    });
+}
 
 /// Produces the compact form of `buffer`, a part at a time, in order (a sender
 /// streams the parts into its frame).

@@ -78,13 +78,13 @@ impl<'p> FrameEncoder<'p> {
     /// Example on [`FrameEncoder`].
     pub fn new(head: FrameHead, payload: &'p [u8]) -> Self {
         let head = head.to_bytes();
-        let mut digest = crc::digest();
-        digest.update(&head);
-        digest.update(payload);
+        let mut crc = crc::Crc32c::new();
+        crc.update(&head);
+        crc.update(payload);
         Self {
             head,
             payload,
-            crc: digest.finalize().to_le_bytes(),
+            crc: crc.finish().to_le_bytes(),
             pos: 0,
             block_left: 0,
             block_end: BlockEnd::Frame,

@@ -7,7 +7,7 @@
 //! * [`encoder`]: COBS byte stuffing into caller memory, a chunk at a time; every
 //!   frame ends with `0x00` and carries a CRC-32C ([`crc32`]).
 //! * [`compact`]: the compact form of an FDR buffer (varint function records), about
-//!   half the bytes, which [`LinkWriter::flush_one`] sends when it is shorter.
+//!   half the bytes, which [`LinkWriter::flush_one`] sends unless told not to.
 //! * [`writer`]: [`LinkWriter`] sends frames to a sink and flushes a streaming ring
 //!   one buffer per call ([`LinkWriter::flush_one`]), from a main loop or idle task.
 //! * [`decoder`]: [`FrameDecoder`], the receiver's state machine. A receiver that

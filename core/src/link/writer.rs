@@ -3,7 +3,7 @@
 
 use embedded_io::Write;
 
-use super::compact::{compact, compact_len};
+use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
 use super::encoder::FrameEncoder;
 use super::frame::{FrameHead, FrameKind, LinkStats};
@@ -34,7 +34,7 @@ pub struct Source {
     header_every: u32,
     /// Buffers sent since the header was last sent; `None` before the first.
     since_header: Option<u32>,
-    /// Send buffers in their compact form when it is shorter.
+    /// Send buffers in their compact form.
     compact: bool,
 }
 
@@ -54,9 +54,12 @@ impl Source {
     }
 
     /// Whether [`LinkWriter::flush_one`] sends a buffer in its compact form
-    /// ([`FrameKind::FdrCompact`], about half the bytes) when that is shorter: yes
-    /// by default. `false` sends every buffer as it is ([`FrameKind::FdrBuffer`]),
-    /// for receivers older than the compact form.
+    /// ([`FrameKind::FdrCompact`], about half the bytes): yes by default. `false`
+    /// sends every buffer as it is ([`FrameKind::FdrBuffer`]), for receivers older
+    /// than the compact form, or for traces whose function ids are above 2^24
+    /// (the compact form of their records is longer than the records). The choice
+    /// is not made per buffer: measuring the compact form first walked every
+    /// buffer twice.
     ///
     /// ```
     /// use core::num::NonZeroU64;
@@ -313,7 +316,7 @@ impl<W: Write> LinkWriter<W> {
         self.seq = self.seq.wrapping_add(1);
         let mut frame = Stuffer::new(&mut self.sink, self.resync);
         frame.push(&head.to_bytes());
-        compact(buffer, |part| frame.push(part));
+        compact_to(buffer, &mut frame);
         match frame.finish() {
             Ok(()) => {
                 self.resync = false;
@@ -393,7 +396,7 @@ impl<W: Write> LinkWriter<W> {
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
         };
-        let sent = if source.compact && compact_len(&buffer) < buffer.len() {
+        let sent = if source.compact {
             self.send_buffer_compact(source.id, &buffer)
         } else {
             self.send_buffer(source.id, &buffer)
@@ -457,6 +460,36 @@ impl<W: Write> LinkWriter<W> {
     }
 }
 
+impl<W: Write> Tokens for Stuffer<'_, W> {
+    /// A function record's varints go straight into the current block: none of
+    /// their bytes is zero (the first word has an id, so it is not 0; a varint
+    /// byte is 0 only for the value 0), so there is nothing to stuff. A zero
+    /// delta, or a block too full for two varints, takes the byte-wise way.
+    #[inline(always)]
+    fn function(&mut self, word: u32, delta: u32) {
+        let start = self.len + 1;
+        if word == 0 || delta == 0 || start + 2 * VARINT_MAX > self.block.len() {
+            self.push_function_bytes(word, delta);
+            return;
+        }
+        let mid = put_varint(word, &mut self.block, start);
+        let end = put_varint(delta, &mut self.block, mid);
+        for &b in self.block.get(start..end).unwrap_or(&[]) {
+            self.crc.byte(b);
+        }
+        self.len = end - 1;
+        if self.len == 254 {
+            self.end_block();
+            self.after_full = true;
+        }
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.push(bytes);
+    }
+}
+
 /// Bytes of finished blocks a [`Stuffer`] gathers before writing them to the sink:
 /// few calls per frame, as with [`CHUNK`].
 const GATHER: usize = 128;
@@ -477,7 +510,7 @@ struct Stuffer<'w, W: Write> {
     done_len: usize,
     /// The last block ended full and nothing came after it.
     after_full: bool,
-    crc: ::crc::Digest<'static, u32, ::crc::Table<1>>,
+    crc: crc::Crc32c,
     result: Result<(), W::Error>,
 }
 
@@ -492,7 +525,7 @@ impl<'w, W: Write> Stuffer<'w, W> {
             done: [0; GATHER],
             done_len: usize::from(lead),
             after_full: false,
-            crc: crc::digest(),
+            crc: crc::Crc32c::new(),
             result: Ok(()),
         }
     }
@@ -561,10 +594,19 @@ impl<'w, W: Write> Stuffer<'w, W> {
         }
     }
 
+    /// The slow way for a function record: its varints through [`Stuffer::push`].
+    #[inline(never)]
+    fn push_function_bytes(&mut self, word: u32, delta: u32) {
+        let mut bytes = [0u8; 2 * VARINT_MAX];
+        let n = put_varint(word, &mut bytes, 0);
+        let n = put_varint(delta, &mut bytes, n);
+        self.push(bytes.get(..n).unwrap_or(&[]));
+    }
+
     /// Appends the CRC, ends the last block (its implied zero dropped), and writes
     /// what is gathered with the delimiter.
     fn finish(mut self) -> Result<(), W::Error> {
-        let crc = self.crc.clone().finalize().to_le_bytes();
+        let crc = self.crc.finish().to_le_bytes();
         self.stuff(&crc);
         // A frame that ends with a full block needs no empty last block (as the
         // `cobs` crate encodes it).
