@@ -1,14 +1,15 @@
-//! The firmware's tracing code: the clock, two rings (thread mode and the timer
-//! interrupt), the global recorder that picks the ring of the running context,
-//! and the link that the idle loop flushes. Instrumented functions call nothing
-//! here: `#[flightrec::instrument]` calls the global recorder, and the names
-//! stay in the ELF (`flightrec recv --elf`). No `unsafe`.
+//! The firmware's tracing code, all of it (with the attributes and the calls in
+//! `main.rs`): the clock, a ring for thread mode and one for the timer
+//! interrupt, the global recorder that writes into the ring of the running
+//! context, and the idle loop's flush over the link. Instrumented functions call
+//! nothing here: `#[flightrec::instrument]` calls the global recorder, and the
+//! names stay in the ELF (`flightrec recv --elf`). No `unsafe`.
 
+use embedded_io::Write;
 use flightrec_core::clock::TimerClock;
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
 use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig};
-use flightrec_core::fdr::static_ring::StaticRing;
-use flightrec_core::fdr::writer::WriterConfig;
+use flightrec_core::fdr::{static_ring::StaticRing, writer::WriterConfig};
 use flightrec_core::link::{LinkWriter, Source};
 
 use crate::board::{clock_now, CLOCK_BITS, CLOCK_HZ};
@@ -20,52 +21,38 @@ static TRACE: ContextRecorders<2, CortexMContexts, &TimerClock> =
     ContextRecorders::new(CortexMContexts::new(), &CLOCK);
 flightrec_core::global_recorder!(TRACE);
 
-/// The link, and each ring's consumer with its link source.
-pub struct Link<W> {
-    pub link: LinkWriter<W>,
-    rings: [(Source, Consumer<'static, 'static>); 2],
+/// TIMER0's context: its priority as the NVIC reads it back (the reset value).
+const TIMER0: Context = Context::priority(0);
+
+/// Each ring's link source (the FDR thread id) and consumer.
+pub type Rings = [(Source, Consumer<'static, 'static>); 2];
+
+/// Gives thread mode (source 1) and the timer interrupt (source 2, at the reset
+/// priority 0) their rings. Call once, in thread mode.
+pub fn start() -> Rings {
+    let rings = [(1, Context::THREAD_MODE, &MAIN), (2, TIMER0, &TIMER)];
+    rings.map(|(id, context, ring)| {
+        let cfg = RecorderConfig::new(WriterConfig::new(id), CLOCK_HZ);
+        let (recorder, consumer) = ring.split(cfg).expect("split once");
+        TRACE.install(context, recorder).expect("install");
+        let header = cfg.file_header(ring.buffer_size());
+        (Source::new(id, header), consumer)
+    })
 }
 
-impl<W: embedded_io::Write> Link<W> {
-    /// Gives thread mode (source 1) and the timer interrupt (source 2, at the
-    /// reset priority 0) their rings. Call once.
-    pub fn start(sink: W) -> Self {
-        let rings = [
-            (1, Context::THREAD_MODE, &MAIN),
-            (2, Context::priority(0), &TIMER),
-        ];
-        let rings = rings.map(|(id, context, ring)| {
-            let cfg = RecorderConfig::new(WriterConfig::new(id), CLOCK_HZ);
-            let (recorder, consumer) = ring.split(cfg).expect("split once");
-            TRACE
-                .install(context, recorder)
-                .expect("one ring per context");
-            (
-                Source::new(id, cfg.file_header(ring.buffer_size())),
-                consumer,
-            )
-        });
-        Link {
-            link: LinkWriter::new(sink),
-            rings,
-        }
+/// The idle loop's flush: at most one buffer per ring.
+pub fn flush(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
+    for (source, consumer) in rings {
+        let _ = link.flush_one(source, consumer);
     }
+}
 
-    /// The idle loop's flush: at most one buffer per ring; `true` if any went.
-    pub fn flush(&mut self) -> bool {
-        let mut sent = false;
-        for (source, consumer) in &mut self.rings {
-            sent |= matches!(self.link.flush_one(source, consumer), Ok(true));
-        }
-        sent
-    }
-
-    /// At the end (the interrupt stopped): the last records and the counters.
-    pub fn finish(&mut self) {
-        TRACE.flush_all();
-        while self.flush() {}
-        for (source, consumer) in &mut self.rings {
-            let _ = self.link.send_source_status(source, consumer);
-        }
+/// The end of the run (a firmware whose idle loop never ends has none), with the
+/// interrupt stopped: every record, then each ring's final counters.
+pub fn finish(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
+    TRACE.flush_all();
+    for (source, consumer) in rings {
+        while let Ok(true) = link.flush_one(source, consumer) {}
+        let _ = link.send_source_status(source, consumer);
     }
 }
