@@ -50,9 +50,14 @@ pub fn flush(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
 /// The end of the run (a firmware whose idle loop never ends has none), with the
 /// interrupt stopped: every record, then each ring's final counters.
 pub fn finish(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
-    TRACE.flush_all();
+    // Twice: a loss marker that found every buffer waiting goes out the second time.
+    for _ in 0..2 {
+        TRACE.flush_all();
+        for (source, consumer) in rings.iter_mut() {
+            while let Ok(true) = link.flush_one(source, consumer) {}
+        }
+    }
     for (source, consumer) in rings {
-        while let Ok(true) = link.flush_one(source, consumer) {}
         let _ = link.send_source_status(source, consumer);
     }
 }
