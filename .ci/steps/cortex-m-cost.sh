@@ -2,7 +2,8 @@
 # Cortex-M cost (benches/cortex-m): builds the bench firmware for thumbv6m-none-eabi
 # and thumbv7em-none-eabihf (opt-level "s", fat LTO), executes its hot paths in
 # Unicorn (as a Cortex-M0 and a Cortex-M4), counts instructions and modelled cycles,
-# and fails when one rose more than 3 % above benches/cortex-m/baseline.txt. Then
+# and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
+# each entry's stack high-water mark (lowest SP of its run). Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
 # firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate.
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.

@@ -71,6 +71,7 @@ class Machine:
         self.prev = None
         self.executed = 0
         self.uart_bytes = 0
+        self.min_sp = RAM + RAM_SIZE
         self.uc.hook_add(UC_HOOK_CODE, self._code)
 
     def _read(self, uc, offset, size, _):
@@ -88,6 +89,9 @@ class Machine:
 
     def _code(self, uc, address, size, _):
         self.executed += 1
+        sp = uc.reg_read(A.UC_ARM_REG_SP)
+        if sp < self.min_sp:
+            self.min_sp = sp
         if self.executed > LIMIT:
             uc.emu_stop()
         if not self.counting:
@@ -177,6 +181,7 @@ def tally(machine, cs):
 class Target:
     def __init__(self, name, elf, cpu):
         self.name, self.elf, self.cpu = name, elf, cpu
+        self.stack = {}
         self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
         with open(elf, "rb") as f:
             symtab = ELFFile(f).get_section_by_name(".symtab")
@@ -187,6 +192,8 @@ class Target:
         m = Machine(self.elf, self.cpu)
         ret = m.call(self.symbols[entry], n, marked)
         self.uart_bytes = m.uart_bytes
+        # Stack high-water mark of the run: bytes below the SP the entry started with.
+        self.stack[entry] = max(self.stack.get(entry, 0), RAM + RAM_SIZE - m.min_sp)
         return tally(m, self.cs), ret
 
     def per_op(self, entry, n):
@@ -259,7 +266,8 @@ def main():
     ok = True
     for name, elf, cpu, core in (("thumbv6m", args.v6m_elf, A.UC_CPU_ARM_CORTEX_M0, "M0"),
                                  ("thumbv7em", args.v7em_elf, A.UC_CPU_ARM_CORTEX_M4, "M4")):
-        figures, per_buffer, wire = measure(Target(name, elf, cpu))
+        target = Target(name, elf, cpu)
+        figures, per_buffer, wire = measure(target)
         floor_pair = figures["floor_pair"]
         print(f"\n{name}-none-eabi{'hf' if name == 'thumbv7em' else ''} on a Cortex-{core} "
               f"(1 KiB buffer = {per_buffer} function records)\n")
@@ -286,6 +294,9 @@ def main():
                     status += " (update the baseline)"
             bs = "—" if b is None else f"{b:.2f}"
             print(f"| `{key}`: {what} | {insns:.2f} | {cyc:.2f} | {bs} | {status} |")
+        t_stack = ", ".join(f"`{e}` {b} B" for e, b in target.stack.items())
+        print(f"\nstack high-water mark of each entry's run (setup included; the "
+              f"floor is the baseline): {t_stack}")
         print(f"\nfloor for an enter + exit: {floor_pair[0]:.2f} instructions, "
               f"{floor_pair[1]:.2f} {core} cycles; link: {wire:.2f} wire bytes per "
               "function record (frames, COBS and CRC included)")

@@ -103,6 +103,13 @@ pub use flightrec_macros::instrument;
 #[doc(hidden)]
 pub mod __private;
 
+/// The Rust blocks of `docs/firmware-guide.md`, compiled and run as doc tests here
+/// too, where `#[flightrec::instrument]` is available (flightrec-core runs them
+/// as well, without the attribute's block).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/firmware-guide.md")]
+pub struct FirmwareGuide;
+
 #[cfg(feature = "trace2")]
 pub mod trace2;
 

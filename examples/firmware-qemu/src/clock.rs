@@ -22,7 +22,7 @@ pub static CLOCK: flightrec_core::clock::SysTickClock =
 static TICKS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// Starts SysTick: an interrupt every millisecond.
-pub fn start(mut syst: SYST) {
+pub fn start(syst: &mut SYST) {
     syst.set_clock_source(SystClkSource::Core);
     syst.set_reload(TICK_CYCLES - 1);
     syst.clear_current();

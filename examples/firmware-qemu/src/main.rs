@@ -5,9 +5,9 @@
 //! millisecond. Thread mode and the handler each record into their own streaming
 //! ring in static memory (the global recorder in `trace.rs` picks the ring of the
 //! running context); after every iteration the main loop flushes at most one
-//! buffer per ring over UART0 as link frames, with a few Trace2 event lines. At
-//! the end it drains the rings, sends the final counters and ends QEMU through
-//! semihosting. The function names are in the ELF only (`.flightrec`):
+//! buffer per ring over UART0 (or RTT, `rtt.rs`) as link frames, with a few Trace2
+//! event lines (`trace2.rs`). At the end it stops SysTick's interrupt, drains the
+//! rings, sends the final counters and ends QEMU through semihosting. The function names are in the ELF only (`.flightrec`):
 //! `flightrec recv --elf` writes them beside each trace for `llvm-xray -m`.
 //!
 //! Built without the `trace` feature, the same workload runs uninstrumented: the
@@ -21,7 +21,14 @@ mod clock;
 mod rtt;
 #[cfg(feature = "trace")]
 mod trace;
+#[cfg(feature = "trace2")]
+mod trace2;
 mod uart;
+
+#[cfg(all(feature = "trace", not(feature = "rtt")))]
+use trace::{finish, flush};
+#[cfg(feature = "rtt")]
+use {rtt::finish, rtt::flush};
 
 use core::hint::black_box;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -74,28 +81,37 @@ fn step(i: u32, state: &mut u32, window: &mut [u32; 8]) -> u32 {
 
 #[entry]
 fn main() -> ! {
-    let Some(p) = Peripherals::take() else {
+    let Some(mut p) = Peripherals::take() else {
         exit(EXIT_FAILURE);
         loop {
             cortex_m::asm::wfi();
         }
     };
     let uart = uart::Uart0::take();
+    #[cfg(feature = "rtt")]
+    let uart = rtt::sink(uart);
     #[cfg(feature = "trace")]
-    let mut t = trace::Tracer::init(uart);
+    let mut link = flightrec_core::link::LinkWriter::new(uart);
+    #[cfg(feature = "trace")]
+    let mut rings = trace::start();
     #[cfg(not(feature = "trace"))]
     let _ = uart;
     #[cfg(feature = "trace2")]
     {
         use flightrec_core::trace2::Event;
-        t.trace2(&Event::Version { exe: b"0.1.0" });
-        t.trace2(&Event::RegionEnter {
-            category: Some(b"firmware"),
-            label: Some(b"workload"),
-            msg: None,
-        });
+        trace2::send(&mut link, &Event::Version { exe: b"0.1.0" });
+        let (category, label) = (Some(&b"firmware"[..]), Some(&b"workload"[..]));
+        let msg = None;
+        trace2::send(
+            &mut link,
+            &Event::RegionEnter {
+                category,
+                label,
+                msg,
+            },
+        );
     }
-    clock::start(p.SYST);
+    clock::start(&mut p.SYST);
     #[cfg(feature = "trace2")]
     let start = clock::now();
 
@@ -105,7 +121,7 @@ fn main() -> ! {
     for i in 0..ITERATIONS {
         acc = acc.wrapping_add(step(i, &mut state, &mut window));
         #[cfg(feature = "trace")]
-        t.flush_step();
+        flush(&mut link, &mut rings);
     }
     black_box(acc);
 
@@ -113,19 +129,23 @@ fn main() -> ! {
     {
         use flightrec_core::trace2::Event;
         let t_rel = (clock::now() - start) / u64::from(clock::CLOCK_HZ / 1_000_000);
-        t.trace2(&Event::RegionLeave {
-            t_rel,
-            category: Some(b"firmware"),
-            label: Some(b"workload"),
-            msg: None,
-        });
-        t.trace2(&Event::Exit { code: 0 });
+        let (category, label) = (Some(&b"firmware"[..]), Some(&b"workload"[..]));
+        let msg = None;
+        trace2::send(
+            &mut link,
+            &Event::RegionLeave {
+                t_rel,
+                category,
+                label,
+                msg,
+            },
+        );
+        trace2::send(&mut link, &Event::Exit { code: 0 });
     }
-    // Every record found its context's ring.
     #[cfg(feature = "trace")]
-    if t.finish() != 0 {
-        exit(EXIT_FAILURE);
-    }
+    p.SYST.disable_interrupt();
+    #[cfg(feature = "trace")]
+    finish(&mut link, &mut rings);
     exit(EXIT_SUCCESS);
     loop {
         cortex_m::asm::wfi();
@@ -141,8 +161,6 @@ fn main() -> ! {
 fn SysTick() {
     clock::tick();
     on_tick();
-    #[cfg(feature = "trace")]
-    trace::after_tick();
 }
 
 #[cfg_attr(feature = "trace", flightrec::instrument)]

@@ -1,4 +1,4 @@
-//! The RTT variant's link sink (feature `rtt`): the frames go into the SEGGER RTT
+//! The RTT variant's link (feature `rtt`): the frames go into the SEGGER RTT
 //! up-channel of flightrec-core's `_SEGGER_RTT` control block instead of UART0, and
 //! a debugger reads them (`flightrec recv --gdb localhost:PORT --elf <this ELF>`
 //! against QEMU's `-gdb tcp::PORT`).
@@ -15,6 +15,7 @@ use flightrec_core::fdr::ring::Consumer;
 use flightrec_core::link::rtt::{self, Mode, RttWriter};
 use flightrec_core::link::{LinkWriter, Source};
 
+use crate::trace::{Rings, TRACE};
 use crate::uart::Uart0;
 
 /// The link's sink in this variant.
@@ -26,7 +27,7 @@ const MODE: Mode = Mode::Blocking;
 const MODE: Mode = Mode::NonBlocking;
 
 // Non-blocking, a buffer goes out only when all its frames fit in the channel: the
-// main ring's 1 KiB buffers need a bigger channel than the default 1 KiB.
+// rings' 1 KiB buffers need a bigger channel than the default 1 KiB.
 #[cfg(feature = "rtt-nonblocking")]
 const _: () = assert!(
     rtt::BUFFER_SIZE > 1024 + rtt::FRAME_OVERHEAD,
@@ -44,7 +45,7 @@ pub fn sink(uart: Uart0) -> Sink {
 
 /// Sends at most one buffer of the ring, whole or not at all; `true` while
 /// buffers are still waiting (a draining loop calls it until `false`).
-pub fn flush_one(
+fn flush_one(
     link: &mut LinkWriter<Sink>,
     source: &mut Source,
     consumer: &mut Consumer<'static, 'static>,
@@ -55,6 +56,30 @@ pub fn flush_one(
         Ok(false) => consumer.pending() > 0,
         Err(_) => false,
     }
+}
+
+/// The idle loop's flush: at most one buffer per ring.
+pub fn flush(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
+    for (source, consumer) in rings {
+        flush_one(link, source, consumer);
+    }
+}
+
+/// The end of the run, with SysTick's interrupt stopped: every record, each
+/// ring's final counters, and until the host has read everything.
+pub fn finish(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
+    // Twice: a loss marker that found every buffer waiting goes out the second time.
+    for _ in 0..2 {
+        TRACE.flush_all();
+        for (source, consumer) in rings.iter_mut() {
+            while flush_one(link, source, consumer) {}
+        }
+    }
+    drain(link);
+    for (source, consumer) in rings {
+        let _ = link.send_source_status(source, consumer);
+    }
+    drain(link);
 }
 
 /// Waits until the host has read everything in the channel.
