@@ -225,3 +225,52 @@ fn failing_sink_loses_only_the_failed_frames() {
     assert!(delivered as u32 <= consumed);
     assert!(consumed - delivered as u32 <= failed);
 }
+
+/// `LinkWriter::finish` over outlets, after a loss with every buffer waiting for
+/// the link: the first flush cannot write the loss marker (no free buffer), the
+/// second does, so the receiver's file says how many records went missing.
+#[test]
+fn finish_sends_the_loss_marker_that_found_every_buffer_waiting() {
+    use flightrec_core::fdr::decoder::Decoder;
+    use flightrec_core::fdr::records::Record;
+    use flightrec_core::fdr::ring::LOSS_EVENT_TYPE;
+    use flightrec_core::link::Outlet;
+
+    let mut storage = vec![0u8; 3 * 256];
+    let slots = [Slot::NEW; 3];
+    let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+    let source = Source::new(1, cfg.file_header(ring.buffer_size()));
+    let (mut rec, consumer) = ring.split(cfg);
+    let mut outlets = [Outlet::new(source, consumer)];
+    let f = FunctionId::new(4).unwrap();
+    // Nothing is sent while recording: the ring fills and drops.
+    for t in 0..200u64 {
+        let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+    }
+    assert!(rec.records_dropped() > 0);
+    let mut link = LinkWriter::new(Vec::new());
+    link.finish(&mut outlets, || rec.flush()).unwrap();
+
+    let got = receive(&link.into_inner());
+    let file = &got.files[&1];
+    verify(file).unwrap();
+    let marked: u64 = Decoder::new(file)
+        .unwrap()
+        .filter_map(|d| match d.unwrap().record {
+            Record::TypedEvent {
+                event_type,
+                payload,
+                ..
+            } if event_type == LOSS_EVENT_TYPE => {
+                let text = std::str::from_utf8(payload).unwrap();
+                let n = text.strip_prefix("flightrec: lost ").unwrap();
+                Some(n.strip_suffix(" records").unwrap().parse::<u64>().unwrap())
+            }
+            _ => None,
+        })
+        .sum();
+    assert_eq!(marked, rec.records_dropped());
+    // The last frame carries the final counters: everything consumed.
+    assert_eq!(got.stats[&1].ring.buffers_finished, got.buffers[&1] as u32);
+}

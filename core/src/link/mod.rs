@@ -10,6 +10,8 @@
 //!   half the bytes, which [`LinkWriter::flush_one`] sends unless told not to.
 //! * [`writer`]: [`LinkWriter`] sends frames to a sink and flushes a streaming ring
 //!   one buffer per call ([`LinkWriter::flush_one`]), from a main loop or idle task.
+//! * [`outlet`]: an [`Outlet`] per ring (its source and consumer), flushed by
+//!   [`LinkWriter::flush_each`] in the idle loop and [`LinkWriter::finish`] at the end.
 //! * [`decoder`]: [`FrameDecoder`], the receiver's state machine. A receiver that
 //!   joins mid-stream, or meets corrupted or lost bytes, is back in step at the next
 //!   delimiter and loses only the damaged frames.
@@ -28,6 +30,7 @@ mod crc;
 pub mod decoder;
 pub mod encoder;
 pub mod frame;
+pub mod outlet;
 #[cfg(feature = "rtt")]
 pub mod rtt;
 pub mod writer;
@@ -39,4 +42,5 @@ pub use frame::{
     Frame, FrameHead, FrameKind, HeadError, LinkStats, CRC_LEN, HEAD_LEN, LINK_VERSION,
     MIN_FRAME_LEN,
 };
+pub use outlet::Outlet;
 pub use writer::{LinkWriter, Source};

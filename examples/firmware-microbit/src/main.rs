@@ -105,12 +105,14 @@ fn main() -> ! {
     let mut acc = 0u32;
     for i in 0..ITERATIONS {
         acc = acc.wrapping_add(step(i, &mut state, &mut window));
-        trace::flush(&mut link, &mut rings);
+        link.flush_each(&mut rings); // at most one buffer per ring
     }
     black_box(acc);
 
     board::stop_ticks();
-    trace::finish(&mut link, &mut rings);
+    // Every record (the recorders flushed twice, for a loss marker that found every
+    // buffer waiting), then each ring's final counters.
+    let _ = link.finish(&mut rings, || trace::TRACE.flush_all());
     // Over RTT, until the host has read everything.
     #[cfg(feature = "rtt")]
     while link.sink_mut().pending() > 0 {}

@@ -60,8 +60,8 @@ fn flush_one(
 
 /// The idle loop's flush: at most one buffer per ring.
 pub fn flush(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
-    for (source, consumer) in rings {
-        flush_one(link, source, consumer);
+    for o in rings {
+        flush_one(link, &mut o.source, &mut o.consumer);
     }
 }
 
@@ -71,13 +71,13 @@ pub fn finish(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
     // Twice: a loss marker that found every buffer waiting goes out the second time.
     for _ in 0..2 {
         TRACE.flush_all();
-        for (source, consumer) in rings.iter_mut() {
-            while flush_one(link, source, consumer) {}
+        for o in rings.iter_mut() {
+            while flush_one(link, &mut o.source, &mut o.consumer) {}
         }
     }
     drain(link);
-    for (source, consumer) in rings {
-        let _ = link.send_source_status(source, consumer);
+    for o in rings {
+        let _ = link.send_source_status(&mut o.source, &o.consumer);
     }
     drain(link);
 }

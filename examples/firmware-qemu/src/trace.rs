@@ -9,9 +9,9 @@
 use embedded_io::Write;
 use flightrec_core::clock::SysTickClock;
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
-use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig};
+use flightrec_core::fdr::ring::{Policy, RecorderConfig};
 use flightrec_core::fdr::{static_ring::StaticRing, writer::WriterConfig};
-use flightrec_core::link::{LinkWriter, Source};
+use flightrec_core::link::{LinkWriter, Outlet, Source};
 
 use crate::clock::{CLOCK, CLOCK_HZ};
 
@@ -24,8 +24,8 @@ flightrec_core::global_recorder!(TRACE);
 /// SysTick's context: its priority as the hardware reads it back (the reset value).
 const SYSTICK: Context = Context::priority(0);
 
-/// Each ring's link source (the FDR thread id) and consumer.
-pub type Rings = [(Source, Consumer<'static, 'static>); 2];
+/// Each ring's outlet: its link source (the FDR thread id) and consumer.
+pub type Rings = [Outlet<'static, 'static>; 2];
 
 /// Gives thread mode (source 1) and SysTick (source 2) their rings. Call once, in
 /// thread mode.
@@ -36,30 +36,21 @@ pub fn start() -> Rings {
         let (recorder, consumer) = ring.split(cfg).expect("split once");
         TRACE.install(context, recorder).expect("install");
         let header = cfg.file_header(ring.buffer_size());
-        (Source::new(id, header), consumer)
+        Outlet::new(Source::new(id, header), consumer)
     })
 }
 
 /// The idle loop's flush: at most one buffer per ring.
 #[cfg_attr(feature = "rtt", allow(dead_code))]
 pub fn flush(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
-    for (source, consumer) in rings {
-        let _ = link.flush_one(source, consumer);
-    }
+    link.flush_each(rings);
 }
 
 /// The end of the run (a firmware whose idle loop never ends has none), with
 /// SysTick's interrupt stopped: every record, then each ring's final counters.
 #[cfg_attr(feature = "rtt", allow(dead_code))]
 pub fn finish(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
-    // Twice: a loss marker that found every buffer waiting goes out the second time.
-    for _ in 0..2 {
-        TRACE.flush_all();
-        for (source, consumer) in rings.iter_mut() {
-            while let Ok(true) = link.flush_one(source, consumer) {}
-        }
-    }
-    for (source, consumer) in rings {
-        let _ = link.send_source_status(source, consumer);
-    }
+    // The recorders are flushed twice, for a loss marker that found every buffer
+    // waiting the first time.
+    let _ = link.finish(rings, || TRACE.flush_all());
 }

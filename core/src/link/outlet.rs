@@ -1,0 +1,105 @@
+//! [`Outlet`]: one ring's way out over a link (its [`Source`] and the ring's
+//! [`Consumer`]), and the two calls a firmware makes with its outlets: the idle
+//! loop's [`LinkWriter::flush_each`] and the end of a run's
+//! [`LinkWriter::finish`].
+
+use embedded_io::Write;
+
+use super::writer::{LinkWriter, Source};
+use crate::fdr::ring::Consumer;
+
+/// One ring's way out over a link: the [`Source`] its frames carry and the
+/// ring's [`Consumer`].
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+/// use flightrec_core::fdr::writer::WriterConfig;
+/// use flightrec_core::fdr::FunctionId;
+/// use flightrec_core::link::{LinkWriter, Outlet, Source};
+///
+/// let mut storage = [0u8; 2 * 256];
+/// let slots = [Slot::NEW; 2];
+/// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+/// let source = Source::new(1, cfg.file_header(ring.buffer_size()));
+/// let (mut rec, consumer) = ring.split(cfg);
+/// let mut outlets = [Outlet::new(source, consumer)];
+///
+/// let mut wire = Vec::new();
+/// let mut link = LinkWriter::new(&mut wire);
+/// rec.enter(FunctionId::new(3).unwrap(), Timestamp { tsc: 10, cpu: 0 }).unwrap();
+/// assert_eq!(link.flush_each(&mut outlets), 0); // nothing finished yet
+/// link.finish(&mut outlets, || rec.flush()); // the end of the run
+/// // Header, counters, the buffer, then the final header and counters.
+/// assert_eq!(link.frames_sent(), 5);
+/// ```
+pub struct Outlet<'r, 's> {
+    /// What the ring's frames carry.
+    pub source: Source,
+    /// The ring's consuming half.
+    pub consumer: Consumer<'r, 's>,
+}
+
+impl<'r, 's> Outlet<'r, 's> {
+    /// The outlet of the ring `consumer` takes from. Example on [`Outlet`].
+    pub const fn new(source: Source, consumer: Consumer<'r, 's>) -> Self {
+        Self { source, consumer }
+    }
+}
+
+impl<W: Write> LinkWriter<W> {
+    /// Sends at most one finished buffer of each outlet (the idle loop's call, so
+    /// that it never stalls for long) and returns how many were sent. A failed
+    /// frame is counted by the writer ([`LinkWriter::frames_failed`]) and its
+    /// buffer's records are lost, as with [`LinkWriter::flush_one`]. Example on
+    /// [`Outlet`].
+    pub fn flush_each(&mut self, outlets: &mut [Outlet<'_, '_>]) -> usize {
+        let mut sent = 0;
+        for o in outlets {
+            if let Ok(true) = self.flush_one(&mut o.source, &mut o.consumer) {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// The end of a run, with every recording context stopped: `flush_recorders`
+    /// hands each recorder's current buffer over (e.g. `ContextRecorders::flush_all`
+    /// or `Recorder::flush`), every buffer is sent, and then each outlet's final
+    /// header and counters. The recorders are flushed twice: a loss marker that
+    /// found every buffer waiting for the link the first time goes out the
+    /// second. Returns the first error of the sink (every outlet is still tried).
+    /// Example on [`Outlet`].
+    pub fn finish(
+        &mut self,
+        outlets: &mut [Outlet<'_, '_>],
+        mut flush_recorders: impl FnMut(),
+    ) -> Result<(), W::Error> {
+        let mut result = Ok(());
+        for _ in 0..2 {
+            flush_recorders();
+            for o in outlets.iter_mut() {
+                loop {
+                    match self.flush_one(&mut o.source, &mut o.consumer) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => {
+                            result = result.and(Err(e));
+                            // The buffer is lost (counted); go on with the next.
+                            if o.consumer.pending() == 0 {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for o in outlets.iter_mut() {
+            if let Err(e) = self.send_source_status(&mut o.source, &o.consumer) {
+                result = result.and(Err(e));
+            }
+        }
+        result
+    }
+}
