@@ -157,6 +157,27 @@ pub const MAX_TRACKS: usize = 10_000;
 
 /// Counter tracks a timeline makes; values for further counters are left out
 /// and counted ([`TimelineReport::counter_values_dropped`]).
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_COUNTER_TRACKS};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// // A numeric data value under a new key on every line, two more keys than the limit.
+/// let text: String = (0..MAX_COUNTER_TRACKS + 2)
+///     .map(|i| format!(
+///         "{{\"event\":\"data\",\"sid\":\"S-P1\",\"time\":\"1970-01-01T00:00:01.000000Z\",\"category\":\"c\",\"key\":\"k{i}\",\"value\":\"1\"}}\n"
+///     ))
+///     .collect();
+/// std::fs::write(&t2, text).unwrap();
+/// let inputs = [TimelineInput { path: t2, names: Names::empty() }];
+/// let report = convert_timeline(&inputs, TimelineFormat::Perfetto, &mut Vec::new()).unwrap();
+/// assert_eq!((report.counter_tracks, report.counter_values), (MAX_COUNTER_TRACKS, MAX_COUNTER_TRACKS as u64));
+/// assert_eq!(report.counter_values_dropped, 2);
+/// // Every event is still an instant.
+/// assert_eq!(report.instants, MAX_COUNTER_TRACKS as u64 + 2);
+/// ```
 pub const MAX_COUNTER_TRACKS: usize = 10_000;
 
 /// Trace2 processes (session ids) remembered per stream; beyond it, the
@@ -2049,23 +2070,6 @@ mod tests {
             ("timer app/step", "ns".into(), 2_500_000.0),
         ];
         assert_eq!(counters, want);
-    }
-
-    #[test]
-    fn counter_tracks_beyond_the_limit_are_counted_and_left_out() {
-        let text: String = (0..MAX_COUNTER_TRACKS + 2)
-            .map(|i| {
-                line(
-                    "main",
-                    1,
-                    &format!(r#""data","category":"c","key":"k{i}","value":"1""#),
-                )
-            })
-            .collect();
-        let (report, _) = chrome_of(&text);
-        assert_eq!(report.counter_tracks, MAX_COUNTER_TRACKS);
-        assert_eq!(report.counter_values, MAX_COUNTER_TRACKS as u64);
-        assert_eq!(report.counter_values_dropped, 2);
     }
 
     #[test]
