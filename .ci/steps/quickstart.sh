@@ -27,6 +27,6 @@ cargo run -q -p flightrec-cli --bin flightrec -- verify "$trace"
 timeline=$(cargo run -q -p flightrec-cli --bin flightrec -- convert "$trace" "$event" --format perfetto -o "$out/timeline.pftrace" 2>&1)
 echo "$timeline"
 grep -q 'converted 2 inputs' <<<"$timeline"
-! grep -q 'warning' <<<"$timeline"
+if grep -q 'warning' <<<"$timeline"; then echo "unexpected warning"; exit 1; fi
 test -s "$out/timeline.pftrace"
 echo "quickstart traces verified"
