@@ -1054,9 +1054,9 @@ impl Trace2Source {
     }
 
     /// The event of one line; with the (session id, thread name) of a
-    /// process's worker thread, and whether it is a `thread_start` whose
-    /// thread has not said its id yet (held until the thread's next event,
-    /// which may say it).
+    /// process's worker thread (for a `thread_start`, or while one is held),
+    /// and whether it is a `thread_start` whose thread has not said its id
+    /// yet (held until the thread's next event, which may say it).
     fn event(&mut self, v: &Value) -> Result<(TEvent, Option<ThreadKey>, bool), String> {
         let obj = v.as_object().ok_or("not a JSON object")?;
         let str_field = |k: &str| obj.get(k).and_then(Value::as_str);
@@ -1099,8 +1099,14 @@ impl Trace2Source {
                     .insert((sid.to_string(), thread.to_string()), tid);
             }
         }
+        // The key of a process's worker thread, where it is needed: for a
+        // `thread_start`, or while one is held.
         let worker = match (&pkey, thread) {
-            (ProcKey::Pid(_), t) if t != "main" => Some((sid.to_string(), t.to_string())),
+            (ProcKey::Pid(_), t)
+                if t != "main" && (event == "thread_start" || !self.held.is_empty()) =>
+            {
+                Some((sid.to_string(), t.to_string()))
+            }
             _ => None,
         };
         let hold = event == "thread_start"
