@@ -102,7 +102,10 @@ pub(crate) fn say_thread_id(rt: &Runtime, c: &mut ThreadCtx, loc: Loc<'_>) {
     let Some(tid) = traced_thread_id() else {
         return;
     };
-    let digits = tid.to_string();
+    // In decimal on the stack: this may run in a signal handler (`signal`
+    // as a thread's first event), where allocating is not safe.
+    let mut text = [0u8; 10];
+    let digits = decimal(tid, &mut text);
     let now = rt.now();
     let t_rel = c.state.data_t_rel(now);
     let nesting = c.state.nesting();
@@ -110,9 +113,22 @@ pub(crate) fn say_thread_id(rt: &Runtime, c: &mut ThreadCtx, loc: Loc<'_>) {
         t_rel,
         category: THREAD_ID_CATEGORY.as_bytes(),
         key: THREAD_ID_KEY.as_bytes(),
-        value: digits.as_bytes(),
+        value: digits,
     };
     emit_at(rt, c, loc, nesting, None, now, &ev);
+}
+
+/// `n` in decimal, at the end of `buf`.
+fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
 }
 
 #[cfg(all(unix, feature = "xray"))]
@@ -219,6 +235,19 @@ fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>)
                 buf.resize(len, 0);
             }
             Err(_) => return 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn thread_ids_in_decimal() {
+        let mut buf = [0u8; 10];
+        for n in [0, 7, 10, 4_194_304, u32::MAX] {
+            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
         }
     }
 }
