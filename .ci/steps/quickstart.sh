@@ -22,4 +22,11 @@ llvm-xray fdr-dump --verify "$trace" >/dev/null
 stacks=$(llvm-xray stack -m "$trace.names" "$trace")
 grep -q 'quickstart::mix' <<<"$stacks"
 cargo run -q -p flightrec-cli --bin flightrec -- verify "$trace"
+# The timeline the report suggests: both files on one clock, the workers joined
+# with their FDR threads (no warning about either input).
+timeline=$(cargo run -q -p flightrec-cli --bin flightrec -- convert "$trace" "$event" --format perfetto -o "$out/timeline.pftrace" 2>&1)
+echo "$timeline"
+grep -q 'converted 2 inputs' <<<"$timeline"
+if grep -q 'warning' <<<"$timeline"; then echo "unexpected warning"; exit 1; fi
+test -s "$out/timeline.pftrace"
 echo "quickstart traces verified"

@@ -736,6 +736,13 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
                     done.unmatched_ends, done.unfinished
                 );
             }
+            if done.counter_values_dropped > 0 {
+                eprintln!(
+                    "flightrec: {} counter values left out (more than {} counters)",
+                    done.counter_values_dropped,
+                    flightrec_host::timeline::MAX_COUNTER_TRACKS
+                );
+            }
             if !a.quiet {
                 let secs = started.elapsed().as_secs_f64().max(1e-9);
                 eprintln!(

@@ -9,11 +9,18 @@
 //!
 //! * the main thread's Trace2 regions and its XRay calls are on one track (the
 //!   process's main thread), each call inside the region it was made in and
-//!   outside the other, and the regions in the order they ran; a worker that
-//!   says its thread id (Trace2 `data` `flightrec`/`tid`) shares its track the
-//!   same way;
+//!   outside the other, and the regions in the order they ran;
+//! * every worker thread's Trace2 regions are on its FDR thread's track, with
+//!   its calls inside them, and that track has the Trace2 thread's name (the
+//!   runtime says each worker's thread id in a `data` event `flightrec`/`tid`
+//!   while XRay is on): three workers that call `thread_start` and run at
+//!   once, and one that does not (a std-named thread);
+//! * Trace2 counters, timers and a numeric `data` value are counter tracks
+//!   (Chrome `C` events; Perfetto `CounterDescriptor` tracks, per-thread ones
+//!   under their thread's track) with the values the program counted;
 //! * the Perfetto output of the same inputs passes Perfetto's own schema
-//!   (`tests/support/perfetto_check.py`, as in `tool_convert_scale.rs`);
+//!   (`tests/support/perfetto_check.py`, as in `tool_convert_scale.rs`), with
+//!   the same tracks;
 //! * YAML refuses several inputs with a clear message;
 //! * a damaged FDR file and a damaged Trace2 line among the inputs are reported
 //!   with their file and byte offset, and the rest is converted.
@@ -29,6 +36,14 @@ mod perfetto;
 use perfetto::perfetto_python;
 
 const CHILD: &str = "FLIGHTREC_TIMELINE_CHILD";
+
+/// Worker threads that call `thread_start` (`worker0`...), run at once.
+const WORKERS: u64 = 3;
+
+/// Items each worker counts: `k + 1` for worker `k`.
+static ITEMS: flightrec::trace2::Counter = flightrec::trace2::Counter::new("app", "items", true);
+/// Each worker's call of `save_step`, timed.
+static STEP: flightrec::trace2::Timer = flightrec::trace2::Timer::new("app", "step", true);
 
 #[inline(never)]
 fn load_step(i: u64) -> u64 {
@@ -67,20 +82,48 @@ fn child() {
         sum = sum.wrapping_add(save_step(sum));
         std::thread::sleep(Duration::from_millis(3));
     }
-    std::thread::spawn(|| {
-        let _th = flightrec::trace2::thread_start("helper");
-        // Trace2 carries no thread id: say it, so that this thread's regions
-        // join its FDR thread's track.
-        flightrec::data!("flightrec", "tid", "{}", nix::unistd::gettid());
-        let _r = flightrec::region!("helper", "work");
-        std::thread::sleep(Duration::from_millis(1));
-        let x = save_step(1);
-        std::thread::sleep(Duration::from_millis(1));
-        x
-    })
-    .join()
-    .unwrap();
-    flightrec::data!("app", "sum", "{sum}");
+    std::thread::sleep(Duration::from_millis(2));
+    // Workers at once; the runtime says each one's thread id after its
+    // `thread_start`, which joins its regions with its FDR records.
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let _th = flightrec::trace2::thread_start(&format!("worker{k}"));
+                let label = format!("work{k}");
+                let _r = flightrec::region!("worker", &label);
+                std::thread::sleep(Duration::from_millis(1));
+                let x = {
+                    let _t = STEP.scope();
+                    save_step(k)
+                };
+                ITEMS.add(k + 1);
+                std::thread::sleep(Duration::from_millis(1));
+                x
+            })
+        })
+        .collect();
+    for w in workers {
+        sum = sum.wrapping_add(w.join().unwrap());
+    }
+    // A thread without `thread_start`: its context is made at its first event
+    // (named after the std thread), and its id said before that event.
+    std::thread::Builder::new()
+        .name("lazy".into())
+        .spawn(|| {
+            let _r = flightrec::region!("lazy", "work");
+            std::thread::sleep(Duration::from_millis(1));
+            let x = save_step(9);
+            std::thread::sleep(Duration::from_millis(1));
+            x
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    flightrec::data!("app", "sum", "{}", sum % 1_000_000);
+    // A negative integer and a fraction: both counter values too.
+    flightrec::trace2::data("app", "delta", "-3");
+    flightrec::trace2::data("app", "ratio", "-0.5");
+    println!("sum: {}", sum % 1_000_000);
     let report = flightrec::xray::shutdown().expect("XRay shutdown");
     drop(session);
     println!("trace: {}", report.path.expect("a trace").display());
@@ -101,8 +144,17 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Runs the traced program; returns its pid, trace and Trace2 file.
-fn run_child(dir: &Path) -> (u32, PathBuf, PathBuf) {
+/// The traced program's run: its pid, trace, Trace2 file and the sum it
+/// wrote as `data app/sum`.
+struct Run {
+    pid: u32,
+    trace: PathBuf,
+    t2: PathBuf,
+    sum: i64,
+}
+
+/// Runs the traced program.
+fn run_child(dir: &Path) -> Run {
     let t2 = dir.join("trace2.json");
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.env(CHILD, "1")
@@ -131,7 +183,17 @@ fn run_child(dir: &Path) -> (u32, PathBuf, PathBuf) {
         .find_map(|l| l.strip_prefix("trace: "))
         .map(PathBuf::from)
         .unwrap_or_else(|| panic!("no trace line in {stdout}"));
-    (pid, trace, t2)
+    let sum = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sum: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no sum line in {stdout}"));
+    Run {
+        pid,
+        trace,
+        t2,
+        sum,
+    }
 }
 
 /// A slice of the Chrome output: name, track and time span (µs).
@@ -173,14 +235,35 @@ fn thread_name(doc: &Value, pid: u64, tid: u64) -> String {
         .unwrap_or_default()
 }
 
+/// The counter (`C`) events of the Chrome output: name, value name, value.
+fn chrome_counters(doc: &Value) -> Vec<(String, String, f64)> {
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            let args = e["args"].as_object().unwrap();
+            assert_eq!(args.len(), 1, "{e}");
+            let (k, v) = args.iter().next().unwrap();
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                k.clone(),
+                v.as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn regions_and_calls_line_up(dir: &Path) {
-    let (pid, trace, t2) = run_child(dir);
-    let pid = u64::from(pid);
+    let run = run_child(dir);
+    let (trace, t2) = (&run.trace, &run.t2);
+    let pid = u64::from(run.pid);
     let json = dir.join("timeline.json");
     let out = flightrec(&[
         "convert",
-        s(&trace),
-        s(&t2),
+        s(trace),
+        s(t2),
         "--format",
         "chrome",
         "-o",
@@ -236,31 +319,97 @@ fn regions_and_calls_line_up(dir: &Path) {
     for w in loads.windows(2) {
         assert!(w[0].end <= w[1].start, "{w:?}");
     }
-    // The helper thread said its thread id: its Trace2 region and its call
-    // share its FDR thread's track, named after the Trace2 thread.
-    let work = one("helper:work");
-    assert_eq!(work.pid, pid);
-    assert_ne!(work.tid, pid);
-    assert_eq!(thread_name(&doc, pid, work.tid), "th01:helper");
-    let helper_call = all
-        .iter()
-        .find(|s| s.name.ends_with("save_step") && s.tid != pid)
-        .unwrap_or_else(|| panic!("no call on the helper thread: {all:#?}"));
-    assert_eq!((helper_call.pid, helper_call.tid), (work.pid, work.tid));
-    // A millisecond of sleep on each side of the call (the margin covers the
-    // TSC frequency's error over the run).
-    assert!(save.end < work.start, "{save:?} {work:?}");
+    // Every worker's region and the call it made inside it on one track: its
+    // FDR thread's, named after the Trace2 thread, and no other track named so.
+    let mut worker_tids = Vec::new();
+    let workers: Vec<String> = (0..WORKERS)
+        .map(|k| format!("worker:work{k}"))
+        .chain(["lazy:work".to_string()])
+        .collect();
+    for label in &workers {
+        let work = one(label);
+        assert_eq!(work.pid, pid);
+        assert_ne!(work.tid, pid, "{label}");
+        let name = thread_name(&doc, pid, work.tid);
+        let base = label.split(':').next().unwrap();
+        assert!(
+            name.starts_with("th") && name.contains(&format!(":{base}")),
+            "{label}: track {name:?}"
+        );
+        let named_so = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "thread_name" && e["args"]["name"] == name.as_str())
+            .count();
+        assert_eq!(named_so, 1, "{name}: one track");
+        let on_track: Vec<&Slice> = all
+            .iter()
+            .filter(|c| c.name.ends_with("save_step") && (c.pid, c.tid) == (work.pid, work.tid))
+            .collect();
+        assert_eq!(on_track.len(), 1, "{label}: {all:#?}");
+        let call = on_track[0];
+        assert!(save.end < work.start, "{save:?} {work:?}");
+        // A millisecond of sleep on each side of the call (the margin covers
+        // the TSC frequency's error over the run).
+        assert!(
+            work.start + 500.0 < call.start && call.end + 500.0 < work.end,
+            "{call:?} not inside {work:?}"
+        );
+        worker_tids.push(work.tid);
+    }
+    worker_tids.sort_unstable();
+    worker_tids.dedup();
+    assert_eq!(worker_tids.len(), workers.len(), "{worker_tids:?}");
+    // Main's call of save_step and one per worker, nothing else.
+    let save_calls = all.iter().filter(|c| c.name.ends_with("save_step")).count();
+    assert_eq!(save_calls, 1 + workers.len(), "{all:#?}");
+
+    // Counters and timers: per worker (named after it) and the process totals.
+    let counters = chrome_counters(&doc);
+    let value = |name: &str| -> (String, f64) {
+        let found: Vec<_> = counters.iter().filter(|c| c.0 == name).collect();
+        assert_eq!(found.len(), 1, "{name}: {counters:?}");
+        (found[0].1.clone(), found[0].2)
+    };
+    for k in 0..WORKERS {
+        let thread = thread_name(
+            &doc,
+            pid,
+            worker_tids_by_label(&all, &format!("worker:work{k}")),
+        );
+        assert_eq!(
+            value(&format!("th_counter app/items ({thread})")),
+            ("count".into(), (k + 1) as f64)
+        );
+        let (unit, ns) = value(&format!("th_timer app/step ({thread})"));
+        assert_eq!(unit, "ns");
+        assert!((2e6..1e9).contains(&ns), "a 2 ms call: {ns}");
+    }
+    let total: u64 = (1..=WORKERS).sum();
+    assert_eq!(value("counter app/items"), ("count".into(), total as f64));
+    let (_, step_total) = value("timer app/step");
+    assert!(step_total >= 2e6 * WORKERS as f64, "{step_total}");
+    assert_eq!(value("data app/sum"), ("value".into(), run.sum as f64));
+    assert_eq!(value("data app/delta"), ("value".into(), -3.0));
+    assert_eq!(value("data app/ratio"), ("value".into(), -0.5));
+    // The thread ids are not values to plot.
     assert!(
-        work.start + 500.0 < helper_call.start && helper_call.end + 500.0 < work.end,
-        "{helper_call:?} not inside {work:?}"
+        !counters.iter().any(|c| c.0.contains("tid")),
+        "{counters:?}"
     );
 
-    perfetto_schema(dir, &[&trace, &t2]);
-    yaml_refuses_several(&trace, &t2);
-    bad_inputs_among_several(dir, &trace, &t2);
+    perfetto_schema(dir, &[trace, t2], pid, run.sum);
+    yaml_refuses_several(trace, t2);
+    bad_inputs_among_several(dir, trace, t2);
 }
 
-fn perfetto_schema(dir: &Path, inputs: &[&Path]) {
+/// The tid of the track of the one slice named `label`.
+fn worker_tids_by_label(all: &[Slice], label: &str) -> u64 {
+    all.iter().find(|s| s.name == label).unwrap().tid
+}
+
+fn perfetto_schema(dir: &Path, inputs: &[&Path], pid: u64, sum: i64) {
     let pf = dir.join("timeline.pftrace");
     let mut args = vec!["convert", "--format", "perfetto", "-q", "-o", s(&pf)];
     args.extend(inputs.iter().map(|p| s(p)));
@@ -279,10 +428,87 @@ fn perfetto_schema(dir: &Path, inputs: &[&Path]) {
         .iter()
         .map(|n| n.as_str().unwrap())
         .collect();
-    for want in ["app:load", "app:save", "helper:work"] {
+    for want in ["app:load", "app:save", "worker:work0", "lazy:work"] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     assert!(names.iter().any(|n| n.ends_with("load_step")), "{names:?}");
+
+    let tracks = seen["tracks"].as_array().unwrap();
+    let slices_on = |t: &Value| -> Vec<String> {
+        t["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Each worker's region and its call on one thread track of the process,
+    // not the main thread's, named after the Trace2 thread.
+    let labels: Vec<String> = (0..WORKERS)
+        .map(|k| format!("worker:work{k}"))
+        .chain(["lazy:work".to_string()])
+        .collect();
+    let mut thread_tracks = Vec::new();
+    for label in &labels {
+        let with: Vec<&Value> = tracks
+            .iter()
+            .filter(|t| slices_on(t).contains(label))
+            .collect();
+        assert_eq!(with.len(), 1, "{label}: {tracks:#?}");
+        let t = with[0];
+        assert_eq!(t["pid"].as_u64(), Some(pid));
+        assert_ne!(t["tid"].as_u64(), Some(pid), "{label}");
+        assert!(t["name"].as_str().unwrap().starts_with("th"), "{t}");
+        assert!(
+            slices_on(t).iter().any(|n| n.ends_with("save_step")),
+            "{label}: its call on its track: {t}"
+        );
+        thread_tracks.push(t["uuid"].as_u64().unwrap());
+    }
+    // Counter tracks: a worker's under its thread track, the totals and the
+    // numeric data under the process.
+    let counter = |name: &str, parent: Option<u64>| -> (String, Vec<f64>, Vec<String>) {
+        let found: Vec<&Value> = tracks
+            .iter()
+            .filter(|t| t["name"] == name && (parent.is_none() || t["parent"].as_u64() == parent))
+            .collect();
+        assert_eq!(found.len(), 1, "{name} under {parent:?}: {tracks:#?}");
+        let values = found[0]["values"].as_array().unwrap();
+        (
+            found[0]["unit"].as_str().unwrap_or("").to_owned(),
+            values.iter().map(|v| v[1].as_f64().unwrap()).collect(),
+            values
+                .iter()
+                .map(|v| v[2].as_str().unwrap().to_owned())
+                .collect(),
+        )
+    };
+    for (k, track) in thread_tracks.iter().take(WORKERS as usize).enumerate() {
+        let (unit, values, _) = counter("th_counter app/items", Some(*track));
+        assert_eq!(
+            (unit.as_str(), values),
+            ("UNIT_COUNT", vec![(k + 1) as f64])
+        );
+        let (unit, values, _) = counter("th_timer app/step", Some(*track));
+        assert_eq!(unit, "UNIT_TIME_NS");
+        assert!(values.len() == 1 && values[0] >= 2e6, "{values:?}");
+    }
+    let process = tracks
+        .iter()
+        .find(|t| t["pid"].as_u64() == Some(pid) && t["tid"].is_null() && t["parent"].is_null())
+        .unwrap()["uuid"]
+        .as_u64();
+    let total: u64 = (1..=WORKERS).sum();
+    let (unit, values, _) = counter("counter app/items", process);
+    assert_eq!((unit.as_str(), values), ("UNIT_COUNT", vec![total as f64]));
+    assert_eq!(counter("timer app/step", process).0, "UNIT_TIME_NS");
+    assert_eq!(counter("data app/sum", process).1, vec![sum as f64]);
+    // int64 and double values, negative ones included, as Perfetto reads them.
+    let (_, delta, kind) = counter("data app/delta", process);
+    assert_eq!((delta, kind), (vec![-3.0], vec!["int".to_string()]));
+    let (_, ratio, kind) = counter("data app/ratio", process);
+    assert_eq!((ratio, kind), (vec![-0.5], vec!["double".to_string()]));
+    assert_eq!(seen["counters"].as_u64(), Some(2 * WORKERS + 5));
 }
 
 fn yaml_refuses_several(trace: &Path, t2: &Path) {

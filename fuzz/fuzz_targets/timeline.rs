@@ -2,6 +2,7 @@
 //! bytes (the input split at its first 0xFF byte), merged into one timeline in
 //! both formats. No panic and no I/O error; a bad input is reported, not fatal;
 //! the Chrome output is valid JSON whose slices never end before they start;
+//! both formats write the same tracks, slices and counter values;
 //! the Perfetto output is a run of length-delimited packets that ends exactly
 //! at the end of the file.
 #![no_main]
@@ -74,6 +75,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(
         (again.events, again.slices, again.tracks),
         (report.events, report.slices, report.tracks)
+    );
+    assert_eq!(
+        (again.counter_tracks, again.counter_values),
+        (report.counter_tracks, report.counter_values)
     );
     let mut at = 0;
     while at < pf.len() {

@@ -60,6 +60,20 @@ pub(crate) mod field {
     pub(crate) const TRACK_THREAD: u32 = 4;
     /// `TrackDescriptor.parent_uuid`.
     pub(crate) const TRACK_PARENT_UUID: u32 = 5;
+    /// `TrackDescriptor.counter`.
+    pub(crate) const TRACK_COUNTER: u32 = 8;
+    /// `CounterDescriptor.unit`.
+    pub(crate) const COUNTER_UNIT: u32 = 3;
+    /// `CounterDescriptor.Unit.UNIT_TIME_NS`.
+    pub(crate) const UNIT_TIME_NS: u64 = 1;
+    /// `CounterDescriptor.Unit.UNIT_COUNT`.
+    pub(crate) const UNIT_COUNT: u64 = 2;
+    /// `TrackEvent.counter_value` (int64).
+    pub(crate) const EVENT_COUNTER_VALUE: u32 = 30;
+    /// `TrackEvent.double_counter_value`.
+    pub(crate) const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+    /// `TrackEvent.Type.TYPE_COUNTER`.
+    pub(crate) const TYPE_COUNTER: u64 = 4;
     /// `ProcessDescriptor.pid`.
     pub(crate) const PROCESS_PID: u32 = 1;
     /// `ProcessDescriptor.process_name`.
@@ -133,6 +147,11 @@ pub(crate) fn bytes_field(out: &mut Vec<u8>, field: u32, v: &[u8]) {
     tag(out, field, 2);
     varint(out, v.len() as u64);
     out.extend_from_slice(v);
+}
+
+pub(crate) fn double_field(out: &mut Vec<u8>, field: u32, v: f64) {
+    tag(out, field, 1);
+    out.extend_from_slice(&v.to_le_bytes());
 }
 
 /// A nested message: written to `scratch` by `body`, then length-prefixed.

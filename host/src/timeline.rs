@@ -39,7 +39,20 @@
 //! `recv` directory as `source N` under a process named after the directory.
 //! Trace2 has no thread id for other threads; a thread that says its own with a
 //! `data` event of category `flightrec` and key `tid` (value: the thread id, as
-//! `gettid` gives it) has its later events on that FDR thread's track.
+//! `gettid` gives it; flightrec's runtime writes it while XRay is on) has its
+//! later events on that FDR thread's track. A `thread_start` whose thread has
+//! not said its id yet is held until that thread's next event and goes on the
+//! same track (the runtime says the id right after it).
+//!
+//! # Counter tracks
+//!
+//! Trace2 `counter` and `th_counter` (the count), `timer` and `th_timer` (the
+//! total time, in ns), and `data` whose value is a decimal number (`data_json`:
+//! a JSON number) are also values on a counter track named after the event,
+//! category and name (`counter app/items`, `data index/entries`): of the
+//! thread for `th_*` events, else of the process. They stay instants too, with
+//! all their fields. At most [`MAX_COUNTER_TRACKS`]; values of further
+//! counters are left out and counted.
 //!
 //! # Streaming
 //!
@@ -59,7 +72,7 @@
 //! is converted.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -141,6 +154,31 @@ const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 /// assert_eq!(overflow, 1);
 /// ```
 pub const MAX_TRACKS: usize = 10_000;
+
+/// Counter tracks a timeline makes; values for further counters are left out
+/// and counted ([`TimelineReport::counter_values_dropped`]).
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_COUNTER_TRACKS};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let t2 = dir.path().join("t2.json");
+/// // A numeric data value under a new key on every line, two more keys than the limit.
+/// let text: String = (0..MAX_COUNTER_TRACKS + 2)
+///     .map(|i| format!(
+///         "{{\"event\":\"data\",\"sid\":\"S-P1\",\"time\":\"1970-01-01T00:00:01.000000Z\",\"category\":\"c\",\"key\":\"k{i}\",\"value\":\"1\"}}\n"
+///     ))
+///     .collect();
+/// std::fs::write(&t2, text).unwrap();
+/// let inputs = [TimelineInput { path: t2, names: Names::empty() }];
+/// let report = convert_timeline(&inputs, TimelineFormat::Perfetto, &mut Vec::new()).unwrap();
+/// assert_eq!((report.counter_tracks, report.counter_values), (MAX_COUNTER_TRACKS, MAX_COUNTER_TRACKS as u64));
+/// assert_eq!(report.counter_values_dropped, 2);
+/// // Every event is still an instant.
+/// assert_eq!(report.instants, MAX_COUNTER_TRACKS as u64 + 2);
+/// ```
+pub const MAX_COUNTER_TRACKS: usize = 10_000;
 
 /// Trace2 processes (session ids) remembered per stream; beyond it, the
 /// memory starts again (their `t_abs` anchors are found again from the next
@@ -268,6 +306,13 @@ pub struct TimelineReport {
     pub unmatched_ends: u64,
     /// Slices still open at the end, closed at their track's last time.
     pub unfinished: u64,
+    /// Counter tracks written (Trace2 counters, timers and numeric `data`).
+    pub counter_tracks: usize,
+    /// Values written on counter tracks.
+    pub counter_values: u64,
+    /// Values left out because [`MAX_COUNTER_TRACKS`] counter tracks existed
+    /// already and theirs was a new one.
+    pub counter_values_dropped: u64,
     /// Inputs, or lines of them, left out.
     pub problems: Vec<InputProblem>,
     /// Inputs placed on the clock only roughly (warnings, nothing left out).
@@ -300,6 +345,44 @@ pub struct Track {
     pub thread_name: String,
 }
 
+/// What the values of a counter track measure. Example on [`TimelineSink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterUnit {
+    /// A count (Trace2 `counter` and `th_counter`).
+    Count,
+    /// Nanoseconds (the total time of a Trace2 `timer` or `th_timer`).
+    TimeNs,
+    /// Not known (a numeric Trace2 `data` value).
+    Unspecified,
+}
+
+/// A value on a counter track. Example on [`TimelineSink`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CounterValue {
+    /// An integer.
+    Int(i64),
+    /// A number with a fraction (finite).
+    Float(f64),
+}
+
+/// A counter track: one named value over time, of a process or of one of its
+/// thread tracks. Example on [`TimelineSink`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterTrack {
+    /// Process id, as in [`Track::pid`].
+    pub pid: u32,
+    /// The process's name.
+    pub process_name: String,
+    /// The thread track (its id in [`TimelineSink::track`]) the value belongs
+    /// to, or `None` for a value of the whole process.
+    pub thread_track: Option<usize>,
+    /// The counter's name (`counter CATEGORY/NAME`, `timer CATEGORY/NAME`,
+    /// `data CATEGORY/KEY`, ...).
+    pub name: String,
+    /// What the values measure.
+    pub unit: CounterUnit,
+}
+
 /// Where a timeline's tracks, slices and instants go (the Chrome and Perfetto
 /// writers of [`crate::timeline_out`]). Times are nanoseconds since the Unix
 /// epoch, never going back within a track; slices are balanced per track.
@@ -307,18 +390,30 @@ pub struct Track {
 /// ```
 /// use std::rc::Rc;
 ///
-/// use flightrec_host::timeline::{Arg, ArgName, TimelineSink, Track};
+/// use flightrec_host::timeline::{
+///     Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track,
+/// };
 /// use flightrec_host::timeline_out::ChromeSink;
 ///
-/// /// A call of `work` on the main thread of process 7, with a tick inside it.
+/// /// A call of `work` on the main thread of process 7, with a tick inside it,
+/// /// and the thread's count of items at its end.
 /// fn write(sink: &mut dyn TimelineSink) -> std::io::Result<()> {
 ///     let main = Track { pid: 7, tid: 7, process_name: "demo".into(), thread_name: "main".into() };
+///     let items = CounterTrack {
+///         pid: 7,
+///         process_name: "demo".into(),
+///         thread_track: Some(0),
+///         name: "th_counter app/items".into(),
+///         unit: CounterUnit::Count,
+///     };
 ///     let n: ArgName = Rc::from("n");
 ///     sink.start(1_000_000)?;
 ///     sink.track(0, &main)?;
 ///     sink.begin(0, 1_000_000, &Rc::from("work"), &[(n.clone(), Arg::U(3))])?;
 ///     sink.instant(0, 1_500_000, &Rc::from("tick"), &[(n, Arg::S("x".into()))])?;
 ///     sink.end(0, 3_000_000)?;
+///     sink.counter_track(0, &items)?;
+///     sink.counter(0, 3_000_000, CounterValue::Int(12))?;
 ///     sink.finish()
 /// }
 ///
@@ -327,9 +422,10 @@ pub struct Track {
 /// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
 /// assert_eq!(doc["otherData"]["origin-ns"], 1_000_000);
 /// let events = doc["traceEvents"].as_array().unwrap();
-/// // Process and thread names, then the instant, then the slice (written at its end).
+/// // Process and thread names, then the instant, then the slice (written at its
+/// // end), then the counter.
 /// let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
-/// assert_eq!(names, ["process_name", "thread_name", "tick", "work"]);
+/// assert_eq!(names, ["process_name", "thread_name", "tick", "work", "th_counter app/items (main)"]);
 /// assert_eq!(events[1]["args"]["name"], "main");
 /// // Microseconds from the origin.
 /// assert_eq!((events[2]["ts"].as_f64(), events[2]["args"]["n"].as_str()), (Some(500.0), Some("x")));
@@ -337,6 +433,11 @@ pub struct Track {
 /// assert_eq!((work["ph"].as_str(), work["pid"].as_u64(), work["tid"].as_u64()), (Some("X"), Some(7), Some(7)));
 /// assert_eq!((work["ts"].as_f64(), work["dur"].as_f64()), (Some(0.0), Some(2000.0)));
 /// assert_eq!(work["args"]["n"], 3);
+/// // A counter event of the process (Chrome's counters are), named after the
+/// // thread it counts for.
+/// let items = &events[4];
+/// assert_eq!((items["ph"].as_str(), items["pid"].as_u64()), (Some("C"), Some(7)));
+/// assert_eq!((items["ts"].as_f64(), items["args"]["count"].as_i64()), (Some(2000.0), Some(12)));
 /// ```
 pub trait TimelineSink {
     /// Called once, before anything else, with the earliest time. Example on
@@ -363,6 +464,12 @@ pub trait TimelineSink {
         name: &Rc<str>,
         args: &[(ArgName, Arg)],
     ) -> io::Result<()>;
+    /// A new counter track, before its first value; `id` counts from 0 (apart
+    /// from the ids of [`TimelineSink::track`]). Example on [`TimelineSink`].
+    fn counter_track(&mut self, id: usize, track: &CounterTrack) -> io::Result<()>;
+    /// The value of counter track `id` from time `ns` on (never going back
+    /// within the counter track). Example on [`TimelineSink`].
+    fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()>;
     /// After the last event. Example on [`TimelineSink`].
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -384,6 +491,14 @@ enum TrackKey {
     Named(ProcKey, Rc<str>),
 }
 
+impl TrackKey {
+    fn proc(&self) -> &ProcKey {
+        match self {
+            TrackKey::Thread(p, _) | TrackKey::Named(p, _) => p,
+        }
+    }
+}
+
 enum What {
     Enter(u32, Vec<u64>),
     Exit(u32),
@@ -401,6 +516,18 @@ struct TEvent {
     what: What,
     /// The FDR input whose names apply (function names).
     names: usize,
+    /// A value for a counter track as well (Trace2 counters, timers, numeric
+    /// `data`).
+    counter: Option<Sample>,
+}
+
+/// A counter value an event carries.
+struct Sample {
+    name: Rc<str>,
+    /// Of the event's thread (`th_counter`, `th_timer`), else of its process.
+    per_thread: bool,
+    unit: CounterUnit,
+    value: CounterValue,
 }
 
 /// The fixed argument names, shared.
@@ -542,6 +669,7 @@ impl Source for FdrSource<'_> {
             track_name: None,
             what,
             names: self.fdr.names,
+            counter: None,
         })
     }
 }
@@ -760,8 +888,46 @@ struct Trace2Source {
     device_offset: i128,
     arg_names: HashMap<String, ArgName>,
     /// Trace2 threads (session id, thread name) that said their thread id.
-    thread_tids: HashMap<(String, String), u32>,
+    thread_tids: HashMap<ThreadKey, u32>,
+    /// `thread_start`s of threads that have not said their id yet, until
+    /// their thread's next event (which then gives them its track).
+    held: Vec<(ThreadKey, TEvent)>,
+    /// Events to give out before reading on.
+    ready: VecDeque<TEvent>,
     reported: u64,
+}
+
+/// (session id, thread name) of a Trace2 thread.
+type ThreadKey = (String, String);
+
+/// Category and key of the `data` event by which a Trace2 thread says its OS
+/// thread id (the flightrec runtime writes it when the XRay runtime is on).
+const THREAD_ID_CATEGORY: &str = "flightrec";
+/// See [`THREAD_ID_CATEGORY`].
+const THREAD_ID_KEY: &str = "tid";
+
+/// `thread_start` events held at once per stream, waiting for their thread's
+/// id; beyond this the oldest is written without it.
+const MAX_HELD: usize = 64;
+
+/// A Trace2 `data` value that is a decimal number (an integer, or a finite
+/// number with a fraction or an exponent); `None` for any other text.
+fn number(text: &str) -> Option<CounterValue> {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.starts_with(|c: char| c.is_ascii_digit())
+        || !digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+    {
+        return None;
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        return Some(CounterValue::Int(i));
+    }
+    text.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(CounterValue::Float)
 }
 
 /// Problems reported per Trace2 stream before the rest are only counted.
@@ -887,7 +1053,11 @@ impl Trace2Source {
             .clone()
     }
 
-    fn event(&mut self, v: &Value) -> Result<TEvent, String> {
+    /// The event of one line; with the (session id, thread name) of a
+    /// process's worker thread (for a `thread_start`, or while one is held),
+    /// and whether it is a `thread_start` whose thread has not said its id
+    /// yet (held until the thread's next event, which may say it).
+    fn event(&mut self, v: &Value) -> Result<(TEvent, Option<ThreadKey>, bool), String> {
         let obj = v.as_object().ok_or("not a JSON object")?;
         let str_field = |k: &str| obj.get(k).and_then(Value::as_str);
         let event = str_field("event").ok_or("no \"event\" field")?;
@@ -918,7 +1088,7 @@ impl Trace2Source {
             (None, Some(pid)) => ProcKey::Pid(pid),
             (None, None) => ProcKey::Stream(self.file.input),
         };
-        if let (ProcKey::Pid(_), "data", Some("flightrec"), Some("tid")) =
+        if let (ProcKey::Pid(_), "data", Some(THREAD_ID_CATEGORY), Some(THREAD_ID_KEY)) =
             (&pkey, event, str_field("category"), str_field("key"))
         {
             if let Some(tid) = str_field("value").and_then(|v| v.trim().parse::<u32>().ok()) {
@@ -929,6 +1099,20 @@ impl Trace2Source {
                     .insert((sid.to_string(), thread.to_string()), tid);
             }
         }
+        // The key of a process's worker thread, where it is needed: for a
+        // `thread_start`, or while one is held.
+        let worker = match (&pkey, thread) {
+            (ProcKey::Pid(_), t)
+                if t != "main" && (event == "thread_start" || !self.held.is_empty()) =>
+            {
+                Some((sid.to_string(), t.to_string()))
+            }
+            _ => None,
+        };
+        let hold = event == "thread_start"
+            && worker
+                .as_ref()
+                .is_some_and(|k| !self.thread_tids.contains_key(k));
         let mut track_name = None;
         let track = match (&pkey, thread) {
             (ProcKey::Pid(pid), "main") => TrackKey::Thread(pkey.clone(), *pid),
@@ -981,18 +1165,114 @@ impl Trace2Source {
             }
             other => What::Instant(other.into(), args),
         };
-        Ok(TEvent {
+        let counter = self.sample(event, obj);
+        let e = TEvent {
             ns,
             track,
             track_name,
             what,
             names: usize::MAX,
+            counter,
+        };
+        Ok((e, worker, hold))
+    }
+
+    /// The counter value a Trace2 event carries: a `counter`'s or
+    /// `th_counter`'s count, a `timer`'s or `th_timer`'s total time, a `data`
+    /// value that is a number (other than the thread id event), a
+    /// `data_json` value that is a JSON number.
+    fn sample(&mut self, event: &str, obj: &serde_json::Map<String, Value>) -> Option<Sample> {
+        let str_field = |k: &str| obj.get(k).and_then(Value::as_str);
+        let category = str_field("category").unwrap_or("");
+        let (name, unit, value) = match event {
+            "counter" | "th_counter" => {
+                let count = obj.get("count")?.as_u64()?;
+                let value = CounterValue::Int(i64::try_from(count).unwrap_or(i64::MAX));
+                (str_field("name")?, CounterUnit::Count, value)
+            }
+            "timer" | "th_timer" => {
+                let secs = obj.get("t_total")?.as_f64().filter(|t| t.is_finite())?;
+                let ns = (secs * 1e9).round().clamp(i64::MIN as f64, i64::MAX as f64) as i64;
+                (
+                    str_field("name")?,
+                    CounterUnit::TimeNs,
+                    CounterValue::Int(ns),
+                )
+            }
+            "data" | "data_json" => {
+                let key = str_field("key")?;
+                if (category, key) == (THREAD_ID_CATEGORY, THREAD_ID_KEY) {
+                    return None;
+                }
+                let value = match obj.get("value")? {
+                    Value::String(text) if event == "data" => number(text.trim())?,
+                    Value::Number(n) if event == "data_json" => match n.as_i64() {
+                        Some(i) => CounterValue::Int(i),
+                        None => CounterValue::Float(n.as_f64().filter(|f| f.is_finite())?),
+                    },
+                    _ => return None,
+                };
+                (key, CounterUnit::Unspecified, value)
+            }
+            _ => return None,
+        };
+        let full = if category.is_empty() {
+            format!("{event} {name}")
+        } else {
+            format!("{event} {category}/{name}")
+        };
+        Some(Sample {
+            name: self.arg_name(&full),
+            per_thread: event.starts_with("th_"),
+            unit,
+            value,
         })
     }
 }
 
 impl Source for Trace2Source {
     fn next_event(&mut self, problems: &mut Vec<InputProblem>) -> Option<TEvent> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(e);
+            }
+            match self.next_line_event(problems) {
+                Some((e, worker, hold)) => {
+                    let held = worker
+                        .as_ref()
+                        .and_then(|k| self.held.iter().position(|(h, _)| h == k));
+                    if let Some(at) = held {
+                        // The thread's next event: its `thread_start` goes on
+                        // the track this one is on (its FDR thread's, once it
+                        // said its id).
+                        let (_, mut start) = self.held.remove(at);
+                        start.track = e.track.clone();
+                        start.track_name = e.track_name.clone();
+                        self.ready.push_back(start);
+                        self.ready.push_back(e);
+                    } else if let (true, Some(k)) = (hold, worker) {
+                        if self.held.len() >= MAX_HELD {
+                            let (_, oldest) = self.held.remove(0);
+                            self.ready.push_back(oldest);
+                        }
+                        self.held.push((k, e));
+                    } else {
+                        return Some(e);
+                    }
+                }
+                None if self.held.is_empty() => return None,
+                None => self.ready.extend(self.held.drain(..).map(|(_, e)| e)),
+            }
+        }
+    }
+}
+
+impl Trace2Source {
+    /// The event of the next line that has one (bad lines reported and skipped).
+    fn next_line_event(
+        &mut self,
+        problems: &mut Vec<InputProblem>,
+    ) -> Option<(TEvent, Option<ThreadKey>, bool)> {
         loop {
             let at = self.offset;
             let mut line = std::mem::take(&mut self.line);
@@ -1363,6 +1643,8 @@ pub fn convert_timeline(
             device_offset,
             arg_names: HashMap::new(),
             thread_tids: HashMap::new(),
+            held: Vec::new(),
+            ready: VecDeque::new(),
             reported: 0,
         }));
     }
@@ -1411,6 +1693,15 @@ struct TrackState {
     last: u64,
 }
 
+/// A counter track: its process, its thread track (per-thread values) and
+/// its name.
+type CounterKey = (ProcKey, Option<usize>, Rc<str>);
+
+struct CounterState {
+    id: usize,
+    last: u64,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn merge(
     sources: &mut [Box<dyn Source + '_>],
@@ -1436,6 +1727,23 @@ fn merge(
     let mut order: Vec<TrackKey> = Vec::new();
     let mut next_tid = 1u32 << 30;
     let mut fake_pids: HashMap<ProcKey, u32> = HashMap::new();
+    let mut counters: HashMap<CounterKey, CounterState> = HashMap::new();
+    // A process's id and name.
+    let mut process = |proc: &ProcKey| -> (u32, String) {
+        let n = fake_pids.len() as u32;
+        let pid = match proc {
+            ProcKey::Pid(p) => *p,
+            other => *fake_pids
+                .entry(other.clone())
+                .or_insert((1 << 30) + (1 << 29) + n),
+        };
+        let name = match proc {
+            ProcKey::Pid(p) => format!("process {p}"),
+            ProcKey::Device(d) => device_names.get(d).cloned().unwrap_or_default(),
+            ProcKey::Stream(_) => "trace2".to_string(),
+        };
+        (pid, name)
+    };
 
     while let Some(Reverse((_, i))) = heap.pop() {
         let Some(e) = heads[i].take() else { continue };
@@ -1452,21 +1760,7 @@ fn merge(
             Some(s) => s,
             None => {
                 let id = order.len();
-                let proc = match &e.track {
-                    TrackKey::Thread(p, _) | TrackKey::Named(p, _) => p,
-                };
-                let n = fake_pids.len() as u32;
-                let pid = match proc {
-                    ProcKey::Pid(p) => *p,
-                    other => *fake_pids
-                        .entry(other.clone())
-                        .or_insert((1 << 30) + (1 << 29) + n),
-                };
-                let process_name = match proc {
-                    ProcKey::Pid(p) => format!("process {p}"),
-                    ProcKey::Device(d) => device_names.get(d).cloned().unwrap_or_default(),
-                    ProcKey::Stream(_) => "trace2".to_string(),
-                };
+                let (pid, process_name) = process(e.track.proc());
                 let (tid, thread_name) = match &e.track {
                     TrackKey::Thread(_, t) if e.track_name.is_some() => {
                         (*t, e.track_name.as_deref().unwrap_or_default().to_string())
@@ -1519,6 +1813,40 @@ fn merge(
                 sink.instant(state.id, ns, &name, &a)?;
                 report.instants += 1;
             }
+        }
+        if let Some(sample) = e.counter {
+            let thread_track = sample.per_thread.then_some(state.id);
+            let key: CounterKey = (e.track.proc().clone(), thread_track, sample.name.clone());
+            let made = counters.len();
+            let counter = match counters.get_mut(&key) {
+                Some(c) => c,
+                None if made >= MAX_COUNTER_TRACKS => {
+                    report.counter_values_dropped += 1;
+                    continue;
+                }
+                None => {
+                    let (pid, process_name) = process(&key.0);
+                    let id = made;
+                    sink.counter_track(
+                        id,
+                        &CounterTrack {
+                            pid,
+                            process_name,
+                            thread_track,
+                            name: sample.name.to_string(),
+                            unit: sample.unit,
+                        },
+                    )?;
+                    report.counter_tracks += 1;
+                    counters
+                        .entry(key)
+                        .or_insert(CounterState { id, last: origin })
+                }
+            };
+            let at = ns.max(counter.last);
+            counter.last = at;
+            sink.counter(counter.id, at, sample.value)?;
+            report.counter_values += 1;
         }
     }
     for key in &order {
@@ -1633,6 +1961,139 @@ mod tests {
         assert_eq!(report.events, MAX_TRACKS as u64 + 5);
         assert_eq!(report.tracks, MAX_TRACKS + 1);
         assert_eq!(report.instants, MAX_TRACKS as u64 + 5);
+    }
+
+    /// Converts a Trace2 stream alone to Chrome JSON.
+    fn chrome_of(text: &str) -> (TimelineReport, Value) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t2.json");
+        std::fs::write(&path, text).unwrap();
+        let inputs = [TimelineInput {
+            path,
+            names: Names::empty(),
+        }];
+        let mut out = Vec::new();
+        let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut out).unwrap();
+        (report, serde_json::from_slice(&out).unwrap())
+    }
+
+    fn line(thread: &str, us: u32, rest: &str) -> String {
+        format!(
+            "{{\"event\":{rest},\"sid\":\"S-P00000010\",\"thread\":\"{thread}\",\"time\":\"2026-01-01T00:00:00.{us:06}Z\"}}\n"
+        )
+    }
+
+    #[test]
+    fn a_thread_start_waits_for_its_thread_id() {
+        let text = [
+            line("main", 0, r#""cmd_name","name":"x""#),
+            line("th01:w", 1, r#""thread_start""#),
+            line("main", 2, r#""region_enter","label":"m""#),
+            line(
+                "th01:w",
+                3,
+                r#""data","category":"flightrec","key":"tid","value":"77""#,
+            ),
+            line("th01:w", 4, r#""region_enter","label":"r""#),
+            line("th02:quiet", 5, r#""thread_start""#),
+            line("th01:w", 6, r#""region_leave","label":"r""#),
+            line("main", 7, r#""region_leave","label":"m""#),
+            line("th01:w", 8, r#""thread_exit""#),
+        ]
+        .concat();
+        let (report, doc) = chrome_of(&text);
+        assert_eq!(report.events, 9);
+        let events = doc["traceEvents"].as_array().unwrap();
+        let tracks: Vec<(u64, &str)> = events
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| {
+                (
+                    e["tid"].as_u64().unwrap(),
+                    e["args"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        // Main, th01:w on thread 77 (its thread_start too), and th02:quiet,
+        // which never said its id, on a track of its own at the end.
+        assert_eq!(tracks.len(), 3, "{tracks:?}");
+        assert_eq!(tracks[0], (16, "main"));
+        assert_eq!(tracks[1], (77, "th01:w"));
+        assert_eq!(tracks[2].1, "th02:quiet");
+        let on = |name: &str| -> Vec<u64> {
+            events
+                .iter()
+                .filter(|e| e["name"] == name && e["ph"] != "M")
+                .map(|e| e["tid"].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(on("thread_start"), [77, tracks[2].0]);
+        assert_eq!(on("r"), [77]);
+        assert_eq!(on("thread_exit"), [77]);
+        // Held for a moment, still at its own time.
+        let start = events.iter().find(|e| e["name"] == "thread_start").unwrap();
+        assert_eq!(start["ts"].as_f64(), Some(1.0));
+    }
+
+    #[test]
+    fn counters_timers_and_numeric_data_are_counter_tracks() {
+        let text = [
+            line("main", 1, r#""data","category":"app","key":"n","value":"12""#),
+            line("main", 2, r#""data","category":"app","key":"n","value":"-1.5""#),
+            line("main", 3, r#""data","category":"app","key":"name","value":"12ab""#),
+            line("main", 4, r#""data","category":"app","key":"hash","value":"inf""#),
+            line("main", 5, r#""data_json","category":"app","key":"j","value":7"#),
+            line("main", 6, r#""data_json","category":"app","key":"o","value":{"a":1}"#),
+            line("th01:w", 7, r#""data","category":"flightrec","key":"tid","value":"77""#),
+            line("th01:w", 8, r#""th_counter","category":"app","name":"items","count":3"#),
+            line("th01:w", 9, r#""th_timer","category":"app","name":"step","intervals":2,"t_total":0.0025,"t_min":0.001,"t_max":0.0015"#),
+            line("main", 10, r#""counter","category":"app","name":"items","count":3"#),
+            line("main", 11, r#""timer","category":"app","name":"step","intervals":2,"t_total":0.0025,"t_min":0.001,"t_max":0.0015"#),
+        ]
+        .concat();
+        let (report, doc) = chrome_of(&text);
+        // Every event is still an instant with its fields.
+        assert_eq!((report.events, report.instants), (11, 11));
+        assert_eq!((report.counter_tracks, report.counter_values), (6, 7));
+        assert_eq!(report.counter_values_dropped, 0);
+        let counters: Vec<(&str, String, f64)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C")
+            .map(|e| {
+                let (k, v) = e["args"].as_object().unwrap().iter().next().unwrap();
+                (e["name"].as_str().unwrap(), k.clone(), v.as_f64().unwrap())
+            })
+            .collect();
+        let want: Vec<(&str, String, f64)> = vec![
+            ("data app/n", "value".into(), 12.0),
+            ("data app/n", "value".into(), -1.5),
+            ("data_json app/j", "value".into(), 7.0),
+            ("th_counter app/items (th01:w)", "count".into(), 3.0),
+            ("th_timer app/step (th01:w)", "ns".into(), 2_500_000.0),
+            ("counter app/items", "count".into(), 3.0),
+            ("timer app/step", "ns".into(), 2_500_000.0),
+        ];
+        assert_eq!(counters, want);
+    }
+
+    #[test]
+    fn numbers_in_data_values() {
+        assert_eq!(number("42"), Some(CounterValue::Int(42)));
+        assert_eq!(number("-7"), Some(CounterValue::Int(-7)));
+        assert_eq!(number("+3"), Some(CounterValue::Int(3)));
+        assert_eq!(number("0.25"), Some(CounterValue::Float(0.25)));
+        assert_eq!(number("1e3"), Some(CounterValue::Float(1000.0)));
+        assert_eq!(
+            number("99999999999999999999"),
+            Some(CounterValue::Float(1e20))
+        );
+        for text in [
+            "", "-", "inf", "NaN", "infinity", "0x10", "12ab", "1.2.3", ".5", "1e999", " 1",
+        ] {
+            assert_eq!(number(text), None, "{text:?}");
+        }
     }
 
     #[test]

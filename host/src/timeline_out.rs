@@ -3,22 +3,28 @@
 //!
 //! Chrome: a `process_name` and a `thread_name` metadata event per track as it
 //! appears, each slice a complete event (`"ph": "X"`, written when it ends),
-//! each instant a thread-scoped instant event; times in microseconds from the
-//! earliest event (`otherData.origin-ns`, nanoseconds since the Unix epoch).
+//! each instant a thread-scoped instant event, each counter value a counter
+//! event (`"ph": "C"`, of the process: a thread's counter has the thread's name
+//! in brackets after its own; the value's name says its unit: `count`, `ns` or
+//! `value`); times in microseconds from the earliest event
+//! (`otherData.origin-ns`, nanoseconds since the Unix epoch).
 //!
 //! Perfetto: a `TrackDescriptor` per process and per track (with its
 //! `ThreadDescriptor`), each track on its own packet sequence with interned
 //! event and argument names, slices as begin/end `TrackEvent`s, instants as
-//! instant events, arguments as debug annotations; timestamps in nanoseconds
-//! since the Unix epoch.
+//! instant events, arguments as debug annotations; a counter track is a
+//! `TrackDescriptor` with a `CounterDescriptor` (unit count or time in ns)
+//! under its thread's or its process's track, its values `TYPE_COUNTER`
+//! events (`counter_value`, or `double_counter_value` for a fraction) on a
+//! sequence of its own; timestamps in nanoseconds since the Unix epoch.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 
 use crate::perfetto::field::*;
-use crate::perfetto::{bytes_field, message, uint_field};
-use crate::timeline::{Arg, ArgName, TimelineSink, Track};
+use crate::perfetto::{bytes_field, double_field, message, uint_field};
+use crate::timeline::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
 
 /// A slice begun and not yet ended: name, start (ns), its arguments' JSON.
 type OpenSlice = (Rc<str>, u64, Vec<u8>);
@@ -72,6 +78,10 @@ pub struct ChromeSink<'w, W: Write> {
     origin: u64,
     first: bool,
     tracks: Vec<(u32, u32, Vec<OpenSlice>)>,
+    /// The name of each track, for the names of its counters.
+    track_names: Vec<String>,
+    /// Each counter track's process, name (with its thread's) and value name.
+    counters: Vec<(u32, String, &'static str)>,
     processes: Vec<u32>,
     line: Vec<u8>,
 }
@@ -84,6 +94,8 @@ impl<'w, W: Write> ChromeSink<'w, W> {
             origin: 0,
             first: true,
             tracks: Vec::new(),
+            track_names: Vec::new(),
+            counters: Vec::new(),
             processes: Vec::new(),
             line: Vec::with_capacity(512),
         }
@@ -97,6 +109,23 @@ impl<'w, W: Write> ChromeSink<'w, W> {
 
     fn us(&self, ns: u64) -> f64 {
         ns.saturating_sub(self.origin) as f64 / 1000.0
+    }
+
+    /// The `process_name` metadata event of `pid`, the first time it is seen,
+    /// into `self.line`.
+    fn process_meta(&mut self, pid: u32, name: &str) -> io::Result<()> {
+        if self.processes.contains(&pid) {
+            return Ok(());
+        }
+        self.processes.push(pid);
+        self.sep();
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":{\"name\":");
+        json_str(line, name);
+        write!(
+            line,
+            "}},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0}}"
+        )
     }
 }
 
@@ -141,18 +170,7 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
     fn track(&mut self, id: usize, t: &Track) -> io::Result<()> {
         debug_assert_eq!(id, self.tracks.len());
         self.line.clear();
-        if !self.processes.contains(&t.pid) {
-            self.processes.push(t.pid);
-            self.sep();
-            let line = &mut self.line;
-            line.extend_from_slice(b"{\"args\":{\"name\":");
-            json_str(line, &t.process_name);
-            write!(
-                line,
-                "}},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":0}}",
-                t.pid
-            )?;
-        }
+        self.process_meta(t.pid, &t.process_name)?;
         self.sep();
         let line = &mut self.line;
         line.extend_from_slice(b"{\"args\":{\"name\":");
@@ -163,6 +181,7 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
             t.pid, t.tid
         )?;
         self.tracks.push((t.pid, t.tid, Vec::new()));
+        self.track_names.push(t.thread_name.clone());
         self.out.write_all(&self.line)
     }
 
@@ -226,10 +245,56 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
         self.out.write_all(&self.line)
     }
 
+    fn counter_track(&mut self, id: usize, t: &CounterTrack) -> io::Result<()> {
+        debug_assert_eq!(id, self.counters.len());
+        // Chrome's counters belong to processes: a thread's carry its name.
+        let name = match t.thread_track.and_then(|i| self.track_names.get(i)) {
+            Some(thread) => format!("{} ({thread})", t.name),
+            None => t.name.clone(),
+        };
+        let value_name = match t.unit {
+            CounterUnit::Count => "count",
+            CounterUnit::TimeNs => "ns",
+            CounterUnit::Unspecified => "value",
+        };
+        self.counters.push((t.pid, name, value_name));
+        self.line.clear();
+        self.process_meta(t.pid, &t.process_name)?;
+        self.out.write_all(&self.line)
+    }
+
+    fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()> {
+        self.line.clear();
+        self.sep();
+        let ts = self.us(ns);
+        let (pid, name, value_name) = &self.counters[id];
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":{");
+        json_str(line, value_name);
+        line.push(b':');
+        match value {
+            CounterValue::Int(i) => {
+                line.extend_from_slice(itoa::Buffer::new().format(i).as_bytes())
+            }
+            CounterValue::Float(f) => json_f64(line, f),
+        }
+        line.extend_from_slice(b"},\"name\":");
+        json_str(line, name);
+        write!(line, ",\"ph\":\"C\",\"pid\":{pid},\"ts\":")?;
+        json_f64(line, ts);
+        line.push(b'}');
+        self.out.write_all(&self.line)
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         self.out.write_all(b"]}\n")
     }
 }
+
+/// The packet sequence of counter track `id` is this plus `id` (those of the
+/// other tracks count from 1, and there are at most
+/// [`crate::timeline::MAX_TRACKS`] + 1 of them).
+const COUNTER_SEQUENCES: u64 = 1 << 30;
 
 /// Distinct names a sequence interns before it clears its state.
 const MAX_INTERNED: usize = 1 << 16;
@@ -295,6 +360,8 @@ pub struct PerfettoSink<'w, W: Write> {
     out: &'w mut W,
     processes: HashMap<u32, u64>,
     seqs: Vec<Seq>,
+    /// Each counter track's uuid, and whether its sequence has started.
+    counters: Vec<(u64, bool)>,
     next_uuid: u64,
     packet: Vec<u8>,
     event: Vec<u8>,
@@ -309,12 +376,33 @@ impl<'w, W: Write> PerfettoSink<'w, W> {
             out,
             processes: HashMap::new(),
             seqs: Vec::new(),
+            counters: Vec::new(),
             next_uuid: 1,
             packet: Vec::with_capacity(256),
             event: Vec::with_capacity(256),
             interned: Vec::with_capacity(256),
             frame: Vec::with_capacity(512),
         }
+    }
+
+    /// The uuid of process `pid`'s track, described the first time.
+    fn process_uuid(&mut self, pid: u32, name: &str) -> io::Result<u64> {
+        if let Some(&u) = self.processes.get(&pid) {
+            return Ok(u);
+        }
+        let u = self.next_uuid;
+        self.next_uuid += 1;
+        self.processes.insert(pid, u);
+        self.packet.clear();
+        message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
+            uint_field(d, TRACK_UUID, u);
+            message(d, TRACK_PROCESS, |p| {
+                uint_field(p, PROCESS_PID, u64::from(pid));
+                bytes_field(p, PROCESS_NAME, name.as_bytes());
+            });
+        });
+        self.emit_packet()?;
+        Ok(u)
     }
 
     fn emit_packet(&mut self) -> io::Result<()> {
@@ -398,24 +486,7 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
 
     fn track(&mut self, id: usize, t: &Track) -> io::Result<()> {
         debug_assert_eq!(id, self.seqs.len());
-        let process_uuid = match self.processes.get(&t.pid) {
-            Some(&u) => u,
-            None => {
-                let u = self.next_uuid;
-                self.next_uuid += 1;
-                self.processes.insert(t.pid, u);
-                self.packet.clear();
-                message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
-                    uint_field(d, TRACK_UUID, u);
-                    message(d, TRACK_PROCESS, |p| {
-                        uint_field(p, PROCESS_PID, u64::from(t.pid));
-                        bytes_field(p, PROCESS_NAME, t.process_name.as_bytes());
-                    });
-                });
-                self.emit_packet()?;
-                u
-            }
-        };
+        let process_uuid = self.process_uuid(t.pid, &t.process_name)?;
         let uuid = self.next_uuid;
         self.next_uuid += 1;
         self.packet.clear();
@@ -466,6 +537,59 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
         self.event_head(track, TYPE_INSTANT, Some(name));
         self.event_args(track, args);
         self.write_event(track, ns)
+    }
+
+    fn counter_track(&mut self, id: usize, t: &CounterTrack) -> io::Result<()> {
+        debug_assert_eq!(id, self.counters.len());
+        let parent = match t.thread_track.and_then(|i| self.seqs.get(i)) {
+            Some(thread) => thread.track_uuid,
+            None => self.process_uuid(t.pid, &t.process_name)?,
+        };
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
+        self.packet.clear();
+        message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
+            uint_field(d, TRACK_UUID, uuid);
+            uint_field(d, TRACK_PARENT_UUID, parent);
+            bytes_field(d, TRACK_NAME, t.name.as_bytes());
+            message(d, TRACK_COUNTER, |c| match t.unit {
+                CounterUnit::Count => uint_field(c, COUNTER_UNIT, UNIT_COUNT),
+                CounterUnit::TimeNs => uint_field(c, COUNTER_UNIT, UNIT_TIME_NS),
+                CounterUnit::Unspecified => {}
+            });
+        });
+        self.counters.push((uuid, false));
+        self.emit_packet()
+    }
+
+    fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()> {
+        let (uuid, started) = &mut self.counters[id];
+        let flags = if std::mem::replace(started, true) {
+            0
+        } else {
+            SEQ_INCREMENTAL_STATE_CLEARED
+        };
+        let uuid = *uuid;
+        self.event.clear();
+        uint_field(&mut self.event, EVENT_TYPE, TYPE_COUNTER);
+        uint_field(&mut self.event, EVENT_TRACK_UUID, uuid);
+        match value {
+            // int64: a negative value is its two's complement, as protobuf has it.
+            CounterValue::Int(i) => uint_field(&mut self.event, EVENT_COUNTER_VALUE, i as u64),
+            CounterValue::Float(f) => double_field(&mut self.event, EVENT_DOUBLE_COUNTER_VALUE, f),
+        }
+        self.packet.clear();
+        uint_field(&mut self.packet, PACKET_TIMESTAMP, ns);
+        uint_field(
+            &mut self.packet,
+            PACKET_SEQUENCE_ID,
+            COUNTER_SEQUENCES + id as u64,
+        );
+        if flags != 0 {
+            uint_field(&mut self.packet, PACKET_SEQUENCE_FLAGS, flags);
+        }
+        bytes_field(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
+        self.emit_packet()
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -177,6 +177,17 @@ fn report(dir: &Path, d: Defaults, xray: Option<flightrec::xray::Report>) {
                 dir.display()
             );
             println!("                      then open trace.json at https://ui.perfetto.dev");
+            if let Some(event) = &d.event {
+                println!(
+                    "  with Trace2, one timeline (each worker's regions around its calls, numeric data as graphs):"
+                );
+                println!(
+                    "                      cargo run -q -p flightrec-cli --bin flightrec -- convert {} {} --format perfetto -o {}/timeline.pftrace",
+                    trace.display(),
+                    event.display(),
+                    dir.display()
+                );
+            }
         }
         None => {
             println!();

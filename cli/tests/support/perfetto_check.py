@@ -8,7 +8,12 @@ the reason on stderr when a check fails:
   * every name_iid and debug annotation name_iid resolves in the interned data of
     its packet sequence (incremental state cleared where the sequence starts);
   * slices are balanced per track (no end without a begin, none left open) and
-    their timestamps never go back within a track.
+    their timestamps never go back within a track;
+  * counter values are on counter tracks (a CounterDescriptor) and only there,
+    each with a value.
+The JSON line also lists every track: uuid, name, parent, pid and tid of a
+thread, the unit of a counter, the distinct names of the slices begun on it, its counter
+values as [timestamp, value, "int" or "double"].
 """
 import json
 import sys
@@ -29,8 +34,9 @@ def main(path):
     seqs = {}
     depth = {}
     last_ts = {}
-    slices = instants = 0
+    slices = instants = counters = 0
     names = set()
+    on_track = {}
     for i, p in enumerate(trace.packet):
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
@@ -64,12 +70,26 @@ def main(path):
                 fail(f"packet {i}: name iid {e.name_iid} not interned on sequence {seq}")
             names.add(state["names"][e.name_iid])
         t = e.track_uuid
+        is_counter = tracks[t].HasField("counter")
+        if is_counter != (e.type == pb.TrackEvent.TYPE_COUNTER):
+            fail(f"packet {i}: event type {e.type} on track {t} (a counter track: {is_counter})")
+        seen = on_track.setdefault(t, {"slices": set(), "values": []})
         if p.timestamp < last_ts.get(t, 0):
             fail(f"packet {i}: time goes back on track {t}")
         last_ts[t] = p.timestamp
         if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
             depth[t] = depth.get(t, 0) + 1
             slices += 1
+            seen["slices"].add(state["names"][e.name_iid])
+        elif e.type == pb.TrackEvent.TYPE_COUNTER:
+            if e.HasField("counter_value"):
+                value, kind = e.counter_value, "int"
+            elif e.HasField("double_counter_value"):
+                value, kind = e.double_counter_value, "double"
+            else:
+                fail(f"packet {i}: counter event without a value")
+            seen["values"].append([p.timestamp, value, kind])
+            counters += 1
         elif e.type == pb.TrackEvent.TYPE_SLICE_END:
             if depth.get(t, 0) == 0:
                 fail(f"packet {i}: slice end without a begin on track {t}")
@@ -84,12 +104,27 @@ def main(path):
     threads = sorted(
         (d.thread.pid, d.thread.tid) for d in tracks.values() if d.HasField("thread")
     )
+    listed = []
+    for uuid, d in tracks.items():
+        seen = on_track.get(uuid, {"slices": set(), "values": []})
+        listed.append({
+            "uuid": uuid,
+            "name": d.name,
+            "parent": d.parent_uuid if d.HasField("parent_uuid") else None,
+            "pid": d.thread.pid if d.HasField("thread") else (d.process.pid if d.HasField("process") else None),
+            "tid": d.thread.tid if d.HasField("thread") else None,
+            "unit": pb.CounterDescriptor.Unit.Name(d.counter.unit) if d.HasField("counter") else None,
+            "slices": sorted(seen["slices"]),
+            "values": seen["values"],
+        })
     print(json.dumps({
         "packets": len(trace.packet),
         "threads": threads,
         "slices": slices,
         "instants": instants,
+        "counters": counters,
         "names": sorted(names),
+        "tracks": listed,
     }))
 
 

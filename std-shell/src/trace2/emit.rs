@@ -45,6 +45,9 @@ pub(crate) fn emit_at(
     t_abs: Micros,
     ev: &Event<'_>,
 ) {
+    if c.tid_unsaid {
+        say_thread_id(rt, c, loc);
+    }
     let ThreadCtx { state, buf, .. } = c;
     let ctx = line_ctx(
         rt,
@@ -66,6 +69,9 @@ pub(crate) fn emit_where(
     ev: &Event<'_>,
     pick: impl Fn(&Output) -> bool,
 ) {
+    if c.tid_unsaid {
+        say_thread_id(rt, c, loc);
+    }
     let nesting = c.state.nesting();
     let ThreadCtx { state, buf, .. } = c;
     let ctx = line_ctx(
@@ -78,6 +84,61 @@ pub(crate) fn emit_where(
         clock::wall_now(),
     );
     write_event_where(rt, buf, &ctx, ev, pick);
+}
+
+/// Category and key of the `data` event that says a worker thread's OS thread
+/// id (decimal, what `gettid` gives): Trace2 names threads `thNN:name` only,
+/// and the id joins them with the thread's XRay FDR records.
+pub(crate) const THREAD_ID_CATEGORY: &str = "flightrec";
+/// Key of the thread id event; see [`THREAD_ID_CATEGORY`].
+pub(crate) const THREAD_ID_KEY: &str = "tid";
+
+/// Says the OS thread id of the worker `c` once, in a `data` event
+/// `flightrec`/`tid`, when the XRay runtime is on (its records carry that id).
+/// Without XRay nothing is written, so that the lines stay git's.
+#[cold]
+pub(crate) fn say_thread_id(rt: &Runtime, c: &mut ThreadCtx, loc: Loc<'_>) {
+    c.tid_unsaid = false;
+    let Some(tid) = traced_thread_id() else {
+        return;
+    };
+    // In decimal on the stack: this may run in a signal handler (`signal`
+    // as a thread's first event), where allocating is not safe.
+    let mut text = [0u8; 10];
+    let digits = decimal(tid, &mut text);
+    let now = rt.now();
+    let t_rel = c.state.data_t_rel(now);
+    let nesting = c.state.nesting();
+    let ev = Event::Data {
+        t_rel,
+        category: THREAD_ID_CATEGORY.as_bytes(),
+        key: THREAD_ID_KEY.as_bytes(),
+        value: digits,
+    };
+    emit_at(rt, c, loc, nesting, None, now, &ev);
+}
+
+/// `n` in decimal, at the end of `buf`.
+fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+#[cfg(all(unix, feature = "xray"))]
+fn traced_thread_id() -> Option<u32> {
+    crate::xray::traced_thread_id()
+}
+
+#[cfg(not(all(unix, feature = "xray")))]
+fn traced_thread_id() -> Option<u32> {
+    None
 }
 
 /// The common line inputs for an event formatted now.
@@ -174,6 +235,19 @@ fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>)
                 buf.resize(len, 0);
             }
             Err(_) => return 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn thread_ids_in_decimal() {
+        let mut buf = [0u8; 10];
+        for n in [0, 7, 10, 4_194_304, u32::MAX] {
+            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
         }
     }
 }

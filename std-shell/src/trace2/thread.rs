@@ -7,7 +7,7 @@ use std::panic::Location;
 
 use flightrec_core::trace2::{Event, Msg};
 
-use super::emit::emit_at;
+use super::emit::{emit_at, say_thread_id};
 use super::region::{enter_raw, leave_raw};
 use super::runtime::{runtime, Loc};
 use super::stats::report_thread;
@@ -107,7 +107,11 @@ pub fn thread_start(base: &str) -> ThreadGuard {
     }
     with_ctx(rt, |c| {
         let t = c.state.start;
-        emit_at(rt, c, Loc::from(loc), 1, None, t, &Event::ThreadStart)
+        // `thread_start` first, as in git; then the thread's OS id when the
+        // XRay runtime is on, before anything else of the thread.
+        c.tid_unsaid = false;
+        emit_at(rt, c, Loc::from(loc), 1, None, t, &Event::ThreadStart);
+        say_thread_id(rt, c, Loc::from(loc));
     });
     ThreadGuard {
         kind: GuardKind::Worker,

@@ -36,6 +36,9 @@ pub(crate) struct ThreadCtx {
     pub scratch: Vec<u8>,
     /// Set once the thread's timers and counters are in the process totals.
     pub merged: bool,
+    /// A worker whose OS thread id is still to be said (a `data` event
+    /// `flightrec`/`tid` before its first event, when the XRay runtime is on).
+    pub tid_unsaid: bool,
 }
 
 impl ThreadCtx {
@@ -48,6 +51,7 @@ impl ThreadCtx {
             buf: vec![0; 512],
             scratch: Vec::new(),
             merged: false,
+            tid_unsaid: id != 0,
         })
     }
 }
