@@ -457,8 +457,11 @@ where
     C: Clock + Copy + Sync,
 {
     /// No recorders yet; a `const fn`, for `static`s. `clock` is shared by every
-    /// context (a `&'static` of the core's shared clocks: `SysTickClock`,
-    /// `DwtClock`, `TimerClock`).
+    /// context: one of the core's shared clocks (`SysTickClock`, `DwtClock`,
+    /// `TimerClock`) as a [`static_clock!`](crate::static_clock) handle, or a
+    /// `&'static` of one. With a zero-sized clock and source (the handle,
+    /// `CortexMContexts`) the `static` is all zero bytes and goes in `.bss`; a
+    /// reference or a `fn` pointer puts all of it in `.data` (copied from flash).
     ///
     /// ```
     /// use flightrec_core::clock::TimerClock;

@@ -11,7 +11,6 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use flightrec_core::clock::SysTickClock;
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
 use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig};
 use flightrec_core::fdr::static_ring::StaticRing;
@@ -56,11 +55,17 @@ const TRACE2_SOURCE: u32 = 0;
 static MAIN_RING: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
 static IRQ_RING: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
+flightrec_core::static_clock!(
+    /// `CLOCK` as a zero-sized clock: `TRACE` then holds no pointer, so it is all
+    /// zero bytes and goes in `.bss` (with `&CLOCK` it would be in `.data`).
+    Time = CLOCK
+);
+
 /// The program's global recorder: the ring of the running context, picked on each
 /// record from IPSR and the exception's priority. SysTick keeps its reset
 /// priority (0), so its context is `Context::priority(0)`.
-static TRACE: ContextRecorders<2, CortexMContexts, &SysTickClock> =
-    ContextRecorders::new(CortexMContexts::new(), &CLOCK);
+static TRACE: ContextRecorders<2, CortexMContexts, Time> =
+    ContextRecorders::new(CortexMContexts::new(), Time);
 flightrec_core::global_recorder!(TRACE);
 const SYSTICK: Context = Context::priority(0);
 
