@@ -98,6 +98,12 @@ impl core::fmt::Display for AlreadyTaken {
 /// ```
 pub trait RingPolicy: sealed::Sealed {
     /// The [`Policy`] of a ring of this type.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::{FlightRecorder, RingPolicy};
+    /// assert_eq!(FlightRecorder::POLICY, Policy::FlightRecorder);
+    /// ```
     const POLICY: Policy;
 }
 
@@ -132,6 +138,15 @@ impl RingPolicy for FlightRecorder {
 }
 
 mod sealed {
+    /// Keeps [`RingPolicy`](super::RingPolicy) to the two policies.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::static_ring::{RingPolicy, Streaming};
+    /// fn policy_of<P: RingPolicy>() -> flightrec_core::fdr::ring::Policy {
+    ///     P::POLICY
+    /// }
+    /// assert_eq!(policy_of::<Streaming>(), flightrec_core::fdr::ring::Policy::Streaming);
+    /// ```
     pub trait Sealed {}
     impl Sealed for super::Streaming {}
     impl Sealed for super::FlightRecorder {}
