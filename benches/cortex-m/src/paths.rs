@@ -196,7 +196,8 @@ flightrec_core::global_recorder!(CONTEXTS);
 /// `n` enter + exit pairs through the global recorder, as an instrumented function
 /// makes them: the call to the registered recorder, the context source (IPSR), the
 /// shared clock, the slot's claim and release, the record. Steady state (the run
-/// fits in one buffer). Returns the buffers finished (0).
+/// fits in one buffer). Returns the buffers finished plus the records refused or
+/// not routed (0: every record was written, none switched buffers).
 #[no_mangle]
 pub extern "C" fn bench_context_pair(n: u32) -> u32 {
     if let Ok(rec) = CONTEXT_RING.take_recorder(config()) {
@@ -206,5 +207,6 @@ pub extern "C" fn bench_context_pair(n: u32) -> u32 {
         record_function(FunctionAction::Enter, ID);
         record_function(FunctionAction::Exit, ID);
     }
-    CONTEXT_RING.stats().buffers_finished
+    let lost = CONTEXTS.stats();
+    CONTEXT_RING.stats().buffers_finished + lost.refused + lost.unrouted
 }
