@@ -21,13 +21,33 @@ SECTIONS
 ASSERT(SIZEOF(.flightrec) < 0x0FFFFFFF, \"flightrec.x: more function names than 28-bit ids hold\");
 ";
 
+/// On Thumb-2 targets an instrumented function loads its id with one `movw` (its
+/// low 16 bits), so the names must end below 64 KiB.
+const MOVW_ASSERT: &str = "\
+ASSERT(SIZEOF(.flightrec) < 0xFFFF, \"flightrec.x: over 64 KiB of function names: \
+the ids of #[flightrec::instrument] on Thumb-2 have 16 bits\");
+";
+
+/// Targets with `movw` (Thumb-2: ARMv7-M, ARMv7E-M, ARMv8-M), where a site's id
+/// is one `movw` of its low 16 bits.
+fn has_movw(target: &str) -> bool {
+    target.starts_with("thumbv7") || target.starts_with("thumbv8m")
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rustc-check-cfg=cfg(flightrec_movw)");
     // Only firmware builds (no `std`) link it.
     if std::env::var_os("CARGO_FEATURE_STD").is_some() {
         return;
     }
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let mut script = String::from(FLIGHTREC_X);
+    if has_movw(&target) {
+        println!("cargo:rustc-cfg=flightrec_movw");
+        script.push_str(MOVW_ASSERT);
+    }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("flightrec.x"), FLIGHTREC_X).expect("write flightrec.x");
+    std::fs::write(out.join("flightrec.x"), script).expect("write flightrec.x");
     println!("cargo:rustc-link-search={}", out.display());
 }

@@ -5,7 +5,8 @@
 # and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
 # each entry's stack high-water mark (lowest SP of its run). Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
-# firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate.
+# firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate, and
+# fails when their rings or per-context recorders are not in .bss (zero_init.py).
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.
 set -euo pipefail
 
@@ -59,6 +60,14 @@ echo "--- build the firmware example (with and without flightrec)"
   cargo build -q --release
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-full.elf"
 )
+
+echo "--- the trace statics are zero-initialised (.bss, no flash image)"
+for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+  "$py" "$bench/zero_init.py" "$bench/target/$t/$elf" CONTEXT_RING CONTEXTS
+done
+for build in fdr full; do
+  "$py" "$bench/zero_init.py" "$work/fw-$build.elf" trace::MAIN trace::IRQ trace::TRACE
+done
 
 echo "--- flash and RAM (release builds)"
 nm=$(command -v llvm-nm)

@@ -221,7 +221,7 @@ def measure(t):
     put("pair", pair, "enter + exit, steady state")
     put("record", tuple(v / 2 for v in pair), "per record (enter + exit) / 2, steady state")
     ctx, _, (c1, c2) = t.per_op("bench_context_pair", 256)
-    assert c1 == c2 == 0, "the steady-state context run switched buffers"
+    assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
     put("context_record", tuple(v / 2 for v in ctx),
         "per record through the global recorder and per-context recorders "
         "(IPSR, shared timer clock, claim), steady state")

@@ -115,6 +115,53 @@ pub trait Clock {
     fn ticks_per_second(&self) -> NonZeroU64;
 }
 
+/// Declares a zero-sized type that reads a clock `static`: a [`Clock`] that holds
+/// no address, for the [`ContextRecorders`](crate::context::ContextRecorders) of
+/// a `static`. Given `&CLOCK` instead, the recorders hold a pointer, which is not
+/// zero, so the whole `static` (its recorders included, a few hundred bytes) goes
+/// in `.data` and is copied from flash at boot; with the handle it is all zero
+/// bytes until used and goes in `.bss`. A record reads the clock the same way
+/// (the `static`'s address is a constant either way).
+///
+/// The `static` may be any clock of which a shared reference is a [`Clock`]:
+/// [`TimerClock`], `DwtClock`, `SysTickClock`.
+///
+/// ```
+/// use flightrec_core::clock::{Clock, TimerClock};
+/// fn read_timer() -> u32 {
+///     1234 // a volatile read of the timer's count register
+/// }
+/// static CLOCK: TimerClock = TimerClock::new(read_timer, 32, 48_000_000);
+/// flightrec_core::static_clock!(
+///     /// The time of every context.
+///     pub Time = CLOCK
+/// );
+///
+/// assert_eq!(core::mem::size_of::<Time>(), 0);
+/// assert_eq!(Time.now().tsc, 1234);
+/// assert_eq!(Time.ticks_per_second().get(), 48_000_000);
+/// ```
+#[macro_export]
+macro_rules! static_clock {
+    ($(#[$attr:meta])* $vis:vis $name:ident = $clock:path) => {
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        $vis struct $name;
+
+        impl $crate::clock::Clock for $name {
+            #[inline]
+            fn now(&mut self) -> $crate::clock::Timestamp {
+                $crate::clock::Clock::now(&mut &$clock)
+            }
+
+            #[inline]
+            fn ticks_per_second(&self) -> ::core::num::NonZeroU64 {
+                $crate::clock::Clock::ticks_per_second(&&$clock)
+            }
+        }
+    };
+}
+
 /// A clock the caller sets by hand: for tests, simulations, and replaying recorded
 /// timestamps.
 ///

@@ -315,6 +315,26 @@ impl Slot {
         }
     }
 
+    /// [`claim`](Self::claim) for a slot whose word this execution has just
+    /// loaded and found `ready`.
+    #[inline(always)]
+    fn claim_seen(&self, ready: u32) -> bool {
+        #[cfg(target_has_atomic = "32")]
+        {
+            self.claim(ready)
+        }
+        #[cfg(not(target_has_atomic = "32"))]
+        {
+            // Single core, no compare-and-swap: `claim` without its load. The word
+            // was `ready` at our load; an execution that preempted us since then
+            // has finished and put back what it claimed, and only an install
+            // changes a word for good, from FREE. So it is still `ready`.
+            self.word.store(ready - READY + BUSY, Ordering::Relaxed);
+            compiler_fence(Ordering::Acquire);
+            true
+        }
+    }
+
     /// Uses the recorder of a slot whose word is `ready`, if it is not in use.
     #[inline(always)]
     fn with<R>(
@@ -325,15 +345,45 @@ impl Slot {
         if !self.claim(ready) {
             return None;
         }
-        // SAFETY: the word went from READY to BUSY here, so this execution alone
-        // uses the recorder until it stores READY again below (any other execution
-        // finds BUSY and leaves it alone); READY is stored (with release ordering)
-        // only after `install` wrote the recorder, and the claim's acquire ordering
-        // makes that write visible.
+        // SAFETY: claimed just above.
+        Some(unsafe { self.use_claimed(ready, f) })
+    }
+
+    /// [`with`](Self::with) for a slot whose word this execution has just loaded
+    /// and found `ready`.
+    #[inline(always)]
+    fn with_seen<R>(
+        &self,
+        ready: u32,
+        f: impl FnOnce(&mut Recorder<'static, 'static>) -> R,
+    ) -> Option<R> {
+        if !self.claim_seen(ready) {
+            return None;
+        }
+        // SAFETY: claimed just above.
+        Some(unsafe { self.use_claimed(ready, f) })
+    }
+
+    /// Runs `f` on the recorder of a slot this execution claimed, then releases it.
+    ///
+    /// # Safety
+    /// This execution moved the word from `ready` to BUSY (`claim` or
+    /// `claim_seen` returned `true`) and has not released it since.
+    #[inline(always)]
+    unsafe fn use_claimed<R>(
+        &self,
+        ready: u32,
+        f: impl FnOnce(&mut Recorder<'static, 'static>) -> R,
+    ) -> R {
+        // SAFETY: the caller moved the word from READY to BUSY, so this execution
+        // alone uses the recorder until it stores READY again below (any other
+        // execution finds BUSY and leaves it alone); READY is stored (with release
+        // ordering) only after `install` wrote the recorder, and the claim's
+        // acquire ordering makes that write visible.
         let recorder = unsafe { (*self.recorder.get()).assume_init_mut() };
         let result = f(recorder);
         self.release(ready);
-        Some(result)
+        result
     }
 
     /// Puts the word back to `ready` after the recorder was used.
@@ -457,8 +507,11 @@ where
     C: Clock + Copy + Sync,
 {
     /// No recorders yet; a `const fn`, for `static`s. `clock` is shared by every
-    /// context (a `&'static` of the core's shared clocks: `SysTickClock`,
-    /// `DwtClock`, `TimerClock`).
+    /// context: one of the core's shared clocks (`SysTickClock`, `DwtClock`,
+    /// `TimerClock`) as a [`static_clock!`](crate::static_clock) handle, or a
+    /// `&'static` of one. With a zero-sized clock and source (the handle,
+    /// `CortexMContexts`) the `static` is all zero bytes and goes in `.bss`; a
+    /// reference or a `fn` pointer puts all of it in `.data` (copied from flash).
     ///
     /// ```
     /// use flightrec_core::clock::TimerClock;
@@ -615,7 +668,7 @@ where
         for slot in &self.slots {
             let w = slot.word.load(Ordering::Relaxed);
             if w == ready {
-                return match slot.with(ready, |r| r.function(action, id, ts)) {
+                return match slot.with_seen(ready, |r| r.function(action, id, ts)) {
                     Some(Ok(())) => Ok(()),
                     Some(Err(dropped)) => Err(Lost::Dropped(dropped)),
                     None => Err(self.refuse()),

@@ -12,7 +12,7 @@ use flightrec_core::context::{Context, ContextError, ContextRecorders, ContextSo
 use flightrec_core::fdr::decoder::{verify, Decoder};
 use flightrec_core::fdr::records::Record;
 use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig, LOSS_EVENT_TYPE};
-use flightrec_core::fdr::static_ring::StaticRing;
+use flightrec_core::fdr::static_ring::{FlightRecorder, StaticRing};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::{FunctionAction, FunctionId};
 use flightrec_core::global::GlobalRecorder;
@@ -230,7 +230,7 @@ fn installs_are_checked() {
 #[test]
 fn threads_sharing_a_context_lose_nothing_uncounted() {
     static TRACE: Recorders<1> = ContextRecorders::new(running, &CLOCK);
-    static SHARED: StaticRing<8, 4096> = StaticRing::new(Policy::FlightRecorder);
+    static SHARED: StaticRing<8, 4096, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
     static WRITTEN: AtomicU32 = AtomicU32::new(0);
     TRACE
         .install(Context::THREAD_MODE, SHARED.take_recorder(cfg(0)).unwrap())

@@ -72,48 +72,22 @@ pub const fn name_bytes<const N: usize>(s: &str) -> [u8; N] {
     out
 }
 
-/// On firmware: the exit of an instrumented function or scope, recorded through
-/// the program's global recorder when dropped. The id is the address of the
-/// function's name static in the `.flightrec` section.
+/// On firmware: records the entry of the function or scope whose id (the address
+/// of its name static, see `__site_id!`) is `id`. One call per instrumented
+/// entry, not inlined: a few bytes at each site.
 #[cfg(not(feature = "std"))]
 #[doc(hidden)]
-#[derive(Debug)]
-#[must_use = "the exit is recorded when the guard is dropped"]
-pub struct FirmwareGuard {
-    id: usize,
-}
-
-#[cfg(not(feature = "std"))]
-impl FirmwareGuard {
-    /// Records the entry of the function whose name static is `site`.
-    #[doc(hidden)]
-    #[inline(always)]
-    pub fn enter<const N: usize>(site: &'static [u8; N]) -> Self {
-        let id = site as *const [u8; N] as usize;
-        enter_id(id);
-        Self { id }
-    }
-}
-
-#[cfg(not(feature = "std"))]
-impl Drop for FirmwareGuard {
-    #[inline(always)]
-    fn drop(&mut self) {
-        exit_id(self.id);
-    }
-}
-
-/// One call per instrumented entry (not inlined: a few bytes at each site).
-#[cfg(not(feature = "std"))]
 #[inline(never)]
-fn enter_id(id: usize) {
+pub fn enter_id(id: usize) {
     record(flightrec_core::fdr::FunctionAction::Enter, id);
 }
 
-/// One call per instrumented exit.
+/// On firmware: records the exit of the function or scope `id`; called by the
+/// drop of the site's guard.
 #[cfg(not(feature = "std"))]
+#[doc(hidden)]
 #[inline(never)]
-fn exit_id(id: usize) {
+pub fn exit_id(id: usize) {
     record(flightrec_core::fdr::FunctionAction::Exit, id);
 }
 

@@ -372,8 +372,54 @@ macro_rules! __instrument_site {
         #[used]
         static __FLIGHTREC_FN: [u8; __FLIGHTREC_NAME.len()] =
             $crate::__private::name_bytes(__FLIGHTREC_NAME);
-        $crate::__private::FirmwareGuard::enter(&__FLIGHTREC_FN)
+        // The exit's guard is a type of this site: its drop names the static
+        // itself, so the guard holds nothing and the compiler either keeps the
+        // id in a register through the body or makes it again, whichever is
+        // smaller.
+        #[must_use = "the exit is recorded when the guard is dropped"]
+        struct __FlightrecExit;
+        impl ::core::ops::Drop for __FlightrecExit {
+            #[inline(always)]
+            fn drop(&mut self) {
+                $crate::__private::exit_id($crate::__site_id!(__FLIGHTREC_FN));
+            }
+        }
+        $crate::__private::enter_id($crate::__site_id!(__FLIGHTREC_FN));
+        __FlightrecExit
     }};
+}
+
+/// The id of a site: the address of its name static. On Thumb-2 targets
+/// (`flightrec.x` keeps `.flightrec` under 64 KiB there) one `movw` of its low
+/// 16 bits, 4 bytes, where the full address takes a `movw` and a `movt`.
+#[doc(hidden)]
+#[cfg(all(not(feature = "std"), flightrec_movw))]
+#[macro_export]
+macro_rules! __site_id {
+    ($site:ident) => {{
+        let id: usize;
+        // SAFETY: `movw` writes the output register and reads and writes nothing
+        // else (no memory, no stack, no flags); `flightrec.x` places `$site` in
+        // `.flightrec` below 0x10000, so its low 16 bits are its address.
+        unsafe {
+            ::core::arch::asm!(
+                "movw {id}, #:lower16:{site}",
+                id = out(reg) id,
+                site = sym $site,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        id
+    }};
+}
+
+#[doc(hidden)]
+#[cfg(all(not(feature = "std"), not(flightrec_movw)))]
+#[macro_export]
+macro_rules! __site_id {
+    ($site:ident) => {
+        &$site as *const _ as usize
+    };
 }
 
 /// The Trace2 region of `#[flightrec::instrument(region = "category")]`.

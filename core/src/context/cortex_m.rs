@@ -28,8 +28,9 @@ const NVIC_IPR_BASE: usize = 0xE000_E400;
 /// use flightrec_core::clock::SysTickClock;
 /// use flightrec_core::context::{ContextRecorders, CortexMContexts};
 /// static CLOCK: SysTickClock = SysTickClock::new(12_000_000);
-/// static TRACE: ContextRecorders<2, CortexMContexts, &SysTickClock> =
-///     ContextRecorders::new(CortexMContexts::new(), &CLOCK);
+/// flightrec_core::static_clock!(Time = CLOCK); // zero-sized: TRACE stays in .bss
+/// static TRACE: ContextRecorders<2, CortexMContexts, Time> =
+///     ContextRecorders::new(CortexMContexts::new(), Time);
 /// flightrec_core::global_recorder!(TRACE);
 /// assert_eq!(TRACE.capacity(), 2);
 /// # }

@@ -24,6 +24,19 @@
 //! assert_eq!(consumer.pop().unwrap().len(), 72);
 //! ```
 //!
+//! The ring's [`Policy`] is part of its type: `StaticRing<N, BUFFER_SIZE>` streams,
+//! `StaticRing<N, BUFFER_SIZE, FlightRecorder>` keeps the newest buffers. So an
+//! unused ring of either policy is all zero bytes and goes in `.bss`: nothing of it
+//! (its storage is often KiBs) is copied from flash at boot.
+//!
+//! ```
+//! use flightrec_core::fdr::ring::Policy;
+//! use flightrec_core::fdr::static_ring::{FlightRecorder, StaticRing};
+//!
+//! static CRASH: StaticRing<4, 1024, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
+//! assert_eq!(CRASH.policy(), Policy::FlightRecorder);
+//! ```
+//!
 //! The buffers are aligned to 8 bytes and every buffer size is a multiple of 8, so
 //! function records land on aligned words: targets without unaligned stores
 //! (`thumbv6m`) write a record with two word stores instead of eight byte stores.
@@ -39,6 +52,7 @@
 //! start-up; recording never does.
 
 use core::cell::UnsafeCell;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use super::ring::{
@@ -55,9 +69,9 @@ pub struct FirmwareGuide;
 ///
 /// ```
 /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
-/// use flightrec_core::fdr::static_ring::{AlreadyTaken, StaticRing};
+/// use flightrec_core::fdr::static_ring::{AlreadyTaken, FlightRecorder, StaticRing};
 /// use flightrec_core::fdr::writer::WriterConfig;
-/// static RING: StaticRing<2, 256> = StaticRing::new(Policy::FlightRecorder);
+/// static RING: StaticRing<2, 256, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
 /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
 /// assert!(RING.take_recorder(cfg).is_ok());
 /// assert_eq!(RING.take_recorder(cfg).err(), Some(AlreadyTaken));
@@ -71,6 +85,71 @@ impl core::fmt::Display for AlreadyTaken {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("this half of the ring was already taken")
     }
+}
+
+/// The policy of a [`StaticRing`], as a type: [`Streaming`] (the default) or
+/// [`FlightRecorder`]. Sealed: those two are all.
+///
+/// ```
+/// use flightrec_core::fdr::ring::Policy;
+/// use flightrec_core::fdr::static_ring::{FlightRecorder, RingPolicy, Streaming};
+/// assert_eq!(Streaming::POLICY, Policy::Streaming);
+/// assert_eq!(FlightRecorder::POLICY, Policy::FlightRecorder);
+/// ```
+pub trait RingPolicy: sealed::Sealed {
+    /// The [`Policy`] of a ring of this type.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::{FlightRecorder, RingPolicy};
+    /// assert_eq!(FlightRecorder::POLICY, Policy::FlightRecorder);
+    /// ```
+    const POLICY: Policy;
+}
+
+/// [`Policy::Streaming`] as a type: the default policy of a [`StaticRing`].
+///
+/// ```
+/// use flightrec_core::fdr::ring::Policy;
+/// use flightrec_core::fdr::static_ring::{StaticRing, Streaming};
+/// static RING: StaticRing<2, 256, Streaming> = StaticRing::new(Policy::Streaming);
+/// assert_eq!(RING.policy(), Policy::Streaming);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Streaming {}
+
+/// [`Policy::FlightRecorder`] as a type: `StaticRing<N, BUFFER_SIZE, FlightRecorder>`.
+///
+/// ```
+/// use flightrec_core::fdr::ring::Policy;
+/// use flightrec_core::fdr::static_ring::{FlightRecorder, StaticRing};
+/// static RING: StaticRing<2, 256, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
+/// assert_eq!(RING.policy(), Policy::FlightRecorder);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlightRecorder {}
+
+impl RingPolicy for Streaming {
+    const POLICY: Policy = Policy::Streaming;
+}
+
+impl RingPolicy for FlightRecorder {
+    const POLICY: Policy = Policy::FlightRecorder;
+}
+
+mod sealed {
+    /// Keeps [`RingPolicy`](super::RingPolicy) to the two policies.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::static_ring::{RingPolicy, Streaming};
+    /// fn policy_of<P: RingPolicy>() -> flightrec_core::fdr::ring::Policy {
+    ///     P::POLICY
+    /// }
+    /// assert_eq!(policy_of::<Streaming>(), flightrec_core::fdr::ring::Policy::Streaming);
+    /// ```
+    pub trait Sealed {}
+    impl Sealed for super::Streaming {}
+    impl Sealed for super::FlightRecorder {}
 }
 
 /// `N` buffers of `BUFFER_SIZE` bytes, aligned to 8 bytes. With `BUFFER_SIZE` a
@@ -89,17 +168,18 @@ const CONSUMER: u8 = 2;
 /// `N` must be at least 1 and `BUFFER_SIZE` a multiple of 8 below 4 GiB; other
 /// values fail to compile where the ring is made.
 ///
-/// A streaming ring is all zero bytes until used, so it goes in `.bss`; a
-/// flight-recorder ring has one non-zero byte (its policy), which puts it in `.data`.
+/// `P` is the policy: [`Streaming`] (the default) or [`FlightRecorder`]. Held in the
+/// type, it takes no byte of the ring, so an unused ring of either policy is all
+/// zero bytes and goes in `.bss`.
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
 /// use flightrec_core::fdr::ring::{Policy, RecorderConfig};
-/// use flightrec_core::fdr::static_ring::StaticRing;
+/// use flightrec_core::fdr::static_ring::{FlightRecorder, StaticRing};
 /// use flightrec_core::fdr::writer::WriterConfig;
 /// use flightrec_core::fdr::FunctionId;
 ///
-/// static CRASH: StaticRing<3, 128> = StaticRing::new(Policy::FlightRecorder);
+/// static CRASH: StaticRing<3, 128, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
 /// let (mut rec, _consumer) = CRASH.split(RecorderConfig::new(WriterConfig::new(1), 1_000)).unwrap();
 /// let f = FunctionId::new(1).unwrap();
 /// for t in 0..100 {
@@ -110,29 +190,49 @@ const CONSUMER: u8 = 2;
 /// assert_eq!(buffers, 3);
 /// assert!(CRASH.stats().buffers_overwritten > 0);
 /// ```
-pub struct StaticRing<const N: usize, const BUFFER_SIZE: usize> {
+pub struct StaticRing<const N: usize, const BUFFER_SIZE: usize, P: RingPolicy = Streaming> {
     buffers: UnsafeCell<Buffers<N, BUFFER_SIZE>>,
     slots: [Slot; N],
-    /// `true` for [`Policy::FlightRecorder`]: a streaming ring is all zeros (`.bss`).
-    flight_recorder: bool,
     state: RingState,
     /// `RECORDER` and `CONSUMER` bits: the halves taken so far.
     taken: TakenFlags,
+    policy: PhantomData<P>,
 }
 
 // SAFETY: the buffers are only reached through the one recorder and the one consumer
 // (`taken` hands each out at most once), which share them under the ring protocol
-// (see `ring`'s module docs); every other field is an atomic or never changes.
-unsafe impl<const N: usize, const BUFFER_SIZE: usize> Sync for StaticRing<N, BUFFER_SIZE> {}
+// (see `ring`'s module docs); every other field is an atomic or never changes, and
+// `P` is a type without values.
+unsafe impl<const N: usize, const BUFFER_SIZE: usize, P: RingPolicy> Sync
+    for StaticRing<N, BUFFER_SIZE, P>
+{
+}
 
-impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
-    /// An unused ring; a `const fn`, for `static`s.
+impl<const N: usize, const BUFFER_SIZE: usize, P: RingPolicy> StaticRing<N, BUFFER_SIZE, P> {
+    /// An unused ring, all zero bytes (`.bss`); a `const fn`, for `static`s.
+    ///
+    /// `policy` must be the type's (`P`): [`Policy::Streaming`] for
+    /// `StaticRing<N, BUFFER_SIZE>`, [`Policy::FlightRecorder`] for
+    /// `StaticRing<N, BUFFER_SIZE, FlightRecorder>`.
     ///
     /// ```
     /// use flightrec_core::fdr::ring::Policy;
     /// use flightrec_core::fdr::static_ring::StaticRing;
     /// static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
     /// assert_eq!((MAIN.buffer_count(), MAIN.buffer_size()), (4, 1024));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `policy` is not the type's. In a `static` (or a `const`) that is an
+    /// error at compile time, never a panic on the device:
+    ///
+    /// ```compile_fail,E0080
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// // A flight-recorder ring is `StaticRing<3, 128, FlightRecorder>`.
+    /// static CRASH: StaticRing<3, 128> = StaticRing::new(Policy::FlightRecorder);
+    /// # let _ = &CRASH;
     /// ```
     pub const fn new(policy: Policy) -> Self {
         const {
@@ -150,12 +250,22 @@ impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
                 "buffers must be under 4 GiB"
             );
         }
+        let same = matches!(
+            (policy, P::POLICY),
+            (Policy::Streaming, Policy::Streaming)
+                | (Policy::FlightRecorder, Policy::FlightRecorder)
+        );
+        assert!(
+            same,
+            "the policy is the ring type's: StaticRing<N, BUFFER_SIZE> streams, \
+             StaticRing<N, BUFFER_SIZE, FlightRecorder> keeps the newest buffers"
+        );
         Self {
             buffers: UnsafeCell::new(Buffers([[0; BUFFER_SIZE]; N])),
             slots: [Slot::NEW; N],
-            flight_recorder: matches!(policy, Policy::FlightRecorder),
             state: RingState::new(),
             taken: TakenFlags::new(),
+            policy: PhantomData,
         }
     }
 
@@ -185,20 +295,16 @@ impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
         N
     }
 
-    /// The ring's policy.
+    /// The ring's policy: `P`'s.
     ///
     /// ```
     /// use flightrec_core::fdr::ring::Policy;
-    /// use flightrec_core::fdr::static_ring::StaticRing;
-    /// static RING: StaticRing<1, 256> = StaticRing::new(Policy::FlightRecorder);
+    /// use flightrec_core::fdr::static_ring::{FlightRecorder, StaticRing};
+    /// static RING: StaticRing<1, 256, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
     /// assert_eq!(RING.policy(), Policy::FlightRecorder);
     /// ```
     pub const fn policy(&self) -> Policy {
-        if self.flight_recorder {
-            Policy::FlightRecorder
-        } else {
-            Policy::Streaming
-        }
+        P::POLICY
     }
 
     /// The counters; safe from any context at any time.
@@ -284,7 +390,7 @@ impl<const N: usize, const BUFFER_SIZE: usize> StaticRing<N, BUFFER_SIZE> {
             storage: NonNull::new(self.buffers.get().cast::<u8>()).unwrap_or(NonNull::dangling()),
             buffer_size: BUFFER_SIZE,
             slots: &self.slots,
-            policy: self.policy(),
+            policy: P::POLICY,
             state: &self.state,
         }
     }

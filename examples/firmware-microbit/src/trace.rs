@@ -17,19 +17,20 @@ use crate::board::{clock_now, CLOCK_BITS, CLOCK_HZ};
 static CLOCK: TimerClock = TimerClock::new(clock_now, CLOCK_BITS, CLOCK_HZ);
 static MAIN: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 static TIMER: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
-pub static TRACE: ContextRecorders<2, CortexMContexts, &TimerClock> =
-    ContextRecorders::new(CortexMContexts::new(), &CLOCK);
+// `CLOCK` as a zero-sized clock: `TRACE` holds no pointer, so it is all zero bytes
+// and goes in `.bss` (with `&CLOCK` it would be in `.data`).
+flightrec_core::static_clock!(pub Time = CLOCK);
+pub static TRACE: ContextRecorders<2, CortexMContexts, Time> =
+    ContextRecorders::new(CortexMContexts::new(), Time);
 flightrec_core::global_recorder!(TRACE);
 
 /// TIMER0's context: its priority as the NVIC reads it back (the reset value).
 const TIMER0: Context = Context::priority(0);
 
-/// Each ring's outlet: its link source (the FDR thread id) and consumer.
-pub type Rings = [Outlet<'static, 'static>; 2];
-
 /// Gives thread mode (source 1) and the timer interrupt (source 2, at the reset
 /// priority 0) their rings. Call once, in thread mode.
-pub fn start() -> Rings {
+/// Each ring's outlet is its link source (the FDR thread id) and its consumer.
+pub fn start() -> [Outlet<'static, 'static>; 2] {
     let rings = [(1, Context::THREAD_MODE, &MAIN), (2, TIMER0, &TIMER)];
     rings.map(|(id, context, ring)| {
         let cfg = RecorderConfig::new(WriterConfig::new(id), CLOCK_HZ);

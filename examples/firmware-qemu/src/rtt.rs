@@ -13,9 +13,9 @@
 
 use flightrec_core::fdr::ring::Consumer;
 use flightrec_core::link::rtt::{self, Mode, RttWriter};
-use flightrec_core::link::{LinkWriter, Source};
+use flightrec_core::link::{LinkWriter, Outlet, Source};
 
-use crate::trace::{Rings, TRACE};
+use crate::trace::TRACE;
 use crate::uart::Uart0;
 
 /// The link's sink in this variant.
@@ -59,7 +59,7 @@ fn flush_one(
 }
 
 /// The idle loop's flush: at most one buffer per ring.
-pub fn flush(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
+pub fn flush(link: &mut LinkWriter<Sink>, rings: &mut [Outlet<'static, 'static>]) {
     for o in rings {
         flush_one(link, &mut o.source, &mut o.consumer);
     }
@@ -67,7 +67,7 @@ pub fn flush(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
 
 /// The end of the run, with SysTick's interrupt stopped: every record, each
 /// ring's final counters, and until the host has read everything.
-pub fn finish(link: &mut LinkWriter<Sink>, rings: &mut Rings) {
+pub fn finish(link: &mut LinkWriter<Sink>, rings: &mut [Outlet<'static, 'static>]) {
     // Twice: a loss marker that found every buffer waiting goes out the second time.
     for _ in 0..2 {
         TRACE.flush_all();

@@ -7,7 +7,6 @@
 //! `unsafe`. The RTT variants flush through `rtt.rs` instead.
 
 use embedded_io::Write;
-use flightrec_core::clock::SysTickClock;
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
 use flightrec_core::fdr::ring::{Policy, RecorderConfig};
 use flightrec_core::fdr::{static_ring::StaticRing, writer::WriterConfig};
@@ -17,19 +16,20 @@ use crate::clock::{CLOCK, CLOCK_HZ};
 
 static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
 static IRQ: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
-pub static TRACE: ContextRecorders<2, CortexMContexts, &SysTickClock> =
-    ContextRecorders::new(CortexMContexts::new(), &CLOCK);
+// `CLOCK` as a zero-sized clock: `TRACE` holds no pointer, so it is all zero bytes
+// and goes in `.bss` (with `&CLOCK` it would be in `.data`).
+flightrec_core::static_clock!(pub Time = CLOCK);
+pub static TRACE: ContextRecorders<2, CortexMContexts, Time> =
+    ContextRecorders::new(CortexMContexts::new(), Time);
 flightrec_core::global_recorder!(TRACE);
 
 /// SysTick's context: its priority as the hardware reads it back (the reset value).
 const SYSTICK: Context = Context::priority(0);
 
-/// Each ring's outlet: its link source (the FDR thread id) and consumer.
-pub type Rings = [Outlet<'static, 'static>; 2];
-
 /// Gives thread mode (source 1) and SysTick (source 2) their rings. Call once, in
 /// thread mode.
-pub fn start() -> Rings {
+/// Each ring's outlet is its link source (the FDR thread id) and its consumer.
+pub fn start() -> [Outlet<'static, 'static>; 2] {
     let rings = [(1, Context::THREAD_MODE, &MAIN), (2, SYSTICK, &IRQ)];
     rings.map(|(id, context, ring)| {
         let cfg = RecorderConfig::new(WriterConfig::new(id), u64::from(CLOCK_HZ));
@@ -42,14 +42,14 @@ pub fn start() -> Rings {
 
 /// The idle loop's flush: at most one buffer per ring.
 #[cfg_attr(feature = "rtt", allow(dead_code))]
-pub fn flush(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
+pub fn flush(link: &mut LinkWriter<impl Write>, rings: &mut [Outlet]) {
     link.flush_each(rings);
 }
 
 /// The end of the run (a firmware whose idle loop never ends has none), with
 /// SysTick's interrupt stopped: every record, then each ring's final counters.
 #[cfg_attr(feature = "rtt", allow(dead_code))]
-pub fn finish(link: &mut LinkWriter<impl Write>, rings: &mut Rings) {
+pub fn finish(link: &mut LinkWriter<impl Write>, rings: &mut [Outlet]) {
     // The recorders are flushed twice, for a loss marker that found every buffer
     // waiting the first time.
     let _ = link.finish(rings, || TRACE.flush_all());
