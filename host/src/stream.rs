@@ -25,6 +25,7 @@ use flightrec_core::fdr::decoder::{
     decode_record, BlockVerifier, DecodeError, DecodeErrorKind, Decoded, Decoder, Summary,
     VerifyError,
 };
+use flightrec_core::fdr::end::EndCheck;
 use flightrec_core::fdr::header::HEADER_SIZE;
 use flightrec_core::fdr::records::{MetadataKind, Record};
 use flightrec_core::fdr::{FileHeader, Version};
@@ -110,8 +111,10 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
         typed_events: 0,
         call_arguments: 0,
         skipped_bytes: 0,
+        end_block: false,
     };
     let mut verifier = BlockVerifier::new();
+    let mut end = EndCheck::new(&header);
     let mut block_start = HEADER_SIZE;
     let mut remaining: u32 = 0;
     let mut next_report = REPORT_EVERY;
@@ -133,7 +136,9 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
     };
 
     while let Some(item) = decoder.next() {
-        let Decoded { offset, record } = item?;
+        let decoded = item?;
+        end.feed(&decoded)?;
+        let Decoded { offset, record } = decoded;
         let len = decoder.offset() - offset;
         verifier.feed(&record).map_err(|e| {
             let at = match e {
@@ -183,13 +188,22 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
     }
     verifier.finish().map_err(|e| {
         let at = match e {
-            VerifyError::NoBuffers => bytes.len(),
+            // Only a header, where the header promises an end block: cut short.
+            VerifyError::NoBuffers => match end.finish(bytes.len()) {
+                Err(cut) => return cut,
+                Ok(_) => bytes.len(),
+            },
             _ => block_start,
         };
         DecodeError::new(at, DecodeErrorKind::Grammar(e))
     })?;
     summary.skipped_bytes = decoder.skipped_bytes();
-    close(open.take());
+    let end_block = end.finish(bytes.len())?;
+    let summary = summary.with_end_block(end_block);
+    // The end block holds no event: it is not one of the threads' blocks.
+    if end_block.is_none() {
+        close(open.take());
+    }
     progress(bytes.len());
 
     let mut slots: Vec<Option<Vec<BlockStart>>> = blocks.into_iter().map(Some).collect();
