@@ -30,7 +30,7 @@ use flightrec_core::fdr::header::HEADER_SIZE;
 use flightrec_core::fdr::records::{MetadataKind, Record};
 use flightrec_core::fdr::{FileHeader, Version};
 
-use crate::expand::{llvm_thread_order, Expander, XEvent};
+use crate::expand::{llvm_block_order, llvm_thread_order, Expander, XEvent};
 
 /// How often (in bytes of input) [`scan`] reports its progress.
 const REPORT_EVERY: usize = 1 << 20;
@@ -41,6 +41,9 @@ const REPORT_EVERY: usize = 1 << 20;
 struct BlockStart {
     offset: u64,
     remaining: u32,
+    /// Its WalltimeMarker (seconds, microseconds), by which llvm-xray orders a
+    /// thread's blocks.
+    wall: (u64, u32),
 }
 
 /// One thread of llvm-xray's block index.
@@ -162,6 +165,7 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
                     BlockStart {
                         offset: offset as u64,
                         remaining,
+                        wall: (0, 0),
                     },
                 ));
             }
@@ -172,6 +176,11 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
             Record::Pid { pid } => {
                 if let Some((key, _)) = &mut open {
                     key.0 = i64::from(pid) as u64;
+                }
+            }
+            Record::Walltime { seconds, micros } => {
+                if let Some((_, start)) = &mut open {
+                    start.wall = (seconds as u64, micros);
                 }
             }
             _ => {}
@@ -210,7 +219,15 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
     let threads = llvm_thread_order(&keys)
         .into_iter()
         .filter_map(|t| slots[t].take())
-        .map(|blocks| ThreadBlocks { blocks })
+        .map(|blocks| {
+            // In llvm-xray's order: sorted by wall time as `llvm::sort` does.
+            let walls: Vec<(u64, u32)> = blocks.iter().map(|b| b.wall).collect();
+            let blocks = llvm_block_order(&walls)
+                .into_iter()
+                .map(|k| blocks[k])
+                .collect();
+            ThreadBlocks { blocks }
+        })
         .collect();
     Ok(Index { summary, threads })
 }
