@@ -231,3 +231,37 @@ fn every_code_point_is_escaped_as_llvm_xray_does() {
         .collect();
     same_yaml(&file(&buffers), "code-points");
 }
+
+/// Threads of 2 to 80 buffers whose wall times llvm-xray's comparator cannot all
+/// order (few distinct seconds and microseconds): each buffer starts with a
+/// custom event and then calls its own function, so every custom event's
+/// func-id names the buffer llvm-xray expanded before it. The whole order of
+/// libstdc++'s `std::sort` (insertion sort, introsort partitions past 16
+/// buffers) is compared.
+#[test]
+fn buffer_order_follows_llvm_xray_for_any_wall_times() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for round in 0..24 {
+        let count = [2, 3, 16, 17, 33, 80][round % 6];
+        let spread = 1 + next(6);
+        let buffers: Vec<Vec<u8>> = (0..count)
+            .map(|k| {
+                let (s, us) = (100 + next(spread) as i64, next(spread) as u32);
+                buffer(1, s, us, |w| {
+                    let t = 10_000 * k as u64;
+                    w.custom_event(at(t), b"which buffer came before?").unwrap();
+                    let f = FunctionId::new(k as u32 + 1).unwrap();
+                    w.enter(f, at(t + 10)).unwrap();
+                    w.exit(f, at(t + 20)).unwrap();
+                })
+            })
+            .collect();
+        same_yaml(&file(&buffers), &format!("order-{round}-{count}"));
+    }
+}
