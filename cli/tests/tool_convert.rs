@@ -441,9 +441,24 @@ fn verify_reports_a_file_cut_between_buffers_as_incomplete() {
         );
         if let (Some(tool), true) = (&tool, k > 0) {
             assert!(llvm(tool, &["fdr-dump", "--verify"], &cut).status.success());
-            assert!(llvm(tool, &["convert", "--output-format=yaml"], &cut)
-                .status
-                .success());
+            let theirs = llvm(tool, &["convert", "--output-format=yaml"], &cut);
+            assert!(theirs.status.success());
+            // `convert` converts the buffers it holds, says it is incomplete,
+            // and exits with status 1.
+            let ours = flightrec(&["convert", "--format", "yaml", "-q", s(&cut)]);
+            assert_eq!(ours.status.code(), Some(1));
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&theirs.stdout)
+            );
+            let err = String::from_utf8_lossy(&ours.stderr);
+            assert!(
+                err.contains(&format!(
+                    "at byte {at}: incomplete: the file ends after {k} buffers without the \
+                     end block its header promises (cut short); converted the buffers it holds"
+                )),
+                "{err}"
+            );
         }
     }
     // A wrong count and a block after the end block are errors too.

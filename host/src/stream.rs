@@ -101,6 +101,44 @@ pub struct Index {
 /// The verdict is [`flightrec_core::fdr::decoder::verify`]'s, error offsets
 /// included.
 pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, DecodeError> {
+    let (index, cut) = scan_cut_short(bytes, progress)?;
+    match cut {
+        Some(e) => Err(e),
+        None => Ok(index),
+    }
+}
+
+/// [`scan`], except that a file cut short between two buffers (its header
+/// promises an [end block](flightrec_core::fdr::end) it does not end with:
+/// [`DecodeErrorKind::CutShort`]) is indexed with the buffers it holds, the
+/// error given beside the index. What `convert` reads a crashed trace with.
+///
+/// ```
+/// use flightrec_host::core::fdr::decoder::DecodeErrorKind;
+/// use flightrec_host::core::fdr::end::EndBlock;
+/// use flightrec_host::core::fdr::ring::RecorderConfig;
+/// use flightrec_host::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_host::core::fdr::{HeaderFlags, Version};
+/// use flightrec_host::stream::{scan, scan_cut_short};
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+/// let mut file = cfg.file_header(128).with_flags(HeaderFlags::END_BLOCK).to_bytes().to_vec();
+/// let mut buf = [0u8; 128];
+/// let w = BufferWriter::new(&mut buf, &cfg.writer, Walltime::default()).unwrap();
+/// file.extend_from_slice(w.finish());
+/// // No end block: cut short, yet its buffer is indexed.
+/// let (index, cut) = scan_cut_short(&file, &mut |_| {}).unwrap();
+/// assert_eq!(index.summary().buffers, 1);
+/// assert_eq!(cut.unwrap().kind, DecodeErrorKind::CutShort { buffers: 1 });
+/// assert!(scan(&file, &mut |_| {}).is_err());
+/// let end = EndBlock { buffers: 1, pid: 0, closed: Walltime::default() };
+/// file.extend_from_slice(&end.to_bytes(Version::V5).unwrap());
+/// assert!(scan_cut_short(&file, &mut |_| {}).unwrap().1.is_none());
+/// ```
+pub fn scan_cut_short(
+    bytes: &[u8],
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
     let mut decoder = Decoder::new(bytes)?;
     let header = *decoder.header();
     let extents_enforced = header.version >= Version::V3;
@@ -207,7 +245,16 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
         DecodeError::new(at, DecodeErrorKind::Grammar(e))
     })?;
     summary.skipped_bytes = decoder.skipped_bytes();
-    let end_block = end.finish(bytes.len())?;
+    let (end_block, cut) = match end.finish(bytes.len()) {
+        Ok(at) => (at, None),
+        Err(
+            e @ DecodeError {
+                kind: DecodeErrorKind::CutShort { .. },
+                ..
+            },
+        ) => (None, Some(e)),
+        Err(e) => return Err(e),
+    };
     let summary = summary.with_end_block(end_block);
     // The end block holds no event: it is not one of the threads' blocks.
     if end_block.is_none() {
@@ -229,7 +276,7 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
             ThreadBlocks { blocks }
         })
         .collect();
-    Ok(Index { summary, threads })
+    Ok((Index { summary, threads }, cut))
 }
 
 impl Index {
