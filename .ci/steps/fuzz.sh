@@ -22,10 +22,16 @@ if rustup toolchain list | grep -q '^nightly'; then
   for t in $targets; do
     echo "cargo fuzz run $t for ${secs}s (its corpus first)"
     # New inputs go to a scratch directory: the checked-in corpus stays as it is.
+    # Its own TMPDIR, which must stay empty: a target leaves no files behind.
     scratch=$(mktemp -d)
-    cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- \
+    tmp=$(mktemp -d)
+    TMPDIR=$tmp cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- \
       -max_total_time="$secs" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 3
-    rm -rf "$scratch"
+    if [ -n "$(ls -A "$tmp")" ]; then
+      echo "$t left files in its TMPDIR: $(ls -A "$tmp")"
+      exit 1
+    fi
+    rm -rf "$scratch" "$tmp"
   done
 else
   echo "no nightly toolchain: replay every corpus on stable, then short unguided runs"

@@ -23,6 +23,7 @@ rustup target list --installed | grep -qx thumbv7m-none-eabi || rustup target ad
 
 echo "--- the core's RTT control block and writer"
 cargo test -q -p flightrec-core --features rtt --lib link::rtt
+cargo test -q -p flightrec-core --features rtt --test rtt_threads
 cargo test -q -p flightrec-core --features rtt --doc link::rtt
 cargo test -q -p flightrec-core --features rtt --doc FirmwareGuide
 

@@ -665,6 +665,15 @@ fn convert(a: ConvertArgs) -> ExitCode {
                     done.summary_line(started.elapsed())
                 );
             }
+            if let Some(e) = input.cut_short() {
+                // Every buffer it holds was converted; the input is still
+                // incomplete, which the status says.
+                eprintln!(
+                    "flightrec: {}: {e}; converted the buffers it holds",
+                    file.display()
+                );
+                return ExitCode::from(BAD_INPUT);
+            }
             ExitCode::SUCCESS
         }
         Err(e) if reader_gone(&e) => ExitCode::SUCCESS,

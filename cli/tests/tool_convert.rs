@@ -341,3 +341,150 @@ fn every_subcommand_has_help() {
         assert!(text.contains("Exit status:"), "{cmd}: {text}");
     }
 }
+
+/// Three buffers of two threads written by the core's writer behind a header
+/// with `HeaderFlags::END_BLOCK`, then the end block: the file and the offsets
+/// where each block starts (its BufferExtents record), the end block's last.
+fn file_with_end_block() -> (Vec<u8>, Vec<usize>) {
+    use flightrec_host::core::clock::Timestamp;
+    use flightrec_host::core::fdr::end::EndBlock;
+    use flightrec_host::core::fdr::ring::RecorderConfig;
+    use flightrec_host::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    use flightrec_host::core::fdr::{FunctionId, HeaderFlags, Version};
+
+    let when = Walltime {
+        seconds: 1_700_000_000,
+        micros: 5,
+    };
+    let cfg = RecorderConfig::new(WriterConfig::new(1).with_pid(77), 1_000_000_000);
+    let header = cfg.file_header(256).with_flags(HeaderFlags::END_BLOCK);
+    let mut file = header.to_bytes().to_vec();
+    let mut starts = Vec::new();
+    for (b, tid) in [(0u64, 1u32), (1, 2), (2, 1)] {
+        let mut buf = [0u8; 256];
+        let mut w =
+            BufferWriter::new(&mut buf, &WriterConfig::new(tid).with_pid(77), when).unwrap();
+        for k in 0..4u64 {
+            let at = |t: u64| Timestamp {
+                tsc: 1_000_000 + b * 10_000 + k * 100 + t,
+                cpu: 0,
+            };
+            let f = FunctionId::new(1 + k as u32).unwrap();
+            w.enter(f, at(0)).unwrap();
+            w.exit(f, at(50)).unwrap();
+        }
+        starts.push(file.len());
+        file.extend_from_slice(w.finish());
+    }
+    starts.push(file.len());
+    let end = EndBlock {
+        buffers: 3,
+        pid: 77,
+        closed: when,
+    };
+    file.extend_from_slice(&end.to_bytes(Version::V5).unwrap());
+    (file, starts)
+}
+
+#[test]
+fn verify_reports_a_file_cut_between_buffers_as_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, starts) = file_with_end_block();
+    let whole = dir.path().join("whole.xray");
+    std::fs::write(&whole, &bytes).unwrap();
+    let out = flightrec(&["verify", s(&whole)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.ends_with(
+            ": ok: version 5, 1000000000 Hz, 3 buffers, 24 function records, \
+             0 custom and 0 typed events, whole (end block)\n"
+        ),
+        "{text}"
+    );
+    let tool = llvm_xray();
+    if let Some(tool) = &tool {
+        // llvm-xray reads the end block as a block with no event: the same dump
+        // and records as `flightrec dump` and `convert` give.
+        let dumped = llvm(tool, &["fdr-dump", "--verify"], &whole);
+        assert!(dumped.status.success());
+        let ours = flightrec(&["dump", s(&whole)]);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&llvm(tool, &["fdr-dump"], &whole).stdout)
+        );
+        let theirs = llvm(tool, &["convert", "--output-format=yaml"], &whole);
+        assert!(theirs.status.success());
+        let ours = flightrec(&["convert", "--format", "yaml", s(&whole)]);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout)
+        );
+    }
+    // Cut at every buffer boundary (the header alone included): incomplete, at
+    // the cut, though llvm-xray accepts every cut but the header alone.
+    for (k, at) in std::iter::once(32)
+        .chain(starts[1..].iter().copied())
+        .enumerate()
+    {
+        let cut = dir.path().join(format!("cut-{at}.xray"));
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        let out = flightrec(&["verify", s(&cut)]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                ": invalid: at byte {at}: incomplete: the file ends after {k} buffers \
+                 without the end block its header promises (cut short)\n"
+            )),
+            "{text}"
+        );
+        if let (Some(tool), true) = (&tool, k > 0) {
+            assert!(llvm(tool, &["fdr-dump", "--verify"], &cut).status.success());
+            let theirs = llvm(tool, &["convert", "--output-format=yaml"], &cut);
+            assert!(theirs.status.success());
+            // `convert` converts the buffers it holds, says it is incomplete,
+            // and exits with status 1.
+            let ours = flightrec(&["convert", "--format", "yaml", "-q", s(&cut)]);
+            assert_eq!(ours.status.code(), Some(1));
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&theirs.stdout)
+            );
+            let err = String::from_utf8_lossy(&ours.stderr);
+            assert!(
+                err.contains(&format!(
+                    "at byte {at}: incomplete: the file ends after {k} buffers without the \
+                     end block its header promises (cut short); converted the buffers it holds"
+                )),
+                "{err}"
+            );
+        }
+    }
+    // A wrong count and a block after the end block are errors too.
+    let mut wrong = bytes.clone();
+    let count_at = bytes.len() - 16 + 3; // the end block's NewCpuId "TSC"
+    wrong[count_at] = 2;
+    let f = dir.path().join("wrong-count.xray");
+    std::fs::write(&f, &wrong).unwrap();
+    let text = String::from_utf8_lossy(&flightrec(&["verify", s(&f)]).stdout).into_owned();
+    assert!(
+        text.ends_with(&format!(
+            "invalid: at byte {}: the end block counts 2 buffers, the file has 3 before it\n",
+            starts[3] + 16
+        )),
+        "{text}"
+    );
+    let mut after = bytes.clone();
+    after.extend_from_slice(&bytes[starts[0]..starts[1]]);
+    let f = dir.path().join("after-end.xray");
+    std::fs::write(&f, &after).unwrap();
+    let text = String::from_utf8_lossy(&flightrec(&["verify", s(&f)]).stdout).into_owned();
+    assert!(
+        text.ends_with(&format!(
+            "invalid: at byte {}: record after the end block\n",
+            bytes.len()
+        )),
+        "{text}"
+    );
+}

@@ -32,8 +32,28 @@ const VARS: [&str; 14] = [
     "GIT_TRACE2_PARENT_NAME",
 ];
 
-fn config_file() -> PathBuf {
-    std::env::temp_dir().join(format!("flightrec-fuzz-settings-{}.gitconfig", std::process::id()))
+/// The config file one input is read from, removed when the input is done with
+/// (on every return path), so a run leaves nothing behind in the temporary
+/// directory.
+struct ConfigFile(PathBuf);
+
+impl ConfigFile {
+    fn write(text: &[u8]) -> Option<Self> {
+        let path = std::env::temp_dir().join(format!(
+            "flightrec-fuzz-settings-{}.gitconfig",
+            std::process::id()
+        ));
+        // Owned before the write, so a failed (partial) write is removed too.
+        let file = ConfigFile(path);
+        std::fs::write(&file.0, text).ok()?;
+        Some(file)
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -47,16 +67,15 @@ fuzz_target!(|data: &[u8]| {
     let xray_fdr = fields.next().unwrap_or_default();
 
     // Trace2 settings: environment over one global config file.
-    let path = config_file();
-    if std::fs::write(&path, file_text).is_err() {
+    let Some(config_file) = ConfigFile::write(file_text) else {
         return;
-    }
+    };
     let env = |name: &str| {
         VARS.iter()
             .position(|v| *v == name)
             .and_then(|i| values[i].clone())
     };
-    let files = ConfigFiles { global: vec![path.clone()], ..ConfigFiles::none() };
+    let files = ConfigFiles { global: vec![config_file.0.clone()], ..ConfigFiles::none() };
     match Trace2Config::load_with("GIT_TRACE2", Some("trace2"), env, &files) {
         Ok(cfg) => {
             assert!(cfg.event_nesting >= 1, "nesting filter below 1");

@@ -16,7 +16,7 @@ use crate::expand::XEvent;
 use crate::input::TraceFile;
 use crate::names::Names;
 use crate::progress::Progress;
-use crate::stream::{scan, Index};
+use crate::stream::{scan_cut_short, Index};
 
 /// Events between two page releases of the input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
@@ -78,6 +78,7 @@ pub enum ConvertError {
 pub struct Input {
     file: TraceFile,
     index: Index,
+    cut: Option<DecodeError>,
 }
 
 /// What a conversion did. Example on [`Input`].
@@ -108,10 +109,20 @@ impl Converted {
 
 impl Input {
     /// Maps, verifies and indexes the file. Example on [`Input`].
+    ///
+    /// A file cut short between two buffers (no end block where its header
+    /// promises one) opens with the buffers it holds; [`Input::cut_short`] says so.
     pub fn open(path: &Path, progress: &Progress) -> Result<Self, ConvertError> {
         let file = TraceFile::open(path).map_err(ConvertError::Unreadable)?;
-        let index = scan_file(&file, progress).map_err(ConvertError::Invalid)?;
-        Ok(Self { file, index })
+        let (index, cut) = scan_file_cut_short(&file, progress).map_err(ConvertError::Invalid)?;
+        Ok(Self { file, index, cut })
+    }
+
+    /// Why the file is incomplete, when it was cut short between two buffers
+    /// (`DecodeErrorKind::CutShort`, what `verify` reports): converted all the
+    /// same. Example on [`Input`].
+    pub fn cut_short(&self) -> Option<&DecodeError> {
+        self.cut.as_ref()
     }
 
     /// The index. Example on [`Input`].
@@ -218,10 +229,23 @@ impl Input {
 
 /// Verifies and indexes a mapped file, showing the pass on `progress`.
 pub(crate) fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
+    let (index, cut) = scan_file_cut_short(file, progress)?;
+    match cut {
+        Some(e) => Err(e),
+        None => Ok(index),
+    }
+}
+
+/// [`scan_file`], a file cut short between buffers indexed all the same (see
+/// [`crate::stream::scan_cut_short`]).
+pub(crate) fn scan_file_cut_short(
+    file: &TraceFile,
+    progress: &Progress,
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
     let bytes = file.bytes();
     progress.pass(bytes.len() as u64, "verifying");
     let mut last = 0usize;
-    scan(bytes, &mut |at| {
+    scan_cut_short(bytes, &mut |at| {
         file.consumed(at.saturating_sub(last));
         last = at;
         progress.advance(at as u64);

@@ -45,3 +45,4 @@ pub mod timeline_out;
 pub mod trace2_render;
 pub mod verify;
 pub mod yaml;
+mod yaml_unicode;

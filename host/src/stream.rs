@@ -25,11 +25,12 @@ use flightrec_core::fdr::decoder::{
     decode_record, BlockVerifier, DecodeError, DecodeErrorKind, Decoded, Decoder, Summary,
     VerifyError,
 };
+use flightrec_core::fdr::end::EndCheck;
 use flightrec_core::fdr::header::HEADER_SIZE;
 use flightrec_core::fdr::records::{MetadataKind, Record};
 use flightrec_core::fdr::{FileHeader, Version};
 
-use crate::expand::{llvm_thread_order, Expander, XEvent};
+use crate::expand::{llvm_block_order, llvm_thread_order, Expander, XEvent};
 
 /// How often (in bytes of input) [`scan`] reports its progress.
 const REPORT_EVERY: usize = 1 << 20;
@@ -40,6 +41,9 @@ const REPORT_EVERY: usize = 1 << 20;
 struct BlockStart {
     offset: u64,
     remaining: u32,
+    /// Its WalltimeMarker (seconds, microseconds), by which llvm-xray orders a
+    /// thread's blocks.
+    wall: (u64, u32),
 }
 
 /// One thread of llvm-xray's block index.
@@ -97,6 +101,44 @@ pub struct Index {
 /// The verdict is [`flightrec_core::fdr::decoder::verify`]'s, error offsets
 /// included.
 pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, DecodeError> {
+    let (index, cut) = scan_cut_short(bytes, progress)?;
+    match cut {
+        Some(e) => Err(e),
+        None => Ok(index),
+    }
+}
+
+/// [`scan`], except that a file cut short between two buffers (its header
+/// promises an [end block](flightrec_core::fdr::end) it does not end with:
+/// [`DecodeErrorKind::CutShort`]) is indexed with the buffers it holds, the
+/// error given beside the index. What `convert` reads a crashed trace with.
+///
+/// ```
+/// use flightrec_host::core::fdr::decoder::DecodeErrorKind;
+/// use flightrec_host::core::fdr::end::EndBlock;
+/// use flightrec_host::core::fdr::ring::RecorderConfig;
+/// use flightrec_host::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_host::core::fdr::{HeaderFlags, Version};
+/// use flightrec_host::stream::{scan, scan_cut_short};
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+/// let mut file = cfg.file_header(128).with_flags(HeaderFlags::END_BLOCK).to_bytes().to_vec();
+/// let mut buf = [0u8; 128];
+/// let w = BufferWriter::new(&mut buf, &cfg.writer, Walltime::default()).unwrap();
+/// file.extend_from_slice(w.finish());
+/// // No end block: cut short, yet its buffer is indexed.
+/// let (index, cut) = scan_cut_short(&file, &mut |_| {}).unwrap();
+/// assert_eq!(index.summary().buffers, 1);
+/// assert_eq!(cut.unwrap().kind, DecodeErrorKind::CutShort { buffers: 1 });
+/// assert!(scan(&file, &mut |_| {}).is_err());
+/// let end = EndBlock { buffers: 1, pid: 0, closed: Walltime::default() };
+/// file.extend_from_slice(&end.to_bytes(Version::V5).unwrap());
+/// assert!(scan_cut_short(&file, &mut |_| {}).unwrap().1.is_none());
+/// ```
+pub fn scan_cut_short(
+    bytes: &[u8],
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
     let mut decoder = Decoder::new(bytes)?;
     let header = *decoder.header();
     let extents_enforced = header.version >= Version::V3;
@@ -110,8 +152,10 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
         typed_events: 0,
         call_arguments: 0,
         skipped_bytes: 0,
+        end_block: false,
     };
     let mut verifier = BlockVerifier::new();
+    let mut end = EndCheck::new(&header);
     let mut block_start = HEADER_SIZE;
     let mut remaining: u32 = 0;
     let mut next_report = REPORT_EVERY;
@@ -133,7 +177,9 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
     };
 
     while let Some(item) = decoder.next() {
-        let Decoded { offset, record } = item?;
+        let decoded = item?;
+        end.feed(&decoded)?;
+        let Decoded { offset, record } = decoded;
         let len = decoder.offset() - offset;
         verifier.feed(&record).map_err(|e| {
             let at = match e {
@@ -157,6 +203,7 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
                     BlockStart {
                         offset: offset as u64,
                         remaining,
+                        wall: (0, 0),
                     },
                 ));
             }
@@ -167,6 +214,11 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
             Record::Pid { pid } => {
                 if let Some((key, _)) = &mut open {
                     key.0 = i64::from(pid) as u64;
+                }
+            }
+            Record::Walltime { seconds, micros } => {
+                if let Some((_, start)) = &mut open {
+                    start.wall = (seconds as u64, micros);
                 }
             }
             _ => {}
@@ -183,22 +235,48 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
     }
     verifier.finish().map_err(|e| {
         let at = match e {
-            VerifyError::NoBuffers => bytes.len(),
+            // Only a header, where the header promises an end block: cut short.
+            VerifyError::NoBuffers => match end.finish(bytes.len()) {
+                Err(cut) => return cut,
+                Ok(_) => bytes.len(),
+            },
             _ => block_start,
         };
         DecodeError::new(at, DecodeErrorKind::Grammar(e))
     })?;
     summary.skipped_bytes = decoder.skipped_bytes();
-    close(open.take());
+    let (end_block, cut) = match end.finish(bytes.len()) {
+        Ok(at) => (at, None),
+        Err(
+            e @ DecodeError {
+                kind: DecodeErrorKind::CutShort { .. },
+                ..
+            },
+        ) => (None, Some(e)),
+        Err(e) => return Err(e),
+    };
+    let summary = summary.with_end_block(end_block);
+    // The end block holds no event: it is not one of the threads' blocks.
+    if end_block.is_none() {
+        close(open.take());
+    }
     progress(bytes.len());
 
     let mut slots: Vec<Option<Vec<BlockStart>>> = blocks.into_iter().map(Some).collect();
     let threads = llvm_thread_order(&keys)
         .into_iter()
         .filter_map(|t| slots[t].take())
-        .map(|blocks| ThreadBlocks { blocks })
+        .map(|blocks| {
+            // In llvm-xray's order: sorted by wall time as `llvm::sort` does.
+            let walls: Vec<(u64, u32)> = blocks.iter().map(|b| b.wall).collect();
+            let blocks = llvm_block_order(&walls)
+                .into_iter()
+                .map(|k| blocks[k])
+                .collect();
+            ThreadBlocks { blocks }
+        })
         .collect();
-    Ok(Index { summary, threads })
+    Ok((Index { summary, threads }, cut))
 }
 
 impl Index {

@@ -79,6 +79,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use flightrec_core::fdr::decoder::Decoder;
+use flightrec_core::fdr::end::END_CPU;
 use flightrec_core::fdr::records::Record;
 use flightrec_core::fdr::FileHeader;
 use flightrec_core::trace2::days_from_civil;
@@ -816,6 +817,8 @@ fn clock_bounds(bytes: &[u8], index: &Index, freq: u64) -> ClockBounds {
                 tid = t as u64;
             }
             Record::Walltime { seconds, micros } => wall = Some((seconds, micros)),
+            // An end block's "TSC" is a buffer count, not a time.
+            Record::NewCpuId { cpu: END_CPU, .. } => wall = None,
             Record::NewCpuId { tsc, .. } => {
                 let Some((seconds, micros)) = wall.take() else {
                     continue;

@@ -60,14 +60,23 @@ pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
 }
 
 /// One line for a valid file: what it holds. Example on [`Verdict`].
+///
+/// A file that ends with the end block its header promises (what the desktop
+/// runtime writes: see `flightrec_core::fdr::end`) says so, since only then is
+/// it known to be whole.
 pub fn describe(s: &Summary) -> String {
     format!(
-        "version {}, {} Hz, {} buffers, {} function records, {} custom and {} typed events",
+        "version {}, {} Hz, {} buffers, {} function records, {} custom and {} typed events{}",
         s.header.version.number(),
         s.header.cycle_frequency.get(),
         s.buffers,
         s.function_records,
         s.custom_events,
-        s.typed_events
+        s.typed_events,
+        if s.end_block {
+            ", whole (end block)"
+        } else {
+            ""
+        }
     )
 }

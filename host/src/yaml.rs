@@ -8,6 +8,7 @@ use flightrec_core::fdr::FileHeader;
 
 use super::expand::{Trace, XEvent};
 use super::names::Names;
+use super::yaml_unicode::is_printable;
 
 /// How LLVM's YAML writer quotes a plain string (its `needsQuotes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,31 +44,8 @@ fn quoting(s: &[u8]) -> Quoting {
         q = Quoting::Single;
     }
     if matches!(&*text, "null" | "Null" | "NULL" | "~")
-        || matches!(
-            &*text,
-            "true"
-                | "True"
-                | "TRUE"
-                | "false"
-                | "False"
-                | "FALSE"
-                | "y"
-                | "Y"
-                | "yes"
-                | "Yes"
-                | "YES"
-                | "n"
-                | "N"
-                | "no"
-                | "No"
-                | "NO"
-                | "on"
-                | "On"
-                | "ON"
-                | "off"
-                | "Off"
-                | "OFF"
-        )
+        // LLVM 14's `isBool`: only these (later versions add yes/no/on/off).
+        || matches!(&*text, "true" | "True" | "TRUE" | "false" | "False" | "FALSE")
         || is_number(&text)
         || br#"-?:\,[]{}#&*!|>'"%@`"#.contains(&first)
     {
@@ -78,7 +56,10 @@ fn quoting(s: &[u8]) -> Quoting {
             continue;
         }
         match c {
-            b'\n' | b'\r' | b'/' => q = q.max(Quoting::Single),
+            // LLVM 14 double-quotes a line feed or carriage return (later versions
+            // single-quote them).
+            b'\n' | b'\r' => return Quoting::Double,
+            b'/' => q = q.max(Quoting::Single),
             0x7f => return Quoting::Double,
             c if c <= 0x1f || c & 0x80 != 0 => return Quoting::Double,
             _ => q = q.max(Quoting::Single),
@@ -104,17 +85,74 @@ fn scalar(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
         }
         Quoting::Double => {
             out.write_all(b"\"")?;
-            for &c in s {
-                match c {
-                    b'"' => out.write_all(b"\\\"")?,
-                    b'\\' => out.write_all(b"\\\\")?,
-                    0x20..=0x7e => out.write_all(&[c])?,
-                    _ => write!(out, "\\x{c:02X}")?,
-                }
-            }
+            escape(out, s)?;
             out.write_all(b"\"")
         }
     }
+}
+
+/// The first character of `s` when `s` starts with a whole, valid UTF-8
+/// sequence: what LLVM's `decodeUTF8` accepts (no overlong form, no surrogate,
+/// nothing past U+10FFFF).
+fn first_char(s: &[u8]) -> Option<char> {
+    s.utf8_chunks().next()?.valid().chars().next()
+}
+
+/// LLVM 14's `yaml::escape(S, /*EscapePrintable=*/false)`, the text of a
+/// double-quoted scalar: `\\`, `\"`, the short escapes (`\0 \a \b \t \n \v
+/// \f \r \e`), other C0 controls as `\xNN`; a UTF-8 character as it is when
+/// printable, else `\N`, `\_`, `\L`, `\P` or its code point (`\xNN`, `\uNNNN`,
+/// `\UNNNNNNNN`). At the first byte that does not start a valid UTF-8
+/// character, LLVM writes U+FFFD and stops: the rest of the payload is not
+/// printed. DEL (0x7F) is written as it is.
+fn escape(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
+    let mut i = 0;
+    while let Some(&c) = s.get(i) {
+        let short: &[u8] = match c {
+            b'\\' => b"\\\\",
+            b'"' => b"\\\"",
+            0 => b"\\0",
+            0x07 => b"\\a",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0A => b"\\n",
+            0x0B => b"\\v",
+            0x0C => b"\\f",
+            0x0D => b"\\r",
+            0x1B => b"\\e",
+            c if c < 0x20 => {
+                write!(out, "\\x{c:02X}")?;
+                i += 1;
+                continue;
+            }
+            c if c & 0x80 != 0 => {
+                let Some(ch) = first_char(&s[i..]) else {
+                    return out.write_all("\u{FFFD}".as_bytes());
+                };
+                let len = ch.len_utf8();
+                match u32::from(ch) {
+                    0x85 => out.write_all(b"\\N")?,
+                    0xA0 => out.write_all(b"\\_")?,
+                    0x2028 => out.write_all(b"\\L")?,
+                    0x2029 => out.write_all(b"\\P")?,
+                    cp if is_printable(cp) => out.write_all(&s[i..i + len])?,
+                    cp @ ..=0xFF => write!(out, "\\x{cp:02X}")?,
+                    cp @ ..=0xFFFF => write!(out, "\\u{cp:04X}")?,
+                    cp => write!(out, "\\U{cp:08X}")?,
+                }
+                i += len;
+                continue;
+            }
+            _ => {
+                out.write_all(&[c])?;
+                i += 1;
+                continue;
+            }
+        };
+        out.write_all(short)?;
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Writes the whole trace as YAML, records sorted by TSC.
@@ -324,5 +362,10 @@ mod tests {
             "'flightrec: lost 3 records'"
         );
         assert_eq!(q("\u{1}"), "\"\\x01\"");
+        assert_eq!(q("a\0b"), "\"a\\0b\"");
+        assert_eq!(q("é\u{85}\u{200b}\u{10ffff}"), "\"é\\N\\u200B\\U0010FFFF\"");
+        let mut v = Vec::new();
+        scalar(&mut v, b"x\xffy").unwrap();
+        assert_eq!(v, "\"x\u{FFFD}\"".as_bytes());
     }
 }

@@ -184,6 +184,8 @@ fn is_cut_short(kind: &DecodeErrorKind) -> bool {
             | DecodeErrorKind::Grammar(VerifyError::NoBuffers)
             // The last block stops inside its preamble.
             | DecodeErrorKind::Grammar(VerifyError::InvalidTerminal { .. })
+            // Cut between two buffers: no end block.
+            | DecodeErrorKind::CutShort { .. }
     )
 }
 

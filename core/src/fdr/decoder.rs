@@ -11,9 +11,11 @@
 //!   runs the decoder and the verifier over a file and counts what it saw.
 //!
 //! A file is accepted here exactly when `llvm-xray fdr-dump --verify` and
-//! `llvm-xray convert` both accept it, with one deliberate exception: a header whose
+//! `llvm-xray convert` both accept it, with two deliberate exceptions: a header whose
 //! cycle frequency is 0 is rejected (see [`FileHeader::parse`]), because no time in
-//! such a trace means anything. Errors carry the byte offset `llvm-xray` names in
+//! such a trace means anything; and a file whose header has
+//! [`HeaderFlags::END_BLOCK`](super::HeaderFlags::END_BLOCK) must end with the
+//! [end block](super::end) (else it was cut short, which llvm-xray cannot tell). Errors carry the byte offset `llvm-xray` names in
 //! its message where it names one.
 //!
 //! ```
@@ -44,6 +46,7 @@ pub use super::records::{EventKind, RecordError};
 pub use record::{decode_record, RecordType};
 pub use verifier::{BlockState, BlockVerifier, VerifyError};
 
+use super::end::EndCheck;
 use super::header::{FileHeader, HeaderError, Version, HEADER_SIZE};
 use super::records::{BufferExtents, MetadataKind, Record, METADATA_RECORD_SIZE};
 
@@ -129,6 +132,25 @@ pub enum DecodeErrorKind {
     /// [`VerifyError::InvalidTerminal`] the start of the block (its NewBuffer); for
     /// [`VerifyError::NoBuffers`] the end of the file.
     Grammar(VerifyError),
+    /// The header has [`HeaderFlags::END_BLOCK`](super::HeaderFlags::END_BLOCK)
+    /// but the file does not end with an [end block](super::end): it was cut short
+    /// (a full disk, a crash), possibly exactly between two buffers. Offset: the
+    /// end of the file.
+    CutShort {
+        /// Buffers (NewBuffer records) the file holds.
+        buffers: usize,
+    },
+    /// An end block whose count is not the number of buffers before it. Offset:
+    /// the end block's NewBuffer record.
+    EndBlockCount {
+        /// The count the end block states.
+        stated: u64,
+        /// Buffers before it in the file.
+        found: usize,
+    },
+    /// A record after the end block of a file whose header promises one. Offset:
+    /// that record's start.
+    AfterEndBlock,
 }
 
 impl core::fmt::Display for DecodeErrorKind {
@@ -175,6 +197,15 @@ impl core::fmt::Display for DecodeErrorKind {
                 "bytes left after the last buffer, but no BufferExtents record among them"
             ),
             DecodeErrorKind::Grammar(e) => write!(f, "{e}"),
+            DecodeErrorKind::CutShort { buffers } => write!(
+                f,
+                "incomplete: the file ends after {buffers} buffers without the end block its header promises (cut short)"
+            ),
+            DecodeErrorKind::EndBlockCount { stated, found } => write!(
+                f,
+                "the end block counts {stated} buffers, the file has {found} before it"
+            ),
+            DecodeErrorKind::AfterEndBlock => write!(f, "record after the end block"),
         }
     }
 }
@@ -603,6 +634,10 @@ pub struct Summary {
     pub call_arguments: usize,
     /// Bytes skipped between buffers (versions 3 to 5).
     pub skipped_bytes: usize,
+    /// The file ends with the [end block](super::end) its header promises; it is
+    /// not counted in `buffers` (its five metadata records and its extents are
+    /// counted in `metadata_records` and `extents`).
+    pub end_block: bool,
 }
 
 impl Summary {
@@ -617,7 +652,33 @@ impl Summary {
             typed_events: 0,
             call_arguments: 0,
             skipped_bytes: 0,
+            end_block: false,
         }
+    }
+
+    /// The summary of a file whose records were counted: marks the end block
+    /// found by an [`EndCheck`] and takes it out of `buffers`. For verifiers that
+    /// count the records themselves (the host's indexer).
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::decoder::verify;
+    /// use flightrec_core::fdr::end::EndBlock;
+    /// use flightrec_core::fdr::writer::Walltime;
+    /// use flightrec_core::fdr::{FileHeader, HeaderFlags, Version};
+    /// let header = FileHeader::new(NonZeroU64::MIN, 0).with_flags(HeaderFlags::END_BLOCK);
+    /// let mut file = [0u8; 112];
+    /// file[..32].copy_from_slice(&header.to_bytes());
+    /// EndBlock { buffers: 0, pid: 1, closed: Walltime::default() }.encode(Version::V5, &mut file[32..]);
+    /// let s = verify(&file).unwrap();
+    /// assert_eq!((s.buffers, s.extents, s.metadata_records, s.end_block), (0, 1, 5, true));
+    /// ```
+    pub fn with_end_block(mut self, end_block: Option<usize>) -> Self {
+        if end_block.is_some() {
+            self.end_block = true;
+            self.buffers = self.buffers.saturating_sub(1);
+        }
+        self
     }
 
     fn count(&mut self, record: &Record<'_>) {
@@ -640,7 +701,8 @@ impl Summary {
 /// Decodes and verifies a whole FDR file, and counts its records.
 ///
 /// Accepts exactly what `llvm-xray` 14 loads (both `fdr-dump --verify` and
-/// `convert`), except a zero cycle frequency: header version 1 to 5 and type 1, the
+/// `convert`), except a zero cycle frequency and a file whose header promises an
+/// [end block](super::end) it does not end with (cut short): header version 1 to 5 and type 1, the
 /// per-version buffer delimiting of [`Decoder`], every record decodable, the block
 /// grammar of [`BlockVerifier`], no block ending in its preamble, and at least one
 /// block. The first error in file order is returned (LLVM reports all decoding errors
@@ -681,9 +743,12 @@ pub fn verify(bytes: &[u8]) -> Result<Summary, DecodeError> {
     let mut decoder = Decoder::new(bytes)?;
     let mut summary = Summary::new(*decoder.header());
     let mut verifier = BlockVerifier::new();
+    let mut end = EndCheck::new(decoder.header());
     let mut block_start = HEADER_SIZE;
     for item in &mut decoder {
-        let Decoded { offset, record } = item?;
+        let decoded = item?;
+        end.feed(&decoded)?;
+        let Decoded { offset, record } = decoded;
         verifier.feed(&record).map_err(|e| {
             let at = match e {
                 VerifyError::InvalidTerminal { .. } => block_start,
@@ -698,11 +763,15 @@ pub fn verify(bytes: &[u8]) -> Result<Summary, DecodeError> {
     }
     verifier.finish().map_err(|e| {
         let at = match e {
-            VerifyError::NoBuffers => bytes.len(),
+            // Only a header, where the header promises an end block: cut short.
+            VerifyError::NoBuffers => match end.finish(bytes.len()) {
+                Err(cut) => return cut,
+                Ok(_) => bytes.len(),
+            },
             _ => block_start,
         };
         DecodeError::new(at, DecodeErrorKind::Grammar(e))
     })?;
     summary.skipped_bytes = decoder.skipped_bytes();
-    Ok(summary)
+    Ok(summary.with_end_block(end.finish(bytes.len())?))
 }

@@ -147,6 +147,23 @@ bitflags::bitflags! {
         const CONSTANT_TSC = 1 << 0;
         /// The TSC keeps ticking in deep sleep states.
         const NONSTOP_TSC = 1 << 1;
+        /// The writer ends a whole file with an [end block](super::end): a file
+        /// with this flag that does not end with one was cut short. Not one bit
+        /// but a pattern (`0x6672_0004`), read only when the bits above the two
+        /// TSC bits are exactly it: a header with junk there (llvm-xray reads bits
+        /// 0 and 1 only and ignores the rest) promises nothing. compiler-rt writes
+        /// those bits as zero.
+        ///
+        /// ```
+        /// use core::num::NonZeroU64;
+        /// use flightrec_core::fdr::{FileHeader, HeaderFlags};
+        /// let mut bytes = FileHeader::new(NonZeroU64::MIN, 0).with_flags(HeaderFlags::END_BLOCK).to_bytes();
+        /// assert_eq!(&bytes[4..8], &[0x07, 0x00, 0x72, 0x66]);
+        /// assert!(FileHeader::parse(&bytes).unwrap().flags.contains(HeaderFlags::END_BLOCK));
+        /// bytes[4..8].fill(0xff); // junk
+        /// assert!(!FileHeader::parse(&bytes).unwrap().flags.contains(HeaderFlags::END_BLOCK));
+        /// ```
+        const END_BLOCK = 0x6672_0004;
     }
 }
 
@@ -351,6 +368,23 @@ impl FileHeader {
         self
     }
 
+    /// The same header with these flags added, for instance
+    /// [`HeaderFlags::END_BLOCK`] from a writer that ends its files with an
+    /// [end block](super::end).
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::{FileHeader, HeaderFlags};
+    /// let h = FileHeader::new(NonZeroU64::MIN, 0).with_flags(HeaderFlags::END_BLOCK);
+    /// assert_eq!(h.to_bytes()[4], 0b111);
+    /// assert!(h.flags.contains(HeaderFlags::END_BLOCK));
+    /// assert_eq!(FileHeader::parse(&h.to_bytes()).unwrap().flags, h.flags);
+    /// ```
+    pub const fn with_flags(mut self, flags: HeaderFlags) -> Self {
+        self.flags = self.flags.union(flags);
+        self
+    }
+
     /// The same header with another version, for a file whose buffers were written
     /// in that version.
     ///
@@ -405,7 +439,9 @@ impl FileHeader {
 
     /// Reads a header from the first 32 bytes of `bytes`.
     ///
-    /// Unknown flag bits are dropped (readers ignore them); a zero frequency is an
+    /// Unknown flag bits are dropped (readers ignore them), and
+    /// [`HeaderFlags::END_BLOCK`] is read only when it is exactly what lies above
+    /// the TSC bits; a zero frequency is an
     /// error, since it makes every duration meaningless. Bytes after the first 32 are
     /// not looked at, so a whole file can be passed.
     ///
@@ -414,7 +450,10 @@ impl FileHeader {
     /// use flightrec_core::fdr::header::{FileHeader, HeaderError, HeaderFlags};
     /// let mut bytes = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 0).to_bytes();
     /// bytes[4] = 0xff; // unknown flag bits
-    /// assert_eq!(FileHeader::parse(&bytes).unwrap().flags, HeaderFlags::all());
+    /// assert_eq!(
+    ///     FileHeader::parse(&bytes).unwrap().flags,
+    ///     HeaderFlags::CONSTANT_TSC | HeaderFlags::NONSTOP_TSC
+    /// );
     /// bytes[8..16].copy_from_slice(&[0; 8]);
     /// assert_eq!(FileHeader::parse(&bytes), Err(HeaderError::ZeroFrequency));
     /// ```
@@ -447,7 +486,14 @@ impl FileHeader {
             NonZeroU64::new(raw.cycle_frequency).ok_or(HeaderError::ZeroFrequency)?;
         Ok(Self {
             version,
-            flags: HeaderFlags::from_bits_truncate(raw.flags),
+            flags: {
+                let tsc = HeaderFlags::CONSTANT_TSC.union(HeaderFlags::NONSTOP_TSC);
+                let mut flags = HeaderFlags::from_bits_truncate(raw.flags).intersection(tsc);
+                if raw.flags & !tsc.bits() == HeaderFlags::END_BLOCK.bits() {
+                    flags = flags.union(HeaderFlags::END_BLOCK);
+                }
+                flags
+            },
             cycle_frequency,
             buffer_size: raw.buffer_size,
             walltime_at_tsc0_ns: NonZeroU64::new(u64::from_le_bytes(raw.reserved)),

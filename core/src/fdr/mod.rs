@@ -12,6 +12,8 @@
 //!   recorder and consumer are taken once each without `unsafe`.
 //! * [`decoder`]: a streaming decoder and verifier that enforces the grammar
 //!   `llvm-xray` 14 reads, and reports the first error with its byte offset.
+//! * [`end`]: the end block a writer ends a whole file with, so that a file cut
+//!   between two buffers is known to be cut short.
 //!
 //! The byte format is described in `docs/format.md`.
 //!
@@ -51,6 +53,7 @@
 //! ```
 
 pub mod decoder;
+pub mod end;
 pub mod header;
 mod le;
 pub mod records;

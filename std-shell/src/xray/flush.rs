@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use flightrec_core::fdr::end::{EndBlock, END_BLOCK_SIZE};
+use flightrec_core::fdr::writer::Walltime;
+use flightrec_core::fdr::{FileHeader, Version};
+
 use super::config::Mode;
 use super::names::{self, Sink};
 use super::output::{self, incomplete_path, names_path, reason, FdSink, RawFile};
@@ -29,7 +33,64 @@ impl Runtime {
                 });
             }
         });
+        ok &= out.put(&self.end_block(count));
         ok.then_some(count)
+    }
+
+    /// The end block of a trace that holds `buffers` buffers: what tells a whole
+    /// file from one cut short between two buffers (the header has
+    /// `HeaderFlags::END_BLOCK`). Async-signal-safe (`clock_gettime`).
+    pub(super) fn end_block(&self, buffers: u64) -> [u8; END_BLOCK_SIZE] {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a valid timespec to fill; clock_gettime is
+        // async-signal-safe.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let end = EndBlock {
+            buffers,
+            pid: self.pid,
+            closed: Walltime {
+                seconds: now.tv_sec,
+                micros: (now.tv_nsec / 1000).clamp(0, 999_999) as u32,
+            },
+        };
+        let version = FileHeader::parse(&self.header).map_or(Version::V5, |h| h.version);
+        // The runtime writes version 5, which takes an end block.
+        end.to_bytes(version).unwrap_or([0; END_BLOCK_SIZE])
+    }
+
+    /// Streaming: ends the trace with its end block, after the last drain (no
+    /// buffer is written after it). `false` on a write error (its `errno` kept
+    /// for the message). Async-signal-safe.
+    fn end_stream(&self) -> bool {
+        let Some((file, _)) = &self.stream else {
+            return true;
+        };
+        let deadline = Instant::now() + self.grace();
+        while self
+            .file_lock
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if Instant::now() >= deadline {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        let end = self.end_block(self.buffers_written.load(Ordering::Relaxed));
+        let ok = match file.write_all(&end) {
+            Ok(()) => true,
+            Err(e) => {
+                let _ =
+                    self.write_errno
+                        .compare_exchange(0, e, Ordering::Relaxed, Ordering::Relaxed);
+                false
+            }
+        };
+        self.file_lock.store(false, Ordering::Release);
+        ok
     }
 
     /// Buffers a flight-recorder dump would write now.
@@ -286,7 +347,7 @@ impl Runtime {
             self.drain();
             return Ok(None);
         };
-        if self.broken.load(Ordering::Relaxed) || !self.drain() {
+        if self.broken.load(Ordering::Relaxed) || !self.drain() || (finish && !self.end_stream()) {
             self.stream_failed();
             return Err(Error::Io(format!(
                 "cannot write '{}': {}",
@@ -354,7 +415,7 @@ impl Runtime {
             Mode::Streaming => {
                 self.flush_all(&paused);
                 drop(paused);
-                if self.broken.load(Ordering::Relaxed) || !self.drain() {
+                if self.broken.load(Ordering::Relaxed) || !self.drain() || !self.end_stream() {
                     // Says where and why, once.
                     return self.stream_failed();
                 }

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flightrec_core::fdr::ring::{Policy, RecorderConfig};
 use flightrec_core::fdr::writer::{Walltime, WriterConfig};
+use flightrec_core::fdr::HeaderFlags;
 
 use super::clock;
 use super::config::{Config, Mode};
@@ -60,7 +61,12 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     let epoch = now_walltime();
     let header_cfg =
         RecorderConfig::new(WriterConfig::new(0), frequency.hz.get()).with_epoch(epoch, epoch_tsc);
-    let header = header_cfg.file_header(buffer_size).to_bytes();
+    // Every file ends with an end block: one cut short between two buffers
+    // (a full disk, a crash) is then known to be incomplete.
+    let header = header_cfg
+        .file_header(buffer_size)
+        .with_flags(HeaderFlags::END_BLOCK)
+        .to_bytes();
     let prefix = format!("{}{}.", config.logfile_base, output::program_name());
 
     let mut stream = None;

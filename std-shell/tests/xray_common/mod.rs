@@ -110,6 +110,7 @@ pub fn leaf_id_in_this_process() -> u32 {
 /// verify, convert (compared record by record with what was recorded), account and
 /// stack with the names file.
 pub fn check_workload(out: &Output, trace: &Path, workers: u64, rounds: u64) {
+    check_end_block(trace);
     let values = child_values(out);
     let Some(parsed) = judge(trace) else { return };
     assert_eq!(parsed.header.version, 5);
@@ -207,4 +208,55 @@ pub fn assert_same_seq<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], wh
         );
     }
     assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+}
+
+/// A whole trace of the runtime ends with its end block, which `llvm-xray` reads
+/// as a block with no event: `convert` gives the same records with or without
+/// it, and `fdr-dump --verify` accepts both. Cut at any buffer boundary (before
+/// each BufferExtents record, the end block's included), the trace verifies with
+/// llvm-xray but the core's verifier reports it cut short at the cut, with the
+/// buffers before it. Returns the buffers of the whole trace.
+pub fn check_end_block(trace: &Path) -> usize {
+    use flightrec::core::fdr::decoder::{verify, DecodeErrorKind, Decoded, Decoder};
+    use flightrec::core::fdr::records::Record as FdrRecord;
+
+    let bytes = std::fs::read(trace).unwrap();
+    let summary = verify(&bytes).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    assert!(summary.end_block, "{}: no end block", trace.display());
+    let starts: Vec<usize> = Decoder::new(&bytes)
+        .unwrap()
+        .filter_map(|d| match d.unwrap() {
+            Decoded {
+                offset,
+                record: FdrRecord::BufferExtents { .. },
+            } => Some(offset),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        starts.len(),
+        summary.buffers + 1,
+        "buffers and the end block"
+    );
+    for (k, &at) in starts.iter().enumerate() {
+        let err = verify(&bytes[..at]).unwrap_err();
+        assert_eq!(
+            (err.offset, err.kind),
+            (at, DecodeErrorKind::CutShort { buffers: k }),
+            "{} cut at byte {at}: {err}",
+            trace.display()
+        );
+    }
+    if let Some(tool) = llvm_xray() {
+        let cut = trace.with_extension("without-end-block");
+        std::fs::write(&cut, &bytes[..*starts.last().unwrap()]).unwrap();
+        let yaml = |f: &Path| {
+            let f = f.to_str().unwrap();
+            xray_ok(&tool, &["fdr-dump", "--verify", f]);
+            xray_ok(&tool, &["convert", "--output-format=yaml", f])
+        };
+        assert_eq!(yaml(trace), yaml(&cut), "the end block adds no record");
+        std::fs::remove_file(&cut).unwrap();
+    }
+    summary.buffers
 }
