@@ -43,7 +43,7 @@ fn writes_and_reads_match_a_model() {
         let mut got: Vec<u8> = Vec::new();
         let mut refused = 0usize;
         let mut counter = 0u8;
-        for _ in 0..if cfg!(miri) { 300 } else { 5000 } {
+        for _ in 0..if cfg!(miri) { 120 } else { 5000 } {
             if next() % 2 == 0 {
                 let len = (next() % 50) as usize;
                 let bytes: Vec<u8> = (0..len)
@@ -87,7 +87,7 @@ fn writes_and_reads_match_a_model() {
 fn blocking_writes_wait_for_the_reader() {
     static CB: ControlBlock<64> = ControlBlock::new();
     let mut w = CB.take_writer(Mode::Blocking).unwrap();
-    let len = if cfg!(miri) { 500 } else { 10_000u32 };
+    let len = if cfg!(miri) { 200 } else { 10_000u32 };
     let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
     let expect = data.clone();
     let reader = std::thread::spawn(move || {
