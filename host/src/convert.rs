@@ -53,6 +53,7 @@ pub enum ConvertError {
 /// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
 /// let progress = Progress::new(true);
 /// let input = Input::open(&path, &progress).unwrap();
+/// assert!(input.cut_short().is_none()); // a whole file (or one with no end-block promise)
 /// let mut yaml = Vec::new();
 /// let done = input.write(Format::Yaml, &Names::empty(), &mut yaml, &progress).unwrap();
 /// assert_eq!(done.events, 6);

@@ -66,7 +66,15 @@ pub const END_CPU: u16 = u16::MAX;
 /// ```
 pub const END_BLOCK_SIZE: usize = 5 * METADATA_RECORD_SIZE;
 
-/// What an end block says. Example in the [module documentation](self).
+/// What an end block says. A fuller example is in the [module
+/// documentation](self).
+///
+/// ```
+/// use flightrec_core::fdr::end::EndBlock;
+/// use flightrec_core::fdr::writer::Walltime;
+/// let end = EndBlock { buffers: 3, pid: 42, closed: Walltime { seconds: 10, micros: 5 } };
+/// assert_eq!(end.buffers, 3);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EndBlock {
@@ -81,8 +89,21 @@ pub struct EndBlock {
 impl EndBlock {
     /// Writes the end block for a file of `version` into `out`; returns its length
     /// ([`END_BLOCK_SIZE`]), or `None` when `out` is shorter or the version is 1
-    /// (whose buffers have no extents: its files do not take the flag). Example
-    /// in the [module documentation](self).
+    /// (whose buffers have no extents: its files do not take the flag).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::end::{EndBlock, END_BLOCK_SIZE, END_CPU};
+    /// use flightrec_core::fdr::writer::Walltime;
+    /// use flightrec_core::fdr::Version;
+    /// let end = EndBlock { buffers: 3, pid: 42, closed: Walltime { seconds: 10, micros: 5 } };
+    /// let mut out = [0u8; END_BLOCK_SIZE];
+    /// assert_eq!(end.encode(Version::V5, &mut out), Some(END_BLOCK_SIZE));
+    /// // The last record: NewCpuId with the CPU no one has and the buffer count.
+    /// assert_eq!(u16::from_le_bytes([out[65], out[66]]), END_CPU);
+    /// assert_eq!(u64::from_le_bytes(out[67..75].try_into().unwrap()), 3);
+    /// assert_eq!(end.encode(Version::V1, &mut out), None); // no extents in version 1
+    /// assert_eq!(end.encode(Version::V5, &mut out[..79]), None); // too short
+    /// ```
     pub fn encode(&self, version: Version, out: &mut [u8]) -> Option<usize> {
         if !version.has_extents() || out.len() < END_BLOCK_SIZE {
             return None;

@@ -10,7 +10,7 @@ use flightrec_core::fdr::writer::WriterConfig;
 
 use super::pool::{ThreadRing, LIVE, ORPHAN};
 use super::runtime::runtime;
-use super::state::{ARMED, PAUSED, RECORDING, STATE};
+use super::state::{ARMED, RECORDING, STATE};
 
 thread_local! {
     /// This thread's ring, once it has one.
@@ -72,11 +72,13 @@ fn current_tid() -> i32 {
 /// The calling thread's id as its FDR records carry it, while the runtime is
 /// initialised and not shut down (so that a thread's records can be matched
 /// with what else it traces, such as its Trace2 events); `None` otherwise, and
-/// where thread ids are not the kernel's (not Linux).
+/// where thread ids are not the kernel's (not Linux). Only Trace2 asks.
+#[cfg(all(unix, feature = "trace2"))]
 pub(crate) fn traced_thread_id() -> Option<u32> {
     if !cfg!(target_os = "linux") {
         return None;
     }
+    use super::state::PAUSED;
     let s = STATE.load(Ordering::Relaxed);
     (s == ARMED || s == RECORDING || s == PAUSED).then(|| current_tid() as u32)
 }

@@ -51,6 +51,7 @@ mod state;
 use std::fmt;
 use std::path::PathBuf;
 
+#[cfg(all(unix, feature = "trace2"))]
 pub(crate) use claim::traced_thread_id;
 pub use clock::CpuIds;
 pub use config::{Config, ConfigBuilder, ConfigError, Mode, ParsedOptions};
