@@ -58,7 +58,9 @@ pub fn traces_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with(prefix) && !n.ends_with(".names")
+            // A crash while the runtime refreshes a stream's names file can
+            // leave its `.names.tmp` beside the whole `.names`: neither is a trace.
+            n.starts_with(prefix) && !n.ends_with(".names") && !n.ends_with(".names.tmp")
         })
         .collect();
     v.sort();
