@@ -68,16 +68,8 @@ impl Runtime {
         let Some((file, _)) = &self.stream else {
             return true;
         };
-        let deadline = Instant::now() + self.grace();
-        while self
-            .file_lock
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            if Instant::now() >= deadline {
-                return true;
-            }
-            std::thread::yield_now();
+        if !self.lock_file() {
+            return true;
         }
         let end = self.end_block(self.buffers_written.load(Ordering::Relaxed));
         let ok = match file.write_all(&end) {
@@ -91,6 +83,23 @@ impl Runtime {
         };
         self.file_lock.store(false, Ordering::Release);
         ok
+    }
+
+    /// Takes the file lock, spinning at most `grace_period_ms`; `false` when it
+    /// could not (the caller then writes nothing). Async-signal-safe.
+    fn lock_file(&self) -> bool {
+        let deadline = Instant::now() + self.grace();
+        while self
+            .file_lock
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        true
     }
 
     /// Buffers a flight-recorder dump would write now.
@@ -123,16 +132,8 @@ impl Runtime {
             // no_file_flush: take the buffers and discard them.
             return self.drain_into(None);
         };
-        let deadline = Instant::now() + self.grace();
-        while self
-            .file_lock
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            if Instant::now() >= deadline {
-                return true;
-            }
-            std::thread::yield_now();
+        if !self.lock_file() {
+            return true;
         }
         let ok = self.drain_into(Some(file));
         self.file_lock.store(false, Ordering::Release);
