@@ -20,7 +20,9 @@ for mode in flight-recorder streaming; do
   test -s "$trace" && test -s "$names"
   llvm-xray fdr-dump --verify "$trace" >/dev/null
   llvm-xray convert --output-format=yaml "$trace" >/dev/null
-  llvm-xray stack -k -aggregate-threads -m "$names" "$trace" 2>/dev/null >"$out/$mode.stack"
+  # Not -aggregate-threads: llvm-xray 14 aborts merging the call trees of threads
+  # with four distinct outermost functions, which a trace that lost records has (docs/desktop-fdr.md).
+  llvm-xray stack -k -per-thread-stacks -m "$names" "$trace" 2>/dev/null >"$out/$mode.stack"
   grep -q 'xray_host::parse' "$out/$mode.stack"
   llvm-xray account -k -m "$names" "$trace" 2>/dev/null >"$out/$mode.account"
   grep -q 'handle_batch' "$out/$mode.account"

@@ -102,6 +102,6 @@ fn main() {
     println!("look at it with (-k: a flight recorder keeps calls whose entry was overwritten):");
     println!("  llvm-xray fdr-dump --verify {t}");
     println!("  llvm-xray account -k -sort=sum -sortorder=dsc -m {n} {t}");
-    println!("  llvm-xray stack -k -aggregate-threads -m {n} {t}");
+    println!("  llvm-xray stack -k -m {n} {t}");
     println!("  llvm-xray convert -m {n} --symbolize --output-format=trace_event {t} > trace.json");
 }
