@@ -77,6 +77,23 @@ fn scenario_child() {
             println!("WRITTEN={}", report.stats.buffers_written);
             println!("TRACE={}", report.path.unwrap().display());
         }
+        "paced" => {
+            // One thread fills half a buffer, rests, and so on, for 15 times what its
+            // ring holds. The writer's interval (10 minutes) never comes: only the
+            // recorder waking it when a buffer is full can keep the ring free.
+            let id = flightrec::core::fdr::FunctionId::new(9).unwrap();
+            for _ in 0..PACED_CHUNKS {
+                for _ in 0..PACED_PAIRS {
+                    flightrec::xray::record_enter(id);
+                    flightrec::xray::record_exit(id);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let report = flightrec::xray::shutdown().unwrap();
+            println!("DROPPED={}", report.stats.records_dropped);
+            println!("WRITTEN={}", report.stats.buffers_written);
+            println!("TRACE={}", report.path.unwrap().display());
+        }
         "broken-output" => {
             // The trace may not grow past 4 KiB: writes fail with EFBIG (SIGXFSZ is
             // ignored) and the runtime must turn itself off with one warning.
@@ -104,6 +121,9 @@ fn scenario_child() {
 }
 
 const PRESSURE_PAIRS: u64 = 20_000;
+/// 512-byte buffers hold about 60 function records: 15 pairs is half a buffer.
+const PACED_PAIRS: u64 = 15;
+const PACED_CHUNKS: u64 = 60;
 
 fn options(dir: &Path, fdr: &str) -> [(String, String); 2] {
     [
@@ -166,7 +186,8 @@ fn streaming_under_pressure_reports_drops_exactly() {
     let trace = Path::new(&values["TRACE"]).to_owned();
     assert!(
         dropped > 0,
-        "the writer sleeps 1 s: records must be dropped"
+        "four threads recording back to back outrun a writer that drains 512-byte \
+         buffers: records must be dropped"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -187,6 +208,30 @@ fn streaming_under_pressure_reports_drops_exactly() {
         })
         .sum();
     assert_eq!(marked, dropped);
+}
+
+/// A full buffer wakes the writer: a thread that records in bursts with pauses
+/// loses nothing though the writer's interval never comes.
+#[test]
+fn streaming_full_buffers_wake_the_writer() {
+    let dir = scratch_dir("stream-paced");
+    let out = run(
+        "paced",
+        &options(
+            &dir,
+            "flightrec_mode=streaming func_duration_threshold_us=0 buffer_size=512 \
+             buffer_max=8 flightrec_thread_buffers=2 flightrec_flush_interval_ms=600000",
+        ),
+    );
+    assert_child_ok(&out);
+    let values = child_values(&out);
+    assert_eq!(values["DROPPED"], "0", "{values:?}");
+    let written: u64 = values["WRITTEN"].parse().unwrap();
+    assert!(written >= PACED_CHUNKS / 2, "{written} buffers written");
+    let trace = Path::new(&values["TRACE"]).to_owned();
+    let Some(parsed) = judge(&trace) else { return };
+    let kept = parsed.records.iter().filter(|r| is_function(r)).count() as u64;
+    assert_eq!(kept, 2 * PACED_CHUNKS * PACED_PAIRS);
 }
 
 #[test]

@@ -555,6 +555,50 @@ pub struct RecorderConfig {
     pub epoch: Walltime,
     /// The TSC at `epoch`.
     pub epoch_tsc: u64,
+    /// Streaming: called each time the recorder hands a finished buffer to the
+    /// consumer (see [`with_buffer_ready`](Self::with_buffer_ready)).
+    pub buffer_ready: Option<BufferReady>,
+}
+
+/// The function a streaming recorder calls when it hands a buffer to the consumer
+/// ([`RecorderConfig::with_buffer_ready`]). Two are equal when they are the same
+/// function's address.
+///
+/// ```
+/// use flightrec_core::fdr::ring::BufferReady;
+/// fn wake() {}
+/// let ready = BufferReady(wake);
+/// assert_eq!(ready, BufferReady(wake));
+/// (ready.0)();
+/// ```
+#[derive(Clone, Copy)]
+pub struct BufferReady(pub fn());
+
+impl PartialEq for BufferReady {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for BufferReady {}
+
+impl core::hash::Hash for BufferReady {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        (self.0 as usize).hash(state);
+    }
+}
+
+impl core::fmt::Debug for BufferReady {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "BufferReady({:p})", self.0 as *const ())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for BufferReady {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "BufferReady({=usize:#x})", self.0 as usize);
+    }
 }
 
 impl RecorderConfig {
@@ -581,6 +625,7 @@ impl RecorderConfig {
                 micros: 0,
             },
             epoch_tsc: 0,
+            buffer_ready: None,
         }
     }
 
@@ -611,6 +656,47 @@ impl RecorderConfig {
     pub const fn with_epoch(mut self, epoch: Walltime, epoch_tsc: u64) -> Self {
         self.epoch = epoch;
         self.epoch_tsc = epoch_tsc;
+        self
+    }
+
+    /// Streaming: calls `ready` right after the recorder hands a finished buffer to
+    /// the consumer, from the context that recorded it. A consumer that drains on a
+    /// timer falls behind a burst that fills the ring between two ticks; with this
+    /// it can be woken the moment there is work (unpark the writer thread, pend the
+    /// interrupt that sends over the link) instead. It runs once per buffer, never
+    /// per record, and must not record into the same recorder. A flight recorder,
+    /// which has no consumer, never calls it.
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicU32, Ordering};
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// static READY: AtomicU32 = AtomicU32::new(0);
+    /// fn wake_consumer() {
+    ///     READY.fetch_add(1, Ordering::Relaxed); // e.g. pend the flush interrupt
+    /// }
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000).with_buffer_ready(wake_consumer);
+    /// let mut storage = [0u8; 4 * 128];
+    /// let slots = [Slot::NEW; 4];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, consumer) = ring.split(cfg);
+    /// let f = FunctionId::new(1).unwrap();
+    /// for t in 0..20 {
+    ///     rec.enter(f, Timestamp { tsc: t, cpu: 0 }).unwrap();
+    /// }
+    /// // 20 records overflow 128-byte buffers: one call per buffer handed over.
+    /// let full = consumer.pending();
+    /// assert!(full > 0);
+    /// assert_eq!(READY.load(Ordering::Relaxed), full);
+    /// rec.flush(); // hands over the open buffer too
+    /// assert_eq!(READY.load(Ordering::Relaxed), full + 1);
+    /// assert_eq!(consumer.pending(), full + 1);
+    /// ```
+    pub const fn with_buffer_ready(mut self, ready: fn()) -> Self {
+        self.buffer_ready = Some(BufferReady(ready));
         self
     }
 
@@ -1322,6 +1408,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
         self.ring.state.head.store(self.seq, Ordering::Release);
+        if let (Policy::Streaming, Some(BufferReady(ready))) =
+            (self.ring.policy, self.config.buffer_ready)
+        {
+            ready();
+        }
     }
 
     /// Streaming: hands the current buffer to the consumer now, even if it is not
@@ -1725,6 +1816,28 @@ mod tests {
     }
     fn fid(n: u32) -> FunctionId {
         FunctionId::new(n).unwrap()
+    }
+
+    /// A flight recorder has no consumer to wake: filling and overwriting its
+    /// buffers never calls `buffer_ready`.
+    #[test]
+    fn flight_recorder_never_calls_buffer_ready() {
+        use core::sync::atomic::AtomicU32;
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        fn ready() {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut storage = [0u8; 2 * 128];
+        let slots = [Slot::NEW; 2];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+        let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000).with_buffer_ready(ready);
+        let (mut rec, _consumer) = ring.split(cfg);
+        for t in 0..200 {
+            rec.enter(fid(1), ts(t)).unwrap();
+        }
+        rec.flush();
+        assert!(rec.stats().buffers_overwritten > 0);
+        assert_eq!(CALLS.load(Ordering::Relaxed), 0);
     }
 
     fn format_loss(n: u32) -> ([u8; 48], usize) {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use flightrec_core::fdr::ring::{Policy, RecorderConfig};
 use flightrec_core::fdr::writer::WriterConfig;
 
+use super::flush::wake_writer;
 use super::pool::{ThreadRing, LIVE, ORPHAN};
 use super::runtime::runtime;
 use super::state::{ARMED, RECORDING, STATE};
@@ -115,7 +116,11 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     let writer = WriterConfig::new(current_tid() as u32)
         .with_pid(rt.pid as u32)
         .with_threshold_ticks(rt.threshold_ticks);
-    let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
+    let mut cfg =
+        RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
+    if rt.policy == Policy::Streaming {
+        cfg = cfg.with_buffer_ready(wake_writer);
+    }
     if recycled {
         rt.rings_recycled.fetch_add(1, Ordering::Relaxed);
         // SAFETY: orphan ring under its lock: no owner.

@@ -4,6 +4,8 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use flightrec_core::fdr::end::{EndBlock, END_BLOCK_SIZE};
@@ -472,10 +474,29 @@ pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
     }
 }
 
-/// Streaming: the writer thread.
+/// Streaming: the writer thread, once it runs.
+static WRITER: OnceLock<Thread> = OnceLock::new();
+
+/// Streaming rings' [`RecorderConfig::buffer_ready`]: wakes the writer the moment
+/// a thread hands over a full buffer, so that a burst is written while it happens
+/// instead of filling the ring before the next interval and being dropped. Once per
+/// buffer, never per record. Safe from a signal handler on Linux, where
+/// `Thread::unpark` is an atomic swap and at most one `futex` wake.
+///
+/// [`RecorderConfig::buffer_ready`]: flightrec_core::fdr::ring::RecorderConfig::buffer_ready
+pub(super) fn wake_writer() {
+    if let Some(writer) = WRITER.get() {
+        writer.unpark();
+    }
+}
+
+/// Streaming: the writer thread. It drains every ring when a recorder wakes it
+/// ([`wake_writer`]) and at least every `flush_interval_ms`, which also picks up
+/// the partly filled buffers of threads that exited.
 pub(super) fn writer_loop(rt: &'static Runtime) {
     let interval = Duration::from_millis(u64::from(rt.config.flush_interval_ms));
     let mut names_written = 0;
+    let _ = WRITER.set(std::thread::current());
     loop {
         let s = STATE.load(Ordering::Acquire);
         if s == FINISHED {
