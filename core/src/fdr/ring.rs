@@ -55,7 +55,7 @@ use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::num::NonZeroU64;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId};
@@ -432,6 +432,11 @@ pub(crate) struct RingState {
     records_dropped: AtomicU32,
     /// Written by the recorder only.
     buffers_overwritten: AtomicU32,
+    /// Streaming: the `fn()` the recorder calls after handing over a buffer, or
+    /// null. Written by the consumer ([`Consumer::set_buffer_ready`]); kept here,
+    /// behind the view's pointer, so that the recorder's own fields (which the
+    /// record path reaches with short offsets on Thumb-1) do not move.
+    buffer_ready: AtomicPtr<()>,
 }
 
 impl RingState {
@@ -441,6 +446,7 @@ impl RingState {
             tail: AtomicU32::new(0),
             records_dropped: AtomicU32::new(0),
             buffers_overwritten: AtomicU32::new(0),
+            buffer_ready: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 
@@ -555,50 +561,6 @@ pub struct RecorderConfig {
     pub epoch: Walltime,
     /// The TSC at `epoch`.
     pub epoch_tsc: u64,
-    /// Streaming: called each time the recorder hands a finished buffer to the
-    /// consumer (see [`with_buffer_ready`](Self::with_buffer_ready)).
-    pub buffer_ready: Option<BufferReady>,
-}
-
-/// The function a streaming recorder calls when it hands a buffer to the consumer
-/// ([`RecorderConfig::with_buffer_ready`]). Two are equal when they are the same
-/// function's address.
-///
-/// ```
-/// use flightrec_core::fdr::ring::BufferReady;
-/// fn wake() {}
-/// let ready = BufferReady(wake);
-/// assert_eq!(ready, BufferReady(wake));
-/// (ready.0)();
-/// ```
-#[derive(Clone, Copy)]
-pub struct BufferReady(pub fn());
-
-impl PartialEq for BufferReady {
-    fn eq(&self, other: &Self) -> bool {
-        core::ptr::fn_addr_eq(self.0, other.0)
-    }
-}
-
-impl Eq for BufferReady {}
-
-impl core::hash::Hash for BufferReady {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        (self.0 as usize).hash(state);
-    }
-}
-
-impl core::fmt::Debug for BufferReady {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "BufferReady({:p})", self.0 as *const ())
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl defmt::Format for BufferReady {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "BufferReady({=usize:#x})", self.0 as usize);
-    }
 }
 
 impl RecorderConfig {
@@ -625,7 +587,6 @@ impl RecorderConfig {
                 micros: 0,
             },
             epoch_tsc: 0,
-            buffer_ready: None,
         }
     }
 
@@ -656,47 +617,6 @@ impl RecorderConfig {
     pub const fn with_epoch(mut self, epoch: Walltime, epoch_tsc: u64) -> Self {
         self.epoch = epoch;
         self.epoch_tsc = epoch_tsc;
-        self
-    }
-
-    /// Streaming: calls `ready` right after the recorder hands a finished buffer to
-    /// the consumer, from the context that recorded it. A consumer that drains on a
-    /// timer falls behind a burst that fills the ring between two ticks; with this
-    /// it can be woken the moment there is work (unpark the writer thread, pend the
-    /// interrupt that sends over the link) instead. It runs once per buffer, never
-    /// per record, and must not record into the same recorder. A flight recorder,
-    /// which has no consumer, never calls it.
-    ///
-    /// ```
-    /// use core::sync::atomic::{AtomicU32, Ordering};
-    /// use flightrec_core::clock::Timestamp;
-    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
-    /// use flightrec_core::fdr::writer::WriterConfig;
-    /// use flightrec_core::fdr::FunctionId;
-    ///
-    /// static READY: AtomicU32 = AtomicU32::new(0);
-    /// fn wake_consumer() {
-    ///     READY.fetch_add(1, Ordering::Relaxed); // e.g. pend the flush interrupt
-    /// }
-    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000).with_buffer_ready(wake_consumer);
-    /// let mut storage = [0u8; 4 * 128];
-    /// let slots = [Slot::NEW; 4];
-    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
-    /// let (mut rec, consumer) = ring.split(cfg);
-    /// let f = FunctionId::new(1).unwrap();
-    /// for t in 0..20 {
-    ///     rec.enter(f, Timestamp { tsc: t, cpu: 0 }).unwrap();
-    /// }
-    /// // 20 records overflow 128-byte buffers: one call per buffer handed over.
-    /// let full = consumer.pending();
-    /// assert!(full > 0);
-    /// assert_eq!(READY.load(Ordering::Relaxed), full);
-    /// rec.flush(); // hands over the open buffer too
-    /// assert_eq!(READY.load(Ordering::Relaxed), full + 1);
-    /// assert_eq!(consumer.pending(), full + 1);
-    /// ```
-    pub const fn with_buffer_ready(mut self, ready: fn()) -> Self {
-        self.buffer_ready = Some(BufferReady(ready));
         self
     }
 
@@ -1408,9 +1328,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
         self.ring.state.head.store(self.seq, Ordering::Release);
-        if let (Policy::Streaming, Some(BufferReady(ready))) =
-            (self.ring.policy, self.config.buffer_ready)
-        {
+        let ready = self.ring.state.buffer_ready.load(Ordering::Relaxed);
+        if !ready.is_null() && self.ring.policy == Policy::Streaming {
+            // SAFETY: `set_buffer_ready` stores nothing but `fn()` pointers (cast to
+            // `*mut ()`), so a non-null value is one, with its provenance.
+            let ready = unsafe { core::mem::transmute::<*mut (), fn()>(ready) };
             ready();
         }
     }
@@ -1673,6 +1595,47 @@ impl<'r, 'a> Consumer<'r, 'a> {
         })
     }
 
+    /// Asks the recorder to call `ready` right after it hands a finished buffer to
+    /// this consumer, from the context that recorded it (`None` stops it). A
+    /// consumer that drains on a timer falls behind a burst that fills the ring
+    /// between two ticks; with this it is woken the moment there is work (unpark
+    /// the writer thread, pend the interrupt that sends over the link). It runs
+    /// once per buffer, never per record, and must not record into the same
+    /// recorder. A flight recorder, which has no consumer, never calls it.
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicU32, Ordering};
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// static READY: AtomicU32 = AtomicU32::new(0);
+    /// fn wake_consumer() {
+    ///     READY.fetch_add(1, Ordering::Relaxed); // e.g. pend the flush interrupt
+    /// }
+    /// let mut storage = [0u8; 4 * 128];
+    /// let slots = [Slot::NEW; 4];
+    /// let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// let (mut rec, consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// consumer.set_buffer_ready(Some(wake_consumer));
+    /// let f = FunctionId::new(1).unwrap();
+    /// for t in 0..20 {
+    ///     rec.enter(f, Timestamp { tsc: t, cpu: 0 }).unwrap();
+    /// }
+    /// // 20 records overflow 128-byte buffers: one call per buffer handed over.
+    /// let full = consumer.pending();
+    /// assert!(full > 0);
+    /// assert_eq!(READY.load(Ordering::Relaxed), full);
+    /// rec.flush(); // hands over the open buffer too
+    /// assert_eq!(READY.load(Ordering::Relaxed), full + 1);
+    /// assert_eq!(consumer.pending(), full + 1);
+    /// ```
+    pub fn set_buffer_ready(&self, ready: Option<fn()>) {
+        let ptr = ready.map_or(core::ptr::null_mut(), |f| f as *mut ());
+        self.ring.state.buffer_ready.store(ptr, Ordering::Relaxed);
+    }
+
     /// Number of finished buffers waiting.
     ///
     /// ```
@@ -1818,6 +1781,35 @@ mod tests {
         FunctionId::new(n).unwrap()
     }
 
+    /// Streaming: one call per buffer handed over, none after the consumer says
+    /// `None` (the stored `fn()` comes back through `*mut ()`: Miri runs this).
+    #[test]
+    fn streaming_calls_buffer_ready_once_per_buffer() {
+        use core::sync::atomic::AtomicU32;
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        fn ready() {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut storage = [0u8; 4 * 128];
+        let slots = [Slot::NEW; 4];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+        let (mut rec, mut consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+        consumer.set_buffer_ready(Some(ready));
+        let mut t = 0;
+        while consumer.pending() < 2 {
+            rec.enter(fid(1), ts(t)).unwrap();
+            t += 1;
+        }
+        assert_eq!(CALLS.load(Ordering::Relaxed), 2);
+        consumer.set_buffer_ready(None);
+        while consumer.pop().is_some() {}
+        while consumer.pending() < 2 {
+            rec.enter(fid(1), ts(t)).unwrap();
+            t += 1;
+        }
+        assert_eq!(CALLS.load(Ordering::Relaxed), 2);
+    }
+
     /// A flight recorder has no consumer to wake: filling and overwriting its
     /// buffers never calls `buffer_ready`.
     #[test]
@@ -1830,8 +1822,9 @@ mod tests {
         let mut storage = [0u8; 2 * 128];
         let slots = [Slot::NEW; 2];
         let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
-        let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000).with_buffer_ready(ready);
-        let (mut rec, _consumer) = ring.split(cfg);
+        let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+        let (mut rec, consumer) = ring.split(cfg);
+        consumer.set_buffer_ready(Some(ready));
         for t in 0..200 {
             rec.enter(fid(1), ts(t)).unwrap();
         }

@@ -116,11 +116,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     let writer = WriterConfig::new(current_tid() as u32)
         .with_pid(rt.pid as u32)
         .with_threshold_ticks(rt.threshold_ticks);
-    let mut cfg =
-        RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
-    if rt.policy == Policy::Streaming {
-        cfg = cfg.with_buffer_ready(wake_writer);
-    }
+    let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
     if recycled {
         rt.rings_recycled.fetch_add(1, Ordering::Relaxed);
         // SAFETY: orphan ring under its lock: no owner.
@@ -136,8 +132,10 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
             );
         }
     }
+    // Streaming: a full buffer wakes the writer thread.
+    let ready = (rt.policy == Policy::Streaming).then_some(wake_writer as fn());
     // SAFETY: we hold the ring's lock and it is free or orphaned (no owner).
-    let dropped = unsafe { ring.assign(rt.policy, cfg) };
+    let dropped = unsafe { ring.assign(rt.policy, cfg, ready) };
     rt.retired_dropped.fetch_add(dropped, Ordering::Relaxed);
     ring.state.store(LIVE, Ordering::Release);
     ring.unlock();

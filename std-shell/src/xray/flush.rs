@@ -477,13 +477,14 @@ pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
 /// Streaming: the writer thread, once it runs.
 static WRITER: OnceLock<Thread> = OnceLock::new();
 
-/// Streaming rings' [`RecorderConfig::buffer_ready`]: wakes the writer the moment
+/// What streaming rings' recorders call after handing over a buffer
+/// ([`Consumer::set_buffer_ready`]): wakes the writer the moment
 /// a thread hands over a full buffer, so that a burst is written while it happens
 /// instead of filling the ring before the next interval and being dropped. Once per
 /// buffer, never per record. Safe from a signal handler on Linux, where
 /// `Thread::unpark` is an atomic swap and at most one `futex` wake.
 ///
-/// [`RecorderConfig::buffer_ready`]: flightrec_core::fdr::ring::RecorderConfig::buffer_ready
+/// [`Consumer::set_buffer_ready`]: flightrec_core::fdr::ring::Consumer::set_buffer_ready
 pub(super) fn wake_writer() {
     if let Some(writer) = WRITER.get() {
         writer.unpark();

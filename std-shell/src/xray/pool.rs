@@ -109,13 +109,19 @@ impl ThreadRing {
         self.lock.store(false, Ordering::Release);
     }
 
-    /// Sets the ring up for a new owner: a fresh core ring split with `config`.
+    /// Sets the ring up for a new owner: a fresh core ring split with `config`,
+    /// whose recorder calls `buffer_ready` after handing a buffer over (streaming).
     /// Returns the records the previous owner dropped.
     ///
     /// # Safety
     /// The caller holds `lock`, and the ring is not live (no owner uses the
     /// recorder).
-    pub(crate) unsafe fn assign(&self, policy: Policy, config: RecorderConfig) -> u64 {
+    pub(crate) unsafe fn assign(
+        &self,
+        policy: Policy,
+        config: RecorderConfig,
+        buffer_ready: Option<fn()>,
+    ) -> u64 {
         // SAFETY: exclusive access by the caller's contract; the old recorder and
         // consumer, which borrow the old ring, are dropped before the ring.
         unsafe {
@@ -131,6 +137,7 @@ impl ThreadRing {
             if let Ok(ring) = Ring::new(storage, self.slots, policy) {
                 let ring: &'static mut Ring<'static> = (*self.ring.get()).insert(ring);
                 let (rec, cons) = ring.split(config);
+                cons.set_buffer_ready(buffer_ready);
                 *self.recorder.get() = Some(rec);
                 *self.consumer.get() = Some(cons);
             }
