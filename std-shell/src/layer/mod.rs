@@ -60,20 +60,20 @@
 //! any other layer. Programs that log with the `log` crate can forward it
 //! through `tracing-log`'s `LogTracer`.
 
+mod entered;
 mod fields;
 mod functions;
 mod spans;
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
-use flightrec_core::fdr::FunctionId;
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::trace2::at::{self, At};
+use entered::{pop_through, push, Entered};
 use fields::{EventFields, SpanFields};
 use functions::function_of;
 use spans::SpanFunctions;
@@ -172,19 +172,6 @@ struct SpanData {
     fields: SpanFields,
 }
 
-/// One span entered on this thread and not exited yet.
-struct Entered {
-    span: u64,
-    function: Option<FunctionId>,
-    /// The span's metadata if it is in a Trace2 region.
-    region: Option<&'static Metadata<'static>>,
-}
-
-thread_local! {
-    /// The spans entered on this thread, innermost last.
-    static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
-}
-
 fn at(meta: &'static Metadata<'static>) -> At<'static> {
     At {
         file: meta.file(),
@@ -278,21 +265,8 @@ where
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        let span = id.into_u64();
-        let _ = STACK.try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return;
-            };
-            let Some(i) = s.iter().rposition(|e| e.span == span) else {
-                return;
-            };
-            // Innermost first: what was entered after this span is left too.
-            while s.len() > i {
-                if let Some(e) = s.pop() {
-                    leave(&e);
-                }
-            }
-        });
+        // Innermost first: what was entered after this span is left too.
+        pop_through(id.into_u64(), leave);
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
@@ -327,16 +301,9 @@ where
     }
 }
 
-/// Pushes `e` on this thread's stack; `false` if the stack cannot be reached
-/// (the thread is ending, or the layer is re-entered from a record it makes).
-fn push(e: Entered) -> bool {
-    STACK
-        .try_with(|s| s.try_borrow_mut().map(|mut s| s.push(e)).is_ok())
-        .unwrap_or(false)
-}
-
 /// Records the exit of an entered span on this thread.
-fn leave(e: &Entered) {
+#[inline]
+fn leave(e: Entered) {
     if let Some(meta) = e.region {
         at::region_leave(at(meta), meta.target(), meta.name());
     }
