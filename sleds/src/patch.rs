@@ -398,6 +398,11 @@ mod tests {
     unsafe extern "C" fn keep_arg(id: i32, kind: u32, arg: u64) {
         ARGS.lock().unwrap().push((id, kind, arg));
     }
+    static KINDS: std::sync::Mutex<Vec<(i32, u32)>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn keep_kind(id: i32, kind: u32) {
+        KINDS.lock().unwrap().push((id, kind));
+    }
     unsafe extern "C" fn keep_custom(data: *mut libc::c_void, size: usize) {
         // SAFETY: the sled passes the program's event.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
@@ -458,6 +463,14 @@ mod tests {
         assert_eq!((&bytes[32..34], &bytes[64..66]), (&NOP2[..], &NOP2[..]));
         run();
         run();
+        // Without an argument handler, argument-logging entries go to the plain
+        // handler with kind 3 (LOG_ARGS_ENTRY), as compiler-rt's trampoline does.
+        trampoline::set_arg_handler(None);
+        trampoline::set_handler(Some(keep_kind));
+        assert_eq!(triple(5), 15);
+        trampoline::set_handler(None);
+        trampoline::set_arg_handler(Some(keep_arg));
+        assert_eq!(*KINDS.lock().unwrap(), [(4, 3)]);
         assert_eq!(set_patched(sleds.iter(), false), Ok(3));
         assert_eq!(&bytes[32..34], &JMP_OVER_CUSTOM_EVENT);
         assert_eq!(&bytes[64..66], &JMP_OVER_LONG_EVENT);
