@@ -42,6 +42,7 @@ mod patch;
 mod section;
 mod trampoline;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -221,8 +222,8 @@ pub fn set_typed_event_handler(handler: Option<TypedEventHandler>) {
 }
 
 /// Event types handed out so far, by the address of their name (as compiler-rt
-/// keys them: the same string at another address is another type).
-static EVENT_TYPES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// keys them: the same string at another address is another type), and how many.
+static EVENT_TYPES: Mutex<Option<(HashMap<usize, u16>, u32)>> = Mutex::new(None);
 
 /// The typed event type for the name at `name` (compiler-rt:
 /// `__xray_register_event_type`): types count from 0 in the order of first
@@ -239,12 +240,13 @@ static EVENT_TYPES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// assert_eq!(flightrec_sleds::register_event_type(CACHE.as_ptr() as usize), cache);
 /// ```
 pub fn register_event_type(name: usize) -> u16 {
-    let mut types = EVENT_TYPES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = types.iter().position(|&a| a == name) {
-        return i as u16;
-    }
-    types.push(name);
-    (types.len() - 1) as u16
+    let mut guard = EVENT_TYPES.lock().unwrap_or_else(|e| e.into_inner());
+    let (types, count) = guard.get_or_insert_with(Default::default);
+    *types.entry(name).or_insert_with(|| {
+        let t = *count as u16;
+        *count = count.wrapping_add(1);
+        t
+    })
 }
 
 /// Starts flightrec's XRay runtime with `config` and, if `config.patch_premain`
@@ -322,4 +324,21 @@ fn init_from_env_once() -> Result<bool, Error> {
         patch()?;
     }
     Ok(parsed.selected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_count_from_the_first_and_wrap_at_16_bits() {
+        // Addresses nothing else in this test binary registers.
+        let name = |i: usize| 0x7777_0000_0000 + i;
+        let first = register_event_type(name(0));
+        for i in 1..=0xffff {
+            assert_eq!(register_event_type(name(i)), first.wrapping_add(i as u16));
+        }
+        assert_eq!(register_event_type(name(0x1_0000)), first);
+        assert_eq!(register_event_type(name(5)), first.wrapping_add(5));
+    }
 }
