@@ -310,6 +310,11 @@ fn patching_while_four_threads_run_the_sleds() {
     let trace = only_trace(&dir, "x-");
     let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
     assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
+    // The workers' last rounds run after the final __xray_patch.
+    assert!(
+        dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
+        "{dump:.2000}"
+    );
 }
 
 #[test]
