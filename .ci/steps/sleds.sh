@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # XRay sleds (sleds/, crate flightrec-sleds): C programs built with clang-14
 # -fxray-instrument -fnoxray-link-deps link its staticlib in place of compiler-rt's
-# runtime and their traces pass llvm-xray; patching while threads run; programs
+# runtime and their traces pass llvm-xray (custom and typed events and logged
+# arguments included); patching while threads run; programs
 # without sleds or with an unknown sled version run untraced with one message.
 # Where a nightly toolchain is present, the Rust recipe (-Zinstrument-xray=always)
 # records every function of the example and llvm-xray names them.

@@ -6,9 +6,13 @@
 //! `cargo bench -p flightrec-sleds --bench side_by_side -- [ROUNDS [BATCHES [CALLS]]]`
 //! (defaults 3, 10, 200000). Each round runs, in turn, each runtime with its sleds
 //! patched (FDR mode, the FDR options of `benches/compare`: 8 buffers of 64 KiB,
-//! no duration threshold) and unpatched; each process does one warm-up batch and
-//! BATCHES timed batches (thread CPU time per call). Prints every round's median
-//! per row and the ratio compiler-rt / flightrec-sleds.
+//! no duration threshold) and unpatched, and the floor (the loop's `floor` mode
+//! on the flightrec-sleds binary, sleds unpatched: the call and two `rdtsc`
+//! reads and two 8-byte stores around it, the least any record of an entry and
+//! an exit costs); each process does one warm-up batch and BATCHES timed batches
+//! (thread CPU time per call). Prints every round's median and fastest batch per
+//! row, the ratio compiler-rt / flightrec-sleds and the ratio flightrec-sleds /
+//! floor.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,33 +73,50 @@ fn main() {
         sleds.to_str().unwrap(),
     ]);
 
-    let rows: [(&str, &Path, bool); 4] = [
-        ("compiler-rt FDR, sleds patched", &compiler_rt, true),
-        ("flightrec-sleds FDR, sleds patched", &sleds, true),
-        ("compiler-rt, sleds unpatched", &compiler_rt, false),
-        ("flightrec-sleds, sleds unpatched", &sleds, false),
+    let rows: [(&str, &Path, &str); 5] = [
+        ("compiler-rt FDR, sleds patched", &compiler_rt, "fdr"),
+        ("flightrec-sleds FDR, sleds patched", &sleds, "fdr"),
+        ("floor: 2 x (rdtsc + 8-byte store)", &sleds, "floor"),
+        ("compiler-rt, sleds unpatched", &compiler_rt, "off"),
+        ("flightrec-sleds, sleds unpatched", &sleds, "off"),
     ];
+    // Per row and round: the median batch and the fastest batch of the process.
     let mut medians = vec![Vec::new(); rows.len()];
+    let mut fastest = vec![Vec::new(); rows.len()];
     for _ in 0..rounds {
-        for (i, (_, prog, fdr)) in rows.iter().enumerate() {
-            medians[i].push(run(prog, *fdr, calls, batches, &dir));
+        for (i, (_, prog, mode)) in rows.iter().enumerate() {
+            let (median, min) = run(prog, mode, calls, batches, &dir);
+            medians[i].push(median);
+            fastest[i].push(min);
         }
     }
-    println!("ns per call, median of {batches} batches of {calls} calls, per round:");
-    for ((name, _, _), m) in rows.iter().zip(&medians) {
-        let v: Vec<String> = m.iter().map(|x| format!("{x:.1}")).collect();
-        println!("  {name:<36} {}", v.join(" / "));
+    let ratio = |a: &[f64], b: &[f64]| -> String {
+        let r: Vec<String> = a
+            .iter()
+            .zip(b)
+            .map(|(a, b)| format!("{:.2}", a / b))
+            .collect();
+        r.join(" / ")
+    };
+    // The fastest batch is the one least disturbed by other processes on a shared
+    // machine; both are printed.
+    for (what, table) in [("median", &medians), ("fastest", &fastest)] {
+        println!("ns per call, {what} of {batches} batches of {calls} calls, per round:");
+        for ((name, _, _), m) in rows.iter().zip(table.iter()) {
+            let v: Vec<String> = m.iter().map(|x| format!("{x:.1}")).collect();
+            println!("  {name:<36} {}", v.join(" / "));
+        }
+        println!(
+            "  {:<36} {}",
+            "compiler-rt / flightrec-sleds",
+            ratio(&table[0], &table[1])
+        );
+        println!(
+            "  {:<36} {}",
+            "flightrec-sleds / floor",
+            ratio(&table[1], &table[2])
+        );
     }
-    let ratios: Vec<String> = medians[0]
-        .iter()
-        .zip(&medians[1])
-        .map(|(c, s)| format!("{:.2}", c / s))
-        .collect();
-    println!(
-        "  {:<36} {}",
-        "compiler-rt / flightrec-sleds",
-        ratios.join(" / ")
-    );
 }
 
 fn cc(args: &[&str]) {
@@ -122,10 +143,12 @@ fn staticlib() -> PathBuf {
     target_dir.join("release/libflightrec_sleds.a")
 }
 
-/// Median ns per call of one process.
-fn run(prog: &Path, fdr: bool, calls: u64, batches: u64, dir: &Path) -> f64 {
+/// Median and least ns per call of the batches of one process; `mode` is the
+/// loop's (`fdr`, `off`, `floor`).
+fn run(prog: &Path, mode: &str, calls: u64, batches: u64, dir: &Path) -> (f64, f64) {
     let mut cmd = Command::new(prog);
     let base = dir.join("trace-");
+    let fdr = mode == "fdr";
     if fdr {
         cmd.args(["fdr", &calls.to_string(), &batches.to_string()])
             .env(
@@ -137,7 +160,7 @@ fn run(prog: &Path, fdr: bool, calls: u64, batches: u64, dir: &Path) -> f64 {
             )
             .env("XRAY_FDR_OPTIONS", FDR_OPTIONS);
     } else {
-        cmd.args(["off", &calls.to_string(), &batches.to_string()])
+        cmd.args([mode, &calls.to_string(), &batches.to_string()])
             .env("XRAY_OPTIONS", "patch_premain=false")
             .env_remove("XRAY_FDR_OPTIONS");
     }
@@ -173,5 +196,5 @@ fn run(prog: &Path, fdr: bool, calls: u64, batches: u64, dir: &Path) -> f64 {
         "{}: trace of {trace_bytes} bytes",
         prog.display()
     );
-    ns[ns.len() / 2]
+    (ns[ns.len() / 2], ns[0])
 }

@@ -7,7 +7,7 @@
 
 use std::ffi::{c_char, c_int, CStr};
 
-use crate::Handler;
+use crate::{ArgHandler, CustomEventHandler, Handler, TypedEventHandler};
 
 // XRayPatchingStatus
 const NOT_INITIALIZED: c_int = 0;
@@ -90,6 +90,64 @@ pub extern "C" fn __xray_set_handler(handler: Option<Handler>) -> c_int {
 #[no_mangle]
 pub extern "C" fn __xray_remove_handler() -> c_int {
     __xray_set_handler(None)
+}
+
+/// Installs the handler of argument-logging entries; 1 on success, 0 without
+/// sleds.
+#[no_mangle]
+pub extern "C" fn __xray_set_handler_arg1(handler: Option<ArgHandler>) -> c_int {
+    if crate::sleds().is_err() {
+        return 0;
+    }
+    crate::set_arg_handler(handler);
+    1
+}
+
+/// Removes the handler of argument-logging entries; 1 on success, 0 without
+/// sleds.
+#[no_mangle]
+pub extern "C" fn __xray_remove_handler_arg1() -> c_int {
+    __xray_set_handler_arg1(None)
+}
+
+/// Installs the custom events' handler; 1 on success, 0 without sleds.
+#[no_mangle]
+pub extern "C" fn __xray_set_customevent_handler(handler: Option<CustomEventHandler>) -> c_int {
+    if crate::sleds().is_err() {
+        return 0;
+    }
+    crate::set_custom_event_handler(handler);
+    1
+}
+
+/// Records custom events into flightrec's rings again; 1 on success, 0 without
+/// sleds.
+#[no_mangle]
+pub extern "C" fn __xray_remove_customevent_handler() -> c_int {
+    __xray_set_customevent_handler(None)
+}
+
+/// Installs the typed events' handler; 1 on success, 0 without sleds.
+#[no_mangle]
+pub extern "C" fn __xray_set_typedevent_handler(handler: Option<TypedEventHandler>) -> c_int {
+    if crate::sleds().is_err() {
+        return 0;
+    }
+    crate::set_typed_event_handler(handler);
+    1
+}
+
+/// Records typed events into flightrec's rings again; 1 on success, 0 without
+/// sleds.
+#[no_mangle]
+pub extern "C" fn __xray_remove_typedevent_handler() -> c_int {
+    __xray_set_typedevent_handler(None)
+}
+
+/// The event type of the name at `event_type` (its address is the key).
+#[no_mangle]
+pub extern "C" fn __xray_register_event_type(event_type: *const c_char) -> u16 {
+    crate::register_event_type(event_type as usize)
 }
 
 /// The address of function `id`, 0 if there is none.

@@ -42,13 +42,14 @@ mod patch;
 mod section;
 mod trampoline;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub use map::{MapError, Sled, SledKind, SledMap};
 pub use patch::PatchError;
-pub use trampoline::Handler;
+pub use trampoline::{ArgHandler, CustomEventHandler, Handler, TypedEventHandler};
 
 /// Why sleds could not be used or the runtime not started. Tracing stays off.
 ///
@@ -112,8 +113,9 @@ fn sleds_or_report() -> Result<&'static SledMap, Error> {
     })
 }
 
-/// Patches every entry, exit and tail-exit sled to record, and starts flightrec's
-/// recording if its runtime was initialised (compiler-rt: `__xray_patch`).
+/// Patches every sled to record (entry, argument-logging entry, exit, tail exit,
+/// custom and typed event), and starts flightrec's recording if its runtime was
+/// initialised (compiler-rt: `__xray_patch`).
 /// Returns how many sleds were written. Safe while other threads run the
 /// instrumented code.
 ///
@@ -171,6 +173,80 @@ pub fn set_function_patched(id: i32, on: bool) -> Result<usize, Error> {
 /// ```
 pub fn set_handler(handler: Option<Handler>) {
     trampoline::set_handler(handler);
+}
+
+/// Installs a handler that the entry sleds of functions built with
+/// `xray_log_args(1)` call with their first argument instead of recording; `None`
+/// removes it (compiler-rt: `__xray_set_handler_arg1` /
+/// `__xray_remove_handler_arg1`). Without one, as in compiler-rt, those sleds call
+/// the [`set_handler`] handler (kind 3, `LOG_ARGS_ENTRY`) if there is one, else
+/// record an entry with its argument (an `EnterArg` record and a `CallArgument`
+/// record, as compiler-rt's FDR mode writes them).
+///
+/// ```
+/// unsafe extern "C" fn log_arg(_id: i32, _kind: u32, _arg: u64) {}
+/// flightrec_sleds::set_arg_handler(Some(log_arg));
+/// flightrec_sleds::set_arg_handler(None);
+/// ```
+pub fn set_arg_handler(handler: Option<ArgHandler>) {
+    trampoline::set_arg_handler(handler);
+}
+
+/// Installs a handler that patched custom event sleds
+/// (`__xray_customevent(data, size)`) call instead of recording; `None` records
+/// them again (compiler-rt: `__xray_set_customevent_handler` /
+/// `__xray_remove_customevent_handler`, except that removing it in compiler-rt
+/// drops the events).
+///
+/// ```
+/// unsafe extern "C" fn ignore(_data: *mut std::ffi::c_void, _size: usize) {}
+/// flightrec_sleds::set_custom_event_handler(Some(ignore));
+/// flightrec_sleds::set_custom_event_handler(None);
+/// ```
+pub fn set_custom_event_handler(handler: Option<CustomEventHandler>) {
+    trampoline::set_custom_event_handler(handler);
+}
+
+/// Installs a handler that patched typed event sleds
+/// (`__xray_typedevent(type, data, size)`) call instead of recording; `None`
+/// records them again (compiler-rt: `__xray_set_typedevent_handler` /
+/// `__xray_remove_typedevent_handler`).
+///
+/// ```
+/// unsafe extern "C" fn ignore(_type: u16, _data: *const std::ffi::c_void, _size: usize) {}
+/// flightrec_sleds::set_typed_event_handler(Some(ignore));
+/// flightrec_sleds::set_typed_event_handler(None);
+/// ```
+pub fn set_typed_event_handler(handler: Option<TypedEventHandler>) {
+    trampoline::set_typed_event_handler(handler);
+}
+
+/// Event types handed out so far, by the address of their name (as compiler-rt
+/// keys them: the same string at another address is another type), and how many.
+static EVENT_TYPES: Mutex<Option<(HashMap<usize, u16>, u32)>> = Mutex::new(None);
+
+/// The typed event type for the name at `name` (compiler-rt:
+/// `__xray_register_event_type`): types count from 0 in the order of first
+/// registration, and registering the same address again gives the same type.
+/// As in compiler-rt the key is the address, not the text, and the 65 537th
+/// address gets type 0 again (types are 16 bits).
+///
+/// ```
+/// static CACHE: &std::ffi::CStr = c"cache";
+/// static QUEUE: &std::ffi::CStr = c"queue";
+/// let cache = flightrec_sleds::register_event_type(CACHE.as_ptr() as usize);
+/// let queue = flightrec_sleds::register_event_type(QUEUE.as_ptr() as usize);
+/// assert_eq!(queue, cache + 1);
+/// assert_eq!(flightrec_sleds::register_event_type(CACHE.as_ptr() as usize), cache);
+/// ```
+pub fn register_event_type(name: usize) -> u16 {
+    let mut guard = EVENT_TYPES.lock().unwrap_or_else(|e| e.into_inner());
+    let (types, count) = guard.get_or_insert_with(Default::default);
+    *types.entry(name).or_insert_with(|| {
+        let t = *count as u16;
+        *count = count.wrapping_add(1);
+        t
+    })
 }
 
 /// Starts flightrec's XRay runtime with `config` and, if `config.patch_premain`
@@ -248,4 +324,21 @@ fn init_from_env_once() -> Result<bool, Error> {
         patch()?;
     }
     Ok(parsed.selected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_count_from_the_first_and_wrap_at_16_bits() {
+        // Addresses nothing else in this test binary registers.
+        let name = |i: usize| 0x7777_0000_0000 + i;
+        let first = register_event_type(name(0));
+        for i in 1..=0xffff {
+            assert_eq!(register_event_type(name(i)), first.wrapping_add(i as u16));
+        }
+        assert_eq!(register_event_type(name(0x1_0000)), first);
+        assert_eq!(register_event_type(name(5)), first.wrapping_add(5));
+    }
 }

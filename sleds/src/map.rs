@@ -76,7 +76,13 @@ impl SledKind {
 /// entry[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
 /// entry[18] = 1;
 /// let map = SledMap::parse(&entry, 0x8000)?;
-/// let expected = Sled { address: 0x1010, function: 0x1000, kind: SledKind::Entry, function_id: 1 };
+/// let expected = Sled {
+///     address: 0x1010,
+///     function: 0x1000,
+///     kind: SledKind::Entry,
+///     function_id: 1,
+///     version: 1,
+/// };
 /// assert_eq!(map.sleds(), &[expected]);
 /// # Ok::<(), flightrec_sleds::map::MapError>(())
 /// ```
@@ -90,6 +96,9 @@ pub struct Sled {
     pub kind: SledKind,
     /// The function's id (1-based, `llvm-xray`'s numbering).
     pub function_id: u32,
+    /// The map entry's version (0 to [`MAX_VERSION`]): custom event sleds of
+    /// version 0 are longer than later ones.
+    pub version: u8,
 }
 
 /// Why the map cannot be used. Tracing stays off.
@@ -215,6 +224,7 @@ impl SledMap {
                 function,
                 kind,
                 function_id: map.functions.len() as u32,
+                version,
             });
         }
         Ok(map)

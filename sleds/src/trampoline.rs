@@ -1,11 +1,21 @@
-//! The trampolines patched sleds call, and the handler they call.
+//! The trampolines patched sleds call, and the handlers they call.
 //!
 //! A patched entry or tail-exit sled runs `mov r10d, <id>; call <trampoline>`, a
 //! patched exit sled `mov r10d, <id>; jmp <trampoline>` in place of its `ret`. The
 //! trampoline saves what the interrupted code may still need (the SysV argument
 //! registers at an entry or tail call, the return registers at an exit: see the
-//! frame notes below), aligns the stack, calls [`on_sled`] with the id and the
-//! kind, restores them and returns (for an exit sled: to the function's caller).
+//! frame notes below), aligns the stack, calls the Rust function of its kind
+//! ([`on_entry`], [`on_exit`], ...) with the id, restores and returns (for an exit
+//! sled: to the function's caller). One callee per kind, each with flightrec's
+//! record path inlined, so a sled costs one call from the trampoline.
+//!
+//! Event sleds are different: the compiler puts a call of `__xray_CustomEvent` /
+//! `__xray_TypedEvent` with the event's arguments in `rdi`, `rsi` (and `rdx`)
+//! inside the sled, and patching only turns the sled's first `jmp` over that call
+//! into a 2-byte `nop`. The compiler treats the sled as an instruction that
+//! changes no register, in the middle of a function body, so those two
+//! trampolines save every register the SysV ABI lets a callee change, and the
+//! flags.
 //!
 //! Re-entry guard: when a whole program is instrumented (Rust's `RUSTFLAGS`
 //! reach every crate, this runtime and flightrec included), the handler's own
@@ -14,6 +24,7 @@
 //! return at once, so the handler never recurses whatever it calls.
 
 use std::arch::global_asm;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use flightrec::core::fdr::FunctionId;
@@ -36,38 +47,195 @@ use flightrec::core::fdr::FunctionId;
 /// ```
 pub type Handler = unsafe extern "C" fn(i32, u32);
 
-/// The installed handler, or null for flightrec's recording.
-static CUSTOM: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+/// A handler for the entries of functions that log their first argument
+/// (`__xray_set_handler_arg1`): function id, kind (3, `LOG_ARGS_ENTRY`) and the
+/// argument.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// static LAST: AtomicU64 = AtomicU64::new(0);
+/// unsafe extern "C" fn keep(_id: i32, _kind: u32, arg: u64) {
+///     LAST.store(arg, Ordering::Relaxed);
+/// }
+/// let handler: flightrec_sleds::ArgHandler = keep;
+/// // What a patched entry sled of a `xray_log_args(1)` function called with 42 does:
+/// unsafe { handler(5, 3, 42) };
+/// assert_eq!(LAST.load(Ordering::Relaxed), 42);
+/// ```
+pub type ArgHandler = unsafe extern "C" fn(i32, u32, u64);
+
+/// A handler for custom events (`__xray_set_customevent_handler`): the event's
+/// bytes and their number.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// static BYTES: AtomicUsize = AtomicUsize::new(0);
+/// unsafe extern "C" fn count(_data: *mut std::ffi::c_void, size: usize) {
+///     BYTES.fetch_add(size, Ordering::Relaxed);
+/// }
+/// let handler: flightrec_sleds::CustomEventHandler = count;
+/// let mut event = *b"cache miss";
+/// unsafe { handler(event.as_mut_ptr().cast(), event.len()) };
+/// assert_eq!(BYTES.load(Ordering::Relaxed), 10);
+/// ```
+pub type CustomEventHandler = unsafe extern "C" fn(*mut c_void, usize);
+
+/// A handler for typed events (`__xray_set_typedevent_handler`): the event type,
+/// the event's bytes and their number.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU16, Ordering};
+/// static TYPE: AtomicU16 = AtomicU16::new(0);
+/// unsafe extern "C" fn keep(event_type: u16, _data: *const std::ffi::c_void, _size: usize) {
+///     TYPE.store(event_type, Ordering::Relaxed);
+/// }
+/// let handler: flightrec_sleds::TypedEventHandler = keep;
+/// unsafe { handler(7, b"x".as_ptr().cast(), 1) };
+/// assert_eq!(TYPE.load(Ordering::Relaxed), 7);
+/// ```
+pub type TypedEventHandler = unsafe extern "C" fn(u16, *const c_void, usize);
+
+/// The installed handlers, each null for flightrec's recording.
+static HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+static ARG_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+static CUSTOM_EVENT_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+static TYPED_EVENT_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Installs `handler` (`None`: record into flightrec's rings again).
 pub(crate) fn set_handler(handler: Option<Handler>) {
     let p = handler.map_or(std::ptr::null_mut(), |h| h as *mut ());
-    CUSTOM.store(p, Ordering::Release);
+    HANDLER.store(p, Ordering::Release);
 }
 
-/// Called by the trampolines, never re-entered on one thread.
-extern "C" fn on_sled(id: i32, kind: u32) {
-    let custom = CUSTOM.load(Ordering::Acquire);
-    if !custom.is_null() {
-        // SAFETY: only `set_handler` stores here, always a `Handler`.
-        let h: Handler = unsafe { std::mem::transmute::<*mut (), Handler>(custom) };
+/// Installs the argument-logging entries' `handler` (`None`: as compiler-rt, the
+/// [`Handler`] if one is installed, else record into flightrec's rings).
+pub(crate) fn set_arg_handler(handler: Option<ArgHandler>) {
+    let p = handler.map_or(std::ptr::null_mut(), |h| h as *mut ());
+    ARG_HANDLER.store(p, Ordering::Release);
+}
+
+/// Installs the custom events' `handler` (`None`: record them again).
+pub(crate) fn set_custom_event_handler(handler: Option<CustomEventHandler>) {
+    let p = handler.map_or(std::ptr::null_mut(), |h| h as *mut ());
+    CUSTOM_EVENT_HANDLER.store(p, Ordering::Release);
+}
+
+/// Installs the typed events' `handler` (`None`: record them again).
+pub(crate) fn set_typed_event_handler(handler: Option<TypedEventHandler>) {
+    let p = handler.map_or(std::ptr::null_mut(), |h| h as *mut ());
+    TYPED_EVENT_HANDLER.store(p, Ordering::Release);
+}
+
+/// The installed [`Handler`], if any.
+#[inline(always)]
+fn handler() -> Option<Handler> {
+    let p = HANDLER.load(Ordering::Acquire);
+    // SAFETY: only `set_handler` stores here, a `Handler` or null.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut (), Handler>(p) })
+}
+
+/// Entry sleds. Called by the trampoline, never re-entered on one thread.
+extern "C" fn on_entry(id: u32) {
+    if let Some(h) = handler() {
         // SAFETY: the program installed this handler for exactly these calls.
-        unsafe { h(id, kind) };
-        return;
+        unsafe { h(id as i32, 0) };
+    } else if let Ok(f) = FunctionId::new(id) {
+        flightrec::xray::record_enter(f);
     }
-    let Ok(f) = FunctionId::new(id as u32) else {
-        return;
-    };
-    match kind {
-        0 | 3 => flightrec::xray::record_enter(f),
-        1 => flightrec::xray::record_exit(f),
-        2 => flightrec::xray::record_tail_exit(f),
-        _ => {}
+}
+
+/// Exit sleds, as [`on_entry`].
+extern "C" fn on_exit(id: u32) {
+    if let Some(h) = handler() {
+        // SAFETY: as in `on_entry`.
+        unsafe { h(id as i32, 1) };
+    } else if let Ok(f) = FunctionId::new(id) {
+        flightrec::xray::record_exit(f);
+    }
+}
+
+/// Tail-exit sleds, as [`on_entry`].
+extern "C" fn on_tail_exit(id: u32) {
+    if let Some(h) = handler() {
+        // SAFETY: as in `on_entry`.
+        unsafe { h(id as i32, 2) };
+    } else if let Ok(f) = FunctionId::new(id) {
+        flightrec::xray::record_tail_exit(f);
+    }
+}
+
+/// Entry sleds of functions that log their first argument, `arg`: the argument
+/// handler if installed, else (as compiler-rt's trampoline) the [`Handler`]
+/// with kind 3, else an enter-with-argument record.
+extern "C" fn on_log_args_entry(id: u32, arg: u64) {
+    let p = ARG_HANDLER.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only `set_arg_handler` stores here, an `ArgHandler` or null.
+        let h = unsafe { std::mem::transmute::<*mut (), ArgHandler>(p) };
+        // SAFETY: the program installed this handler for exactly these calls.
+        unsafe { h(id as i32, 3, arg) };
+    } else if let Some(h) = handler() {
+        // SAFETY: as in `on_entry`.
+        unsafe { h(id as i32, 3) };
+    } else if let Ok(f) = FunctionId::new(id) {
+        flightrec::xray::record_enter_with_arg(f, arg);
+    }
+}
+
+/// The event's bytes, if the program passed any. The compiler passes the size
+/// as a 32-bit value (`llvm.xray.customevent`'s `i32`): the upper half of the
+/// register is not part of it.
+///
+/// # Safety
+/// `data` points to at least `size as u32` readable bytes or is null.
+unsafe fn payload<'a>(data: *const c_void, size: u64) -> Option<&'a [u8]> {
+    let len = size as u32 as usize;
+    if data.is_null() || len == 0 {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })
+}
+
+/// `__xray_customevent(data, size)` at a patched sled.
+///
+/// # Safety
+/// As [`payload`]: `__xray_customevent`'s contract.
+unsafe extern "C" fn on_custom_event(data: *mut c_void, size: u64) {
+    let p = CUSTOM_EVENT_HANDLER.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only `set_custom_event_handler` stores here.
+        let h = unsafe { std::mem::transmute::<*mut (), CustomEventHandler>(p) };
+        // SAFETY: the program installed this handler for exactly these calls.
+        unsafe { h(data, size as u32 as usize) };
+    // SAFETY: the caller's contract.
+    } else if let Some(bytes) = unsafe { payload(data, size) } {
+        flightrec::xray::custom_event(bytes);
+    }
+}
+
+/// `__xray_typedevent(type, data, size)` at a patched sled (the type in the low
+/// 16 bits of its register).
+///
+/// # Safety
+/// As [`payload`]: `__xray_typedevent`'s contract.
+unsafe extern "C" fn on_typed_event(event_type: u64, data: *const c_void, size: u64) {
+    let event_type = event_type as u16;
+    let p = TYPED_EVENT_HANDLER.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only `set_typed_event_handler` stores here.
+        let h = unsafe { std::mem::transmute::<*mut (), TypedEventHandler>(p) };
+        // SAFETY: the program installed this handler for exactly these calls.
+        unsafe { h(event_type, data, size as u32 as usize) };
+    // SAFETY: the caller's contract.
+    } else if let Some(bytes) = unsafe { payload(data, size) } {
+        flightrec::xray::typed_event(event_type, bytes);
     }
 }
 
 extern "C" {
     fn __flightrec_sleds_entry();
+    fn __flightrec_sleds_log_args_entry();
     fn __flightrec_sleds_exit();
     fn __flightrec_sleds_tail_exit();
 }
@@ -75,6 +243,11 @@ extern "C" {
 /// Address of the trampoline entry sleds call.
 pub(crate) fn entry_trampoline() -> usize {
     __flightrec_sleds_entry as *const () as usize
+}
+
+/// Address of the trampoline the entry sleds of argument-logging functions call.
+pub(crate) fn log_args_entry_trampoline() -> usize {
+    __flightrec_sleds_log_args_entry as *const () as usize
 }
 
 /// Address of the trampoline exit sleds jump to.
@@ -87,32 +260,38 @@ pub(crate) fn tail_exit_trampoline() -> usize {
     __flightrec_sleds_tail_exit as *const () as usize
 }
 
-// Both trampolines keep a frame in rbp (so unwinders and debuggers see through
-// them), align the stack to 16 bytes, save, run the guarded handler call and
-// restore.
+// Every trampoline keeps a frame in rbp (so unwinders and debuggers see through
+// it), aligns the stack to 16 bytes, saves, runs the guarded handler call and
+// restores.
 //
-// Entry and tail exit: the function's arguments are live (rdi, rsi, rdx, rcx, r8,
-// r9, al for variadic calls, xmm0-xmm7), and r11 may hold an indirect tail call's
-// target: 8 general registers at 0..64, xmm0-xmm7 at 64..192.
+// Entry: at a function's first instruction the arguments are live (rdi, rsi,
+// rdx, rcx, r8, r9, al for variadic calls, xmm0-xmm7); r11 is not (a scratch
+// register at a call) and r10 is the sled's own. 7 general registers at 0..56,
+// xmm0-xmm7 at 64..192.
+//
+// Tail exit: the same, and r11 may hold an indirect tail call's target (at 56).
 //
 // Exit: at a `ret` only the return registers are live (rax, rdx, xmm0, xmm1):
 // compiler-rt's exit trampoline saves the same.
 //
-// The flags are not saved: the SysV ABI does not preserve them across calls, and
-// every sled sits at a call boundary (function entry, `ret`, or just before a
-// tail call's unconditional `jmp`; a conditional tail call jumps around its sled).
-// compiler-rt saves them anyway; `popfq` alone costs about 5 ns per sled here.
+// The flags are not saved at these: the SysV ABI does not preserve them across
+// calls, and every such sled sits at a call boundary (function entry, `ret`, or
+// just before a tail call's unconditional `jmp`; a conditional tail call jumps
+// around its sled). compiler-rt saves them anyway; `popfq` alone costs about 5 ns
+// per sled here.
+//
+// Events: everything a callee may change (rax, rcx, rdx, rsi, rdi, r8-r11,
+// xmm0-xmm15 and the flags); the upper halves of ymm/zmm registers are not saved
+// (compiler-rt does not save them either: code built for AVX that keeps a ymm
+// value live across an event sled could see it change if the handler uses AVX).
 macro_rules! guarded_call {
-    ($kind:literal) => {
+    ($setup:expr) => {
         concat!(
             "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %r11\n",
             "cmpb $0, %fs:(%r11)\n",
             "jne 2f\n",
             "movb $1, %fs:(%r11)\n",
-            "movl %r10d, %edi\n",
-            "movl $",
-            $kind,
-            ", %esi\n",
+            $setup,
             "call {handler}@PLT\n",
             "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %r11\n",
             "movb $0, %fs:(%r11)\n",
@@ -122,15 +301,17 @@ macro_rules! guarded_call {
 }
 
 macro_rules! trampoline {
-    ($name:literal, $frame:literal, $kind:literal, $save:expr, $restore:expr) => {
+    ($name:literal, $hidden:literal, $frame:literal, $handler:path,
+     $pre:expr, $save:expr, $setup:expr, $restore:expr, $post:expr) => {
         global_asm!(
             ".pushsection .text.flightrec_sleds_trampolines,\"ax\",@progbits",
             ".p2align 4",
             concat!(".globl ", $name),
-            concat!(".hidden ", $name),
+            concat!(".", $hidden, " ", $name),
             concat!(".type ", $name, ",@function"),
             concat!($name, ":"),
             ".cfi_startproc",
+            $pre,
             "pushq %rbp",
             ".cfi_adjust_cfa_offset 8",
             ".cfi_rel_offset %rbp, 0",
@@ -139,25 +320,26 @@ macro_rules! trampoline {
             concat!("subq $", $frame, ", %rsp"),
             "andq $-16, %rsp",
             $save,
-            guarded_call!($kind),
+            guarded_call!($setup),
             $restore,
             "movq %rbp, %rsp",
             ".cfi_def_cfa_register %rsp",
             "popq %rbp",
             ".cfi_adjust_cfa_offset -8",
             ".cfi_restore %rbp",
+            $post,
             "retq",
             ".cfi_endproc",
             concat!(".size ", $name, ", . - ", $name),
             ".popsection",
-            handler = sym on_sled,
+            handler = sym $handler,
             options(att_syntax)
         );
     };
 }
 
 macro_rules! save_arguments {
-    () => {
+    ($r11:literal) => {
         concat!(
             "movq %rdi, 0(%rsp)\n",
             "movq %rsi, 8(%rsp)\n",
@@ -166,7 +348,7 @@ macro_rules! save_arguments {
             "movq %r8, 32(%rsp)\n",
             "movq %r9, 40(%rsp)\n",
             "movq %rax, 48(%rsp)\n",
-            "movq %r11, 56(%rsp)\n",
+            $r11,
             "movaps %xmm0, 64(%rsp)\n",
             "movaps %xmm1, 80(%rsp)\n",
             "movaps %xmm2, 96(%rsp)\n",
@@ -180,6 +362,63 @@ macro_rules! save_arguments {
 }
 
 macro_rules! restore_arguments {
+    ($r11:literal) => {
+        concat!(
+            "movq 0(%rsp), %rdi\n",
+            "movq 8(%rsp), %rsi\n",
+            "movq 16(%rsp), %rdx\n",
+            "movq 24(%rsp), %rcx\n",
+            "movq 32(%rsp), %r8\n",
+            "movq 40(%rsp), %r9\n",
+            "movq 48(%rsp), %rax\n",
+            $r11,
+            "movaps 64(%rsp), %xmm0\n",
+            "movaps 80(%rsp), %xmm1\n",
+            "movaps 96(%rsp), %xmm2\n",
+            "movaps 112(%rsp), %xmm3\n",
+            "movaps 128(%rsp), %xmm4\n",
+            "movaps 144(%rsp), %xmm5\n",
+            "movaps 160(%rsp), %xmm6\n",
+            "movaps 176(%rsp), %xmm7\n",
+        )
+    };
+}
+
+/// Every caller-saved register: 9 general registers at 0..72, xmm0-xmm15 at
+/// 80..336 (event trampolines).
+macro_rules! save_all {
+    () => {
+        concat!(
+            "movq %rdi, 0(%rsp)\n",
+            "movq %rsi, 8(%rsp)\n",
+            "movq %rdx, 16(%rsp)\n",
+            "movq %rcx, 24(%rsp)\n",
+            "movq %r8, 32(%rsp)\n",
+            "movq %r9, 40(%rsp)\n",
+            "movq %rax, 48(%rsp)\n",
+            "movq %r10, 56(%rsp)\n",
+            "movq %r11, 64(%rsp)\n",
+            "movaps %xmm0, 80(%rsp)\n",
+            "movaps %xmm1, 96(%rsp)\n",
+            "movaps %xmm2, 112(%rsp)\n",
+            "movaps %xmm3, 128(%rsp)\n",
+            "movaps %xmm4, 144(%rsp)\n",
+            "movaps %xmm5, 160(%rsp)\n",
+            "movaps %xmm6, 176(%rsp)\n",
+            "movaps %xmm7, 192(%rsp)\n",
+            "movaps %xmm8, 208(%rsp)\n",
+            "movaps %xmm9, 224(%rsp)\n",
+            "movaps %xmm10, 240(%rsp)\n",
+            "movaps %xmm11, 256(%rsp)\n",
+            "movaps %xmm12, 272(%rsp)\n",
+            "movaps %xmm13, 288(%rsp)\n",
+            "movaps %xmm14, 304(%rsp)\n",
+            "movaps %xmm15, 320(%rsp)\n",
+        )
+    };
+}
+
+macro_rules! restore_all {
     () => {
         concat!(
             "movq 0(%rsp), %rdi\n",
@@ -189,15 +428,24 @@ macro_rules! restore_arguments {
             "movq 32(%rsp), %r8\n",
             "movq 40(%rsp), %r9\n",
             "movq 48(%rsp), %rax\n",
-            "movq 56(%rsp), %r11\n",
-            "movaps 64(%rsp), %xmm0\n",
-            "movaps 80(%rsp), %xmm1\n",
-            "movaps 96(%rsp), %xmm2\n",
-            "movaps 112(%rsp), %xmm3\n",
-            "movaps 128(%rsp), %xmm4\n",
-            "movaps 144(%rsp), %xmm5\n",
-            "movaps 160(%rsp), %xmm6\n",
-            "movaps 176(%rsp), %xmm7\n",
+            "movq 56(%rsp), %r10\n",
+            "movq 64(%rsp), %r11\n",
+            "movaps 80(%rsp), %xmm0\n",
+            "movaps 96(%rsp), %xmm1\n",
+            "movaps 112(%rsp), %xmm2\n",
+            "movaps 128(%rsp), %xmm3\n",
+            "movaps 144(%rsp), %xmm4\n",
+            "movaps 160(%rsp), %xmm5\n",
+            "movaps 176(%rsp), %xmm6\n",
+            "movaps 192(%rsp), %xmm7\n",
+            "movaps 208(%rsp), %xmm8\n",
+            "movaps 224(%rsp), %xmm9\n",
+            "movaps 240(%rsp), %xmm10\n",
+            "movaps 256(%rsp), %xmm11\n",
+            "movaps 272(%rsp), %xmm12\n",
+            "movaps 288(%rsp), %xmm13\n",
+            "movaps 304(%rsp), %xmm14\n",
+            "movaps 320(%rsp), %xmm15\n",
         )
     };
 }
@@ -215,32 +463,79 @@ global_asm!(
 
 trampoline!(
     "__flightrec_sleds_entry",
+    "hidden",
     "192",
-    "0",
-    save_arguments!(),
-    restore_arguments!()
+    on_entry,
+    "",
+    save_arguments!(""),
+    "movl %r10d, %edi\n",
+    restore_arguments!(""),
+    ""
+);
+trampoline!(
+    "__flightrec_sleds_log_args_entry",
+    "hidden",
+    "192",
+    on_log_args_entry,
+    "",
+    save_arguments!(""),
+    "movq %rdi, %rsi\nmovl %r10d, %edi\n",
+    restore_arguments!(""),
+    ""
 );
 trampoline!(
     "__flightrec_sleds_tail_exit",
+    "hidden",
     "192",
-    "2",
-    save_arguments!(),
-    restore_arguments!()
+    on_tail_exit,
+    "",
+    save_arguments!("movq %r11, 56(%rsp)\n"),
+    "movl %r10d, %edi\n",
+    restore_arguments!("movq 56(%rsp), %r11\n"),
+    ""
 );
 trampoline!(
     "__flightrec_sleds_exit",
+    "hidden",
     "48",
-    "1",
+    on_exit,
+    "",
     concat!(
         "movq %rax, 0(%rsp)\n",
         "movq %rdx, 8(%rsp)\n",
         "movaps %xmm0, 16(%rsp)\n",
         "movaps %xmm1, 32(%rsp)\n",
     ),
+    "movl %r10d, %edi\n",
     concat!(
         "movq 0(%rsp), %rax\n",
         "movq 8(%rsp), %rdx\n",
         "movaps 16(%rsp), %xmm0\n",
         "movaps 32(%rsp), %xmm1\n",
-    )
+    ),
+    ""
+);
+// The names compiler-rt gives them: clang's event sleds call these symbols. The
+// arguments are already in place (rdi, rsi and, for typed events, rdx).
+trampoline!(
+    "__xray_CustomEvent",
+    "hidden",
+    "336",
+    on_custom_event,
+    "pushfq\n.cfi_adjust_cfa_offset 8\n",
+    save_all!(),
+    "",
+    restore_all!(),
+    "popfq\n.cfi_adjust_cfa_offset -8\n"
+);
+trampoline!(
+    "__xray_TypedEvent",
+    "hidden",
+    "336",
+    on_typed_event,
+    "pushfq\n.cfi_adjust_cfa_offset 8\n",
+    save_all!(),
+    "",
+    restore_all!(),
+    "popfq\n.cfi_adjust_cfa_offset -8\n"
 );

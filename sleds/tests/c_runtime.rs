@@ -1,8 +1,10 @@
 //! C programs built with `clang-14 -fxray-instrument -fnoxray-link-deps` and
 //! linked with this crate's staticlib in place of compiler-rt's runtime: their
 //! traces pass `llvm-xray fdr-dump --verify`, `convert`, `account -m ./binary`
-//! and `stack`; patching is safe while threads run the sleds; a program without
-//! sleds, or with sleds of an unknown version, says so once and runs untraced.
+//! and `stack`; custom and typed events and logged first arguments reach the
+//! trace (and the program's handlers, when it installs them); patching is safe
+//! while threads run the sleds; a program without sleds, or with sleds of an
+//! unknown version, says so once and runs untraced.
 //!
 //! Needs clang-14 and llvm-xray: without them the tests are skipped with a
 //! message, except under `CI=true`, where they fail (`.ci/steps/sleds.sh`
@@ -71,8 +73,13 @@ fn source(name: &str) -> PathBuf {
 /// Compiles `src` into `out` with clang-14, `xray` selecting instrumentation,
 /// linked with the staticlib (pulled in whole by `-u __xray_init`).
 fn build(src: &Path, out: &Path, xray: bool) {
+    build_with(src, out, xray, &[]);
+}
+
+/// [`build`] with more compiler flags.
+fn build_with(src: &Path, out: &Path, xray: bool, flags: &[&str]) {
     let mut cc = Command::new(CLANG);
-    cc.args(["-O2", "-fno-omit-frame-pointer"]);
+    cc.args(["-O2", "-fno-omit-frame-pointer"]).args(flags);
     if xray {
         cc.args([
             "-fxray-instrument",
@@ -201,6 +208,87 @@ fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
     assert!(traces_in(&quiet, "x-").is_empty());
 }
 
+/// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted
+/// when it is plain text), with the record's `type`.
+fn yaml_data(yaml: &str, kind: &str) -> Vec<(String, String)> {
+    let tag = format!("kind: {kind}, ");
+    yaml.lines()
+        .filter(|l| l.contains(&tag))
+        .map(|l| {
+            let ty = l.split("type: ").nth(1).unwrap().split(',').next().unwrap();
+            let data = l.rsplit("data: ").next().unwrap().trim_end_matches(" }");
+            (ty.to_string(), data.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn custom_and_typed_events_and_logged_arguments_reach_the_trace_and_the_handlers() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("events");
+    let prog = dir.join("events");
+    build_with(
+        &source("events.c"),
+        &prog,
+        true,
+        &[
+            "-fxray-always-emit-customevents",
+            "-fxray-always-emit-typedevents",
+        ],
+    );
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let n = 20;
+    let out = run(&prog, &[&n.to_string()], &opts);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    // Types count from 0 by name address; the program's handlers saw the second
+    // phase's events and arguments, and only those.
+    assert_eq!(
+        stdout,
+        format!("types 0 1 0\nhandled {n} {n} {n} bad 0\nwrong 0\n")
+    );
+    let trace = only_trace(&dir, "x-");
+    let t = trace.to_str().unwrap();
+    xray_ok(&xray, &["fdr-dump", "--verify", t]);
+    // No `-m`: llvm-xray 14 cannot read an instrumentation map that has typed
+    // event sleds (kind 5 is unknown to it) and says "Exec format error".
+    let yaml = xray_ok(&xray, &["convert", "--output-format=yaml", t]);
+    // Recorded: rounds 0..n (patched) and 2n..3n (handlers removed); not the
+    // handlers' phase, nor the unpatched one.
+    let recorded: Vec<i64> = (0..n).chain(2 * n..3 * n).collect();
+    let custom = yaml_data(&yaml, "custom-event");
+    let want: Vec<String> = recorded.iter().map(|i| format!("tick {i}")).collect();
+    assert_eq!(
+        custom.iter().map(|(_, d)| d.clone()).collect::<Vec<_>>(),
+        want,
+        "{yaml:.3000}"
+    );
+    let typed = yaml_data(&yaml, "typed-event");
+    let want: Vec<(String, String)> = recorded
+        .iter()
+        .map(|i| ("1".to_string(), format!("load {i}")))
+        .collect();
+    assert_eq!(typed, want, "{yaml:.3000}");
+    let args: Vec<String> = yaml
+        .lines()
+        .filter(|l| l.contains("kind: function-enter-arg, "))
+        .map(|l| {
+            l.split("args: [ ")
+                .nth(1)
+                .unwrap()
+                .split(" ]")
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let want: Vec<String> = recorded.iter().map(i64::to_string).collect();
+    assert_eq!(args, want, "{yaml:.3000}");
+}
+
 #[test]
 fn patching_while_four_threads_run_the_sleds() {
     let Some(xray) = tools() else { return };
@@ -222,6 +310,11 @@ fn patching_while_four_threads_run_the_sleds() {
     let trace = only_trace(&dir, "x-");
     let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
     assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
+    // The workers' last rounds run after the final __xray_patch.
+    assert!(
+        dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
+        "{dump:.2000}"
+    );
 }
 
 #[test]

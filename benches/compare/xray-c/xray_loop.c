@@ -13,6 +13,9 @@
  *   MODE fdr: FDR mode initialised with __xray_log_init_mode("xray-fdr", "")
  *             (run with XRAY_OPTIONS="patch_premain=true xray_mode=xray-fdr ..."),
  *             finalised and flushed at the end as LLVM 14 requires.
+ *   MODE floor: sleds unpatched, as `off`, and around each call what any record
+ *             of its entry and exit must do at least: two `rdtsc` reads and two
+ *             8-byte stores (into a 64 KiB buffer, the size of an FDR buffer).
  * Prints one line per batch: nanoseconds of thread CPU time per call. One
  * warm-up batch first.
  */
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <x86intrin.h>
 
 /* The XRay headers are C++ only; these are their extern "C" entry points
  * (compiler-rt/include/xray/xray_log_interface.h). */
@@ -55,12 +59,29 @@ __attribute__((xray_never_instrument, noinline)) static uint64_t batch(uint64_t 
     return acc;
 }
 
+/* Time stamps of the floor, two per call. */
+static uint64_t floor_stamps[8192];
+
+__attribute__((xray_never_instrument, noinline)) static uint64_t batch_floor(uint64_t calls) {
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < calls; i++) {
+        uint64_t x = i;
+        __asm__ volatile("" : "+r"(x));
+        floor_stamps[(2 * i) & 8191] = __rdtsc();
+        acc += work(x);
+        floor_stamps[(2 * i + 1) & 8191] = __rdtsc();
+    }
+    return acc;
+}
+
 __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[1], "off") != 0 && strcmp(argv[1], "fdr") != 0)) {
-        fprintf(stderr, "usage: %s off|fdr CALLS BATCHES\n", argv[0]);
+    if (argc != 4 || (strcmp(argv[1], "off") != 0 && strcmp(argv[1], "fdr") != 0 &&
+                      strcmp(argv[1], "floor") != 0)) {
+        fprintf(stderr, "usage: %s off|fdr|floor CALLS BATCHES\n", argv[0]);
         return 2;
     }
     int fdr = strcmp(argv[1], "fdr") == 0;
+    uint64_t (*run)(uint64_t) = strcmp(argv[1], "floor") == 0 ? batch_floor : batch;
     uint64_t calls = strtoull(argv[2], NULL, 10);
     long batches = strtol(argv[3], NULL, 10);
     if (calls == 0 || batches <= 0) {
@@ -74,10 +95,10 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
             return 1;
         }
     }
-    uint64_t sink = batch(calls); /* warm-up */
+    uint64_t sink = run(calls); /* warm-up */
     for (long b = 0; b < batches; b++) {
         double t0 = now_ns();
-        sink += batch(calls);
+        sink += run(calls);
         double t1 = now_ns();
         printf("%.3f\n", (t1 - t0) / (double)calls);
     }
@@ -89,6 +110,7 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
             return 1;
         }
     }
+    for (int i = 0; i < 8192; i++) sink += floor_stamps[i];
     fprintf(stderr, "checksum %llu\n", (unsigned long long)sink);
     return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * Patching while other threads run the sleds: 4 threads call instrumented
  * functions in a loop and check every result while the main thread patches and
- * unpatches all sleds (and one function's) again and again. A half-written sled
- * crashes; a trampoline that loses a register gives a wrong result.
+ * unpatches all sleds (and one function's) again and again, custom event sleds
+ * included. A half-written sled crashes; a trampoline that loses a register
+ * gives a wrong result.
  *
  * Usage: threads ROUNDS. Exit status 0 when every result was right.
  */
@@ -40,6 +41,14 @@ __attribute__((noinline)) int64_t relay(int64_t a, int64_t b) {
     return sum6(a, b, a, b, a, b);
 }
 
+/* A custom event sled (patched with one 2-byte store) between values that must
+ * survive it. */
+__attribute__((noinline)) int64_t noted(const char *p, size_t n) {
+    int64_t h = (int64_t)n * 7;
+    __xray_customevent(p, n);
+    return h + (int64_t)n + p[0];
+}
+
 /* Kinds seen by the program's own handler: enter, exit, tail exit. */
 static atomic_long seen[3];
 
@@ -56,6 +65,7 @@ __attribute__((xray_never_instrument)) static void *worker(void *arg) {
             int64_t a = base + i;
             if (relay(a, 7) != 3 * a + 21) atomic_fetch_add(&wrong, 1);
             if (blend(1.5, 0.5, a) != 1.5 * (double)a - 0.5) atomic_fetch_add(&wrong, 1);
+            if (noted("ab", 2) != 14 + 2 + 'a') atomic_fetch_add(&wrong, 1);
             n++;
         }
     }

@@ -125,6 +125,39 @@ pub fn record_tail_exit(id: FunctionId) {
     });
 }
 
+/// Records a function entry with one argument (an "enter with arg" record and a
+/// call-argument record; no guard: pair it with [`record_exit`]). What an XRay
+/// sled of a `xray_log_args(1)` function records.
+///
+/// ```
+/// use flightrec::core::fdr::decoder::Decoder;
+/// use flightrec::core::fdr::records::Record;
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::{record_enter_with_arg, record_exit, Config};
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// let f = FunctionId::new(5).unwrap();
+/// record_enter_with_arg(f, 99);
+/// record_exit(f);
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// let records: Vec<Record> = Decoder::new(&trace)?.map(|d| d.unwrap().record).collect();
+/// let at = records
+///     .iter()
+///     .position(|r| matches!(r, Record::Function { action: FunctionAction::EnterArg, .. }))
+///     .unwrap();
+/// assert_eq!(records[at + 1], Record::CallArgument { value: 99 });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[inline]
+pub fn record_enter_with_arg(id: FunctionId, arg: u64) {
+    with_recorder(|r, ts| {
+        let _ = r.enter_with_args(id, ts, &[arg]);
+    });
+}
+
 /// Sentinel id of an inactive guard (outside the 28-bit id range).
 const INACTIVE: u32 = u32::MAX;
 
