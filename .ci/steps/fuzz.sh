@@ -5,6 +5,11 @@
 # every corpus input first, so that is the corpus replay too (one build, not two).
 # Without nightly, every corpus is replayed on stable and each target gets a short
 # unguided random run instead.
+#
+# Built without AddressSanitizer (`-s none`; coverage guidance stays): the build
+# takes a third of the time (2.6 against 7.8 minutes on the shared 2-core machine)
+# and inputs run faster. The long runs (`fuzz/run-all.sh`) keep AddressSanitizer,
+# and Miri checks the core's unsafe ring code in its own step.
 set -euo pipefail
 cd fuzz
 
@@ -18,14 +23,14 @@ if rustup toolchain list | grep -q '^nightly'; then
     cargo install -q --locked cargo-fuzz
   fi
   secs=${FUZZ_SECONDS:-10}
-  cargo +nightly fuzz build
+  cargo +nightly fuzz build -s none
   for t in $targets; do
     echo "cargo fuzz run $t for ${secs}s (its corpus first)"
     # New inputs go to a scratch directory: the checked-in corpus stays as it is.
     # Its own TMPDIR, which must stay empty: a target leaves no files behind.
     scratch=$(mktemp -d)
     tmp=$(mktemp -d)
-    TMPDIR=$tmp cargo +nightly fuzz run "$t" "$scratch" "corpus/$t" -- \
+    TMPDIR=$tmp cargo +nightly fuzz run -s none "$t" "$scratch" "corpus/$t" -- \
       -max_total_time="$secs" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 3
     if [ -n "$(ls -A "$tmp")" ]; then
       echo "$t left files in its TMPDIR: $(ls -A "$tmp")"
