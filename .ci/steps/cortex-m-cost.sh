@@ -6,7 +6,8 @@
 # each entry's stack high-water mark (lowest SP of its run). Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
 # firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate, and
-# fails when their rings or per-context recorders are not in .bss (zero_init.py).
+# fails when their rings or per-context recorders are not in .bss (zero_init.py)
+# or when FDR and the link bring in a 64-bit division routine.
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.
 set -euo pipefail
 
@@ -69,8 +70,17 @@ for build in fdr full; do
   "$py" "$bench/zero_init.py" "$work/fw-$build.elf" trace::MAIN trace::IRQ trace::TRACE
 done
 
-echo "--- flash and RAM (release builds)"
 nm=$(command -v llvm-nm)
+echo "--- no 64-bit division linked with FDR and the link (a library routine of ~870 B)"
+for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf" "$work/fw-fdr.elf"; do
+  if "$nm" "$f" | grep -E ' (__aeabi_uldivmod|__aeabi_ldivmod|__udivmoddi4|__divmoddi4|__udivti3|__umodti3)$'; then
+    echo "$f links a 64-bit division" >&2
+    exit 1
+  fi
+done
+echo "none"
+
+echo "--- flash and RAM (release builds)"
 "$py" "$bench/sizes.py" "$nm" \
   "bench firmware thumbv6m, floor only (no flightrec)=$work/bench-none-thumbv6m-none-eabi.elf" \
   "bench firmware thumbv6m, FDR rings + link=$bench/target/thumbv6m-none-eabi/$elf" \

@@ -52,6 +52,7 @@
 
 pub mod clock;
 pub mod context;
+mod divide;
 pub mod fdr;
 pub mod global;
 pub mod link;

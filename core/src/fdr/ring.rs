@@ -1470,8 +1470,10 @@ fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
     let mut v = n;
     loop {
         i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
+        // No 64-bit `/` (a library call on 32-bit cores): see `crate::divide`.
+        let (q, r) = crate::divide::div_rem(v, crate::divide::TEN);
+        digits[i] = b'0' + r as u8;
+        v = q;
         if v == 0 {
             break;
         }

@@ -142,20 +142,27 @@ impl Walltime {
     /// assert_eq!(start.advanced_by_ticks(u64::MAX, NonZeroU64::MIN).seconds, i64::MAX);
     /// ```
     pub fn advanced_by_ticks(self, ticks: u64, ticks_per_second: NonZeroU64) -> Self {
-        let tps = ticks_per_second.get();
-        let secs = ticks / tps;
-        let rem = ticks % tps;
-        // rem < tps, so rem * 1e6 / tps < 1e6; u128 keeps it exact for any rate.
-        let extra_micros = (u128::from(rem) * 1_000_000 / u128::from(tps)) as u64;
+        // No `/` or `%` on 64 bits: on a 32-bit core each is a library call that
+        // would be linked into every firmware that records (`divide`).
+        let (secs, rem) = crate::divide::div_rem(ticks, ticks_per_second);
+        // rem < tps, so rem * 1e6 / tps < 1e6, exact for any rate.
+        let extra_micros = u64::from(crate::divide::micros_of(rem, ticks_per_second));
         let micros = u64::from(self.micros) + extra_micros;
         // `micros` is a public field, so a value past one second carries over; in
         // 128 bits neither sum can overflow (`secs` is u64::MAX at one tick a second),
         // and a sum below i64::MIN is impossible, so only the top saturates.
-        let whole = u128::from(secs) + u128::from(micros / 1_000_000);
+        // `micros` is below 2 * 10^6 here unless the field was set past a second:
+        // subtract whole seconds rather than divide.
+        let (carry, micros) = if micros < 1_000_000 {
+            (0, micros)
+        } else {
+            crate::divide::div_rem(micros, crate::divide::MILLION)
+        };
+        let whole = u128::from(secs) + u128::from(carry);
         let seconds = i128::from(self.seconds) + whole as i128;
         Self {
             seconds: i64::try_from(seconds).unwrap_or(i64::MAX),
-            micros: (micros % 1_000_000) as u32,
+            micros: micros as u32,
         }
     }
 }

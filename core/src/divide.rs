@@ -1,0 +1,124 @@
+//! 64-bit division by shifts and subtractions, for the few divisions the record
+//! side makes (a new buffer's first wall-clock second, a loss marker's decimal
+//! count).
+//!
+//! 32-bit cores have no 64-bit divide instruction: `u64 / u64` calls the compiler's
+//! library routine, 866 bytes of flash on a Cortex-M3 and about 60 instructions a
+//! call, linked into every firmware that records. These loops are a few dozen
+//! bytes and run once per recorder or per loss marker, never per record.
+
+use core::num::NonZeroU64;
+
+/// 10, for decimal digits.
+pub(crate) const TEN: NonZeroU64 = NonZeroU64::new(10).unwrap();
+/// Microseconds in a second.
+pub(crate) const MILLION: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
+
+/// `(n / d, n % d)` by binary long division: one shift, compare and subtract per
+/// quotient bit.
+pub(crate) fn div_rem(n: u64, d: NonZeroU64) -> (u64, u64) {
+    let d = d.get();
+    if n < d {
+        return (0, n);
+    }
+    // `d << shift` has as many leading zeros as `n`, so nothing is shifted out.
+    let shift = d.leading_zeros() - n.leading_zeros();
+    let mut divisor = d << shift;
+    let mut rem = n;
+    let mut quotient = 0u64;
+    for _ in 0..=shift {
+        quotient <<= 1;
+        if rem >= divisor {
+            rem -= divisor;
+            quotient |= 1;
+        }
+        divisor >>= 1;
+    }
+    (quotient, rem)
+}
+
+/// `floor(rem * 10^6 / d)` for `rem < d`: the microseconds in `rem` ticks of a
+/// `d`-tick second, one decimal digit at a time (no product wider than `10 * d`).
+pub(crate) fn micros_of(rem: u64, d: NonZeroU64) -> u32 {
+    let d = u128::from(d.get());
+    let mut r = u128::from(rem);
+    let mut micros = 0u32;
+    for _ in 0..6 {
+        r *= 10;
+        let mut digit = 0u32;
+        while r >= d && digit < 9 {
+            r -= d;
+            digit += 1;
+        }
+        micros = micros * 10 + digit;
+    }
+    micros
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nz(d: u64) -> NonZeroU64 {
+        NonZeroU64::new(d).unwrap()
+    }
+
+    #[test]
+    fn div_rem_matches_the_operators() {
+        let values = [
+            0,
+            1,
+            2,
+            3,
+            7,
+            9,
+            10,
+            999_999,
+            1_000_000,
+            48_000_000,
+            u32::MAX as u64,
+            1 << 32,
+            (1 << 63) + 12345,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &n in &values {
+            for &d in values.iter().filter(|&&d| d != 0) {
+                assert_eq!(div_rem(n, nz(d)), (n / d, n % d), "{n} / {d}");
+            }
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = x;
+            let d = (x.rotate_left(29) >> (x % 64)).max(1);
+            assert_eq!(div_rem(n, nz(d)), (n / d, n % d), "{n} / {d}");
+        }
+    }
+
+    #[test]
+    fn micros_match_the_wide_product() {
+        let rates = [
+            1,
+            3,
+            7,
+            1_000,
+            32_768,
+            1_000_000,
+            48_000_000,
+            2_445_405_762,
+            u64::MAX,
+        ];
+        for &d in &rates {
+            for rem in [0, 1, d / 3, d / 2, d.saturating_sub(1)] {
+                if rem >= d {
+                    continue;
+                }
+                let expected = (u128::from(rem) * 1_000_000 / u128::from(d)) as u32;
+                assert_eq!(micros_of(rem, nz(d)), expected, "{rem} of {d}");
+            }
+        }
+    }
+}
