@@ -21,6 +21,7 @@ use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use flightrec_host::rtt::GdbSettings;
 use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
+use flightrec_host::trace2_link::Trace2Strings;
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
@@ -251,6 +252,7 @@ pub struct RecvArgs {
     /// The firmware ELF that sends the link: its function names (the
     /// `.flightrec` section) are written beside each trace as
     /// `source-<id>.xray.names`, the file `llvm-xray account|stack -m` reads;
+    /// the strings of its compact Trace2 events come from `.flightrec.trace2`;
     /// with --gdb, its `_SEGGER_RTT` symbol locates the RTT control block.
     #[arg(long, value_name = "FW_ELF")]
     elf: Option<PathBuf>,
@@ -827,6 +829,13 @@ fn recv(a: RecvArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(format_args!("{}: {e}", a.out_dir.display())),
     };
+    // The strings of compact Trace2 events (a firmware that sends none has none).
+    if let Some(elf) = &a.elf {
+        match Trace2Strings::load(elf) {
+            Ok(strings) => collector.set_trace2_strings(strings),
+            Err(e) => eprintln!("flightrec: warning: {e}"),
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -942,6 +951,33 @@ fn print_report(r: &RecvReport, c: &Collector) {
     let (lines, path) = c.trace2();
     if lines > 0 {
         eprintln!("  trace2: {lines} lines -> {}", path.display());
+    }
+    let t2 = c.trace2_events();
+    if t2.events > 0 {
+        eprintln!(
+            "  trace2: {} compact events, {} lines{}",
+            t2.events,
+            t2.lines,
+            [
+                (t2.malformed, "malformed, left out"),
+                (
+                    t2.without_session,
+                    "before their source's session, left out"
+                ),
+                (
+                    t2.unbalanced,
+                    "region_leave without a region open, left out"
+                ),
+                (
+                    t2.unknown_strings,
+                    "with a string id the ELF does not name (written as #<id>; give recv --elf)",
+                ),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("; {n} {what}"))
+            .collect::<String>()
+        );
     }
     if c.bad_control_frames() > 0 {
         eprintln!(

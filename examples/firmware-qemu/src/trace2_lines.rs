@@ -1,5 +1,7 @@
-//! Trace2 event lines over the link (feature `trace2`), beside the FDR traces:
-//! the workload's version, region and exit events, in git's event format.
+//! Trace2 event lines formatted on the firmware (feature `trace2-lines`, the way
+//! before compact events): the workload's version, region and exit events, in
+//! git's event format, each line a link frame. It links the core's formatters
+//! (about 32 KB of flash), and is kept to measure that against `trace2.rs`.
 
 use flightrec_core::link::LinkWriter;
 use flightrec_core::trace2::{Event, Format, LineCtx, Target};
