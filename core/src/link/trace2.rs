@@ -539,18 +539,28 @@ impl Trace2Event for Printf<'_> {
 
 /// Any compact event, as [`parse`] reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum Trace2<'a> {
+    /// Code 0.
     Session(Session<'a>),
+    /// Code 1.
     Version(Version<'a>),
+    /// Code 2.
     Start(Start<'a>),
+    /// Code 3.
     Exit(Exit),
+    /// Code 4.
     Atexit(Atexit),
+    /// Code 5.
     Error(Error<'a>),
+    /// Code 6.
     RegionEnter(RegionEnter<'a>),
+    /// Code 7.
     RegionLeave(RegionLeave<'a>),
+    /// Code 8.
     Data(Data<'a>),
+    /// Code 9.
     DataInt(DataInt<'a>),
+    /// Code 10.
     Printf(Printf<'a>),
 }
 
