@@ -14,6 +14,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::output::reader_gone;
 use flightrec_host::collect::Collector;
 use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
+use flightrec_host::core::trace2::{Format as Trace2Format, Target};
 use flightrec_host::dump::{dump, DumpError};
 use flightrec_host::names::{names_beside, Names};
 use flightrec_host::names_firmware::FirmwareNames;
@@ -148,6 +149,17 @@ enum ParityArg {
     Even,
 }
 
+/// git's Trace2 formats, for `recv --trace2-format`.
+#[derive(Clone, Copy, ValueEnum)]
+enum Trace2FormatArg {
+    /// `GIT_TRACE2_EVENT`: JSON lines.
+    Event,
+    /// `GIT_TRACE2_PERF`: columns.
+    Perf,
+    /// `GIT_TRACE2`: plain lines.
+    Normal,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum FlowArg {
     None,
@@ -241,6 +253,13 @@ pub struct RecvArgs {
     /// Trace2 text file (default: trace2.txt in the output directory).
     #[arg(long)]
     trace2: Option<PathBuf>,
+    /// The format of the lines written for the firmware's compact Trace2 events
+    /// (lines the firmware formatted itself are written as they came).
+    #[arg(long, value_enum, default_value_t = Trace2FormatArg::Event)]
+    trace2_format: Trace2FormatArg,
+    /// The brief variant of --trace2-format (no time, file and line).
+    #[arg(long)]
+    trace2_brief: bool,
     /// Stop after this many seconds without input (default: wait for the end of
     /// the input or Ctrl-C).
     #[arg(long)]
@@ -829,6 +848,12 @@ fn recv(a: RecvArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(format_args!("{}: {e}", a.out_dir.display())),
     };
+    let target = match a.trace2_format {
+        Trace2FormatArg::Event => Target::Event,
+        Trace2FormatArg::Perf => Target::Perf,
+        Trace2FormatArg::Normal => Target::Normal,
+    };
+    collector.set_trace2_format(Trace2Format::new(target, a.trace2_brief));
     // The strings of compact Trace2 events (a firmware that sends none has none).
     if let Some(elf) = &a.elf {
         match Trace2Strings::load(elf) {

@@ -226,6 +226,34 @@ impl Collector {
         self.trace2_events.set_strings(strings);
     }
 
+    /// The format of the lines written for compact Trace2 events (git's event
+    /// format, not brief, unless set); lines that come formatted are written as
+    /// they are.
+    ///
+    /// ```
+    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::core::link::trace2::{emit_to_slice, Session, Str, Version};
+    /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
+    /// use flightrec_host::core::trace2::{Format, Target};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let trace2 = dir.path().join("trace2.txt");
+    /// let mut c = Collector::new(dir.path(), trace2.clone()).unwrap();
+    /// c.set_trace2_format(Format::new(Target::Normal, true));
+    /// let head = FrameHead { kind: FrameKind::Trace2Compact, source: 0, seq: 0 };
+    /// let mut p = [0u8; 32];
+    /// let session = Session { hz: 1000, sid: Str::Bytes(b"s"), thread: Str::Bytes(b"main") };
+    /// let n = emit_to_slice(&session, 0, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// let n = emit_to_slice(&Version { exe: Str::Bytes(b"0.1.0") }, 5, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// c.finish().unwrap();
+    /// assert_eq!(std::fs::read_to_string(&trace2).unwrap(), "version 0.1.0\n");
+    /// ```
+    pub fn set_trace2_format(&mut self, format: Format) {
+        self.trace2_events.set_format(format);
+    }
+
     /// What became of the compact Trace2 events (lines written, events left
     /// out). Example on [`Collector::set_trace2_strings`].
     pub fn trace2_events(&self) -> Trace2LinkStats {

@@ -220,6 +220,12 @@ impl Trace2Renderer {
         self.strings = strings;
     }
 
+    /// Replaces the format of the lines (example on
+    /// [`Collector::set_trace2_format`](crate::collect::Collector::set_trace2_format)).
+    pub fn set_format(&mut self, format: Format) {
+        self.format = format;
+    }
+
     /// What was rendered so far. Example on [`Trace2LinkStats`].
     pub fn stats(&self) -> Trace2LinkStats {
         self.stats
