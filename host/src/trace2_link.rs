@@ -73,6 +73,11 @@ pub struct Trace2Strings {
 
 impl Trace2Strings {
     /// No strings (every id is written as `#<id>`).
+    ///
+    /// ```
+    /// use flightrec_host::trace2_link::Trace2Strings;
+    /// assert!(Trace2Strings::empty().is_empty());
+    /// ```
     pub fn empty() -> Self {
         Self::default()
     }
@@ -192,8 +197,27 @@ struct SourceState {
     regions: RegionStack<REGION_LEVELS>,
 }
 
-/// Turns compact Trace2 payloads into lines of one of git's formats. Example in
-/// the [module docs](self).
+/// Turns compact Trace2 payloads into lines of one of git's formats.
+///
+/// ```
+/// use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+/// use flightrec_host::core::link::trace2::{emit_to_slice, Printf, Session, Str};
+/// use flightrec_host::core::trace2::{Format, Target};
+///
+/// let mut r = Trace2Renderer::new(Trace2Strings::empty(), Format::new(Target::Event, true));
+/// // The firmware's strings and another format, set later.
+/// r.set_strings(Trace2Strings::from_section(0, b"\0ready\0"));
+/// r.set_format(Format::new(Target::Normal, true));
+/// let mut out = Vec::new();
+/// let mut p = [0u8; 32];
+/// let session = Session { hz: 1000, sid: Str::Bytes(b"s"), thread: Str::Bytes(b"main") };
+/// let n = emit_to_slice(&session, 0, &mut p).unwrap();
+/// assert_eq!(r.event(5, &p[..n], &mut out), 0); // a session writes no line
+/// let n = emit_to_slice(&Printf { msg: Some(Str::Id(1)) }, 2_500, &mut p).unwrap();
+/// assert_eq!(r.event(5, &p[..n], &mut out), 6);
+/// assert_eq!(out, b"ready\n");
+/// assert_eq!((r.stats().events, r.stats().lines), (2, 1));
+/// ```
 pub struct Trace2Renderer {
     strings: Trace2Strings,
     format: Format,
@@ -203,8 +227,8 @@ pub struct Trace2Renderer {
 }
 
 impl Trace2Renderer {
-    /// A renderer with a firmware's strings, writing `format`'s lines. Example in
-    /// the [module docs](self).
+    /// A renderer with a firmware's strings, writing `format`'s lines. Example on
+    /// [`Trace2Renderer`].
     pub fn new(strings: Trace2Strings, format: Format) -> Self {
         Self {
             strings,
@@ -216,12 +240,12 @@ impl Trace2Renderer {
     }
 
     /// Replaces the strings (the firmware's ELF, read after the renderer was made).
+    /// Example on [`Trace2Renderer`].
     pub fn set_strings(&mut self, strings: Trace2Strings) {
         self.strings = strings;
     }
 
-    /// Replaces the format of the lines (example on
-    /// [`Collector::set_trace2_format`](crate::collect::Collector::set_trace2_format)).
+    /// Replaces the format of the lines. Example on [`Trace2Renderer`].
     pub fn set_format(&mut self, format: Format) {
         self.format = format;
     }
@@ -232,7 +256,7 @@ impl Trace2Renderer {
     }
 
     /// Renders one payload of `source`: appends its line to `out` and returns the
-    /// line's length (0 when it writes none). Example in the [module docs](self).
+    /// line's length (0 when it writes none). Example on [`Trace2Renderer`].
     pub fn event(&mut self, source: u32, payload: &[u8], out: &mut Vec<u8>) -> usize {
         self.stats.events += 1;
         let Ok(rec) = parse(payload) else {

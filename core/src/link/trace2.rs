@@ -150,9 +150,9 @@ macro_rules! trace2_str {
 }
 
 /// Where an event's bytes go: a [`LinkWriter`](super::LinkWriter)'s frame as it is
-/// stuffed, or a slice ([`emit_to_slice`]).
+/// stuffed, or a slice ([`emit_to_slice`]). Example on [`emit`].
 pub trait Put {
-    /// Appends `bytes`.
+    /// Appends `bytes`. Example on [`emit`].
     fn put(&mut self, bytes: &[u8]);
 }
 
@@ -191,10 +191,21 @@ fn put_str(out: &mut dyn Put, s: Option<Str<'_>>) {
 /// One kind of compact Trace2 event: its code and how its fields are written.
 /// Each event is its own type, so a firmware links only those it sends (the
 /// shared varint and string writers once, and a few calls per event type).
+///
+/// ```
+/// use flightrec_core::link::trace2::{Exit, Printf, Put, Str, Trace2Event};
+/// struct V(Vec<u8>);
+/// impl Put for V { fn put(&mut self, b: &[u8]) { self.0.extend_from_slice(b) } }
+/// assert_eq!(Exit { code: 0 }.code(), 3);
+/// let mut v = V(Vec::new());
+/// Printf { msg: Some(Str::Id(2)) }.put_fields(&mut v);
+/// assert_eq!(v.0, [5]); // id 2: 2 << 1 | 1
+/// ```
 pub trait Trace2Event {
     /// The event's code on the wire (the table in the [module docs](self)).
+    /// Example on [`Trace2Event`].
     fn code(&self) -> u8;
-    /// Writes the fields after the code and the time.
+    /// Writes the fields after the code and the time. Example on [`Trace2Event`].
     fn put_fields(&self, out: &mut dyn Put);
 }
 
@@ -232,8 +243,7 @@ impl Put for SliceOut<'_> {
     }
 }
 
-/// Writes one event into `buf`; returns its length. Example in the
-/// [module docs](self).
+/// Writes one event into `buf`; returns its length. Example on [`parse`].
 pub fn emit_to_slice(
     ev: &dyn Trace2Event,
     ticks: u64,
@@ -253,7 +263,7 @@ pub fn emit_to_slice(
 }
 
 /// `session`: the clock frequency, session id and thread name of the frame's
-/// source, sent before its other events (and again after a restart).
+/// source, sent before its other events (and again after a restart). Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Session<'a> {
     /// Ticks per second of the clock the events' times come from.
@@ -264,7 +274,7 @@ pub struct Session<'a> {
     pub thread: Str<'a>,
 }
 
-/// `version`: the program's version.
+/// `version`: the program's version. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version<'a> {
     /// The version string.
@@ -342,28 +352,28 @@ impl PartialEq for StrList<'_> {
 
 impl Eq for StrList<'_> {}
 
-/// `start`: the program's arguments.
+/// `start`: the program's arguments. Example on [`StrList`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Start<'a> {
     /// The arguments.
     pub argv: StrList<'a>,
 }
 
-/// `exit` with its code.
+/// `exit` with its code. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Exit {
     /// Exit code.
     pub code: i32,
 }
 
-/// `atexit` with the last exit code.
+/// `atexit` with the last exit code. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Atexit {
     /// Exit code.
     pub code: i32,
 }
 
-/// `error`: a message and its printf format.
+/// `error`: a message and its printf format. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Error<'a> {
     /// The message.
@@ -372,7 +382,7 @@ pub struct Error<'a> {
     pub fmt: Str<'a>,
 }
 
-/// `region_enter`.
+/// `region_enter`. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RegionEnter<'a> {
     /// Category.
@@ -384,7 +394,7 @@ pub struct RegionEnter<'a> {
 }
 
 /// `region_leave` (its `t_rel` is the time since the matching enter, made by the
-/// receiver).
+/// receiver). Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RegionLeave<'a> {
     /// Category.
@@ -395,7 +405,7 @@ pub struct RegionLeave<'a> {
     pub msg: Option<Str<'a>>,
 }
 
-/// `data` with a string value.
+/// `data` with a string value. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Data<'a> {
     /// Category.
@@ -406,7 +416,7 @@ pub struct Data<'a> {
     pub value: Str<'a>,
 }
 
-/// `data` with an integer value (written in decimal by the receiver).
+/// `data` with an integer value (written in decimal by the receiver). Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DataInt<'a> {
     /// Category.
@@ -417,7 +427,7 @@ pub struct DataInt<'a> {
     pub value: i64,
 }
 
-/// `printf`: a message.
+/// `printf`: a message. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Printf<'a> {
     /// Message (`None`: no message).
@@ -537,7 +547,7 @@ impl Trace2Event for Printf<'_> {
     }
 }
 
-/// Any compact event, as [`parse`] reads it.
+/// Any compact event, as [`parse`] reads it. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trace2<'a> {
     /// Code 0.
@@ -593,7 +603,7 @@ impl Trace2<'_> {
     }
 }
 
-/// One parsed payload: the clock reading and the event.
+/// One parsed payload: the clock reading and the event. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     /// The firmware clock at the event.
@@ -700,7 +710,43 @@ impl<'a> Reader<'a> {
 }
 
 /// Reads one compact Trace2 payload. Never panics; see [`ParseError`] for what it
-/// rejects, and the [module docs](self) for an example.
+/// rejects.
+///
+/// ```
+/// use flightrec_core::link::trace2::*;
+/// let (id, b) = (Str::Id(7), Str::Bytes(b"run-time"));
+/// let events = [
+///     Trace2::Session(Session { hz: 32_768, sid: id, thread: b }),
+///     Trace2::Version(Version { exe: id }),
+///     Trace2::Exit(Exit { code: -1 }),
+///     Trace2::Atexit(Atexit { code: 0 }),
+///     Trace2::Error(Error { msg: b, fmt: id }),
+///     Trace2::RegionEnter(RegionEnter { category: Some(id), label: None, msg: Some(b) }),
+///     Trace2::RegionLeave(RegionLeave { category: Some(id), label: None, msg: Some(b) }),
+///     Trace2::Data(Data { category: id, key: id, value: b }),
+///     Trace2::DataInt(DataInt { category: id, key: id, value: i64::MIN }),
+///     Trace2::Printf(Printf { msg: None }),
+/// ];
+/// let mut buf = [0u8; 64];
+/// for (i, ev) in events.into_iter().enumerate() {
+///     let n = match ev {
+///         Trace2::Session(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Version(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Exit(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Atexit(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Error(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::RegionEnter(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::RegionLeave(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Data(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::DataInt(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Printf(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Start(e) => emit_to_slice(&e, 1, &mut buf),
+///     }
+///     .unwrap();
+///     assert_eq!(buf[0], [0, 1, 3, 4, 5, 6, 7, 8, 9, 10][i]); // the event's code
+///     assert_eq!(parse(&buf[..n]), Ok(Record { ticks: 1, event: ev }));
+/// }
+/// ```
 pub fn parse(payload: &[u8]) -> Result<Record<'_>, ParseError> {
     let mut r = Reader { rest: payload };
     let code = r.u8()?;
