@@ -1,7 +1,9 @@
 //! Ships `flightrec.x`, the linker fragment that gathers the name statics of
 //! `#[flightrec::instrument]` into the non-loaded `.flightrec` section of a
-//! firmware ELF (ids from address 1 on), the way defmt ships `defmt.x`. The
-//! firmware links it with `-C link-arg=-Tflightrec.x`.
+//! firmware ELF (ids from address 1 on), and the interned strings of compact
+//! Trace2 events (`flightrec_core::trace2_str!`) into `.flightrec.trace2`, the
+//! way defmt ships `defmt.x`. The firmware links it with
+//! `-C link-arg=-Tflightrec.x`.
 use std::path::PathBuf;
 
 const FLIGHTREC_X: &str = "\
@@ -16,6 +18,13 @@ SECTIONS
   {
     BYTE(0);
     KEEP(*(.flightrec.fn.*));
+  }
+  /* Constant strings of compact Trace2 events (flightrec_core::trace2_str!),
+   * each ending with a NUL; a string's id is its address (from 1 on). */
+  .flightrec.trace2 1 (INFO) :
+  {
+    BYTE(0);
+    KEEP(*(.flightrec.trace2.*));
   }
 }
 ASSERT(SIZEOF(.flightrec) < 0x0FFFFFFF, \"flightrec.x: more function names than 28-bit ids hold\");

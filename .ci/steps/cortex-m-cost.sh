@@ -58,6 +58,8 @@ echo "--- build the firmware example (with and without flightrec)"
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-none.elf"
   cargo build -q --release --no-default-features --features trace
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-fdr.elf"
+  cargo build -q --release --no-default-features --features trace2-lines
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-lines.elf"
   cargo build -q --release
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-full.elf"
 )
@@ -88,4 +90,5 @@ echo "--- flash and RAM (release builds)"
   "bench firmware thumbv7em, FDR rings + link=$bench/target/thumbv7em-none-eabihf/$elf" \
   "firmware-qemu thumbv7m, no tracing=$work/fw-none.elf" \
   "firmware-qemu thumbv7m, FDR + link (trace)=$work/fw-fdr.elf" \
-  "firmware-qemu thumbv7m, FDR + link + Trace2 (default)=$work/fw-full.elf"
+  "firmware-qemu thumbv7m, FDR + link + compact Trace2 (default)=$work/fw-full.elf" \
+  "firmware-qemu thumbv7m, FDR + link + Trace2 lines formatted on the firmware (trace2-lines)=$work/fw-lines.elf"

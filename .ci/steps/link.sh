@@ -2,9 +2,11 @@
 # The serial link end to end: builds the Cortex-M3 firmware example, runs it under
 # QEMU (lm3s6965evb), pipes its UART into `flightrec recv`, and judges the result with
 # `flightrec verify`, `llvm-xray` (with the function names `recv --elf` takes from
-# the firmware's `.flightrec` section) and the expected record counts. Then prints the
-# flash and RAM flightrec adds to the firmware (llvm-size, with and without the
-# `trace` feature) and the link's wire cost per record.
+# the firmware's `.flightrec` section) and the expected record counts; its compact
+# Trace2 events must come out as git's event lines. Then prints the flash and RAM
+# flightrec adds to the firmware (llvm-size: without tracing, FDR + link, FDR + link
+# + compact Trace2, FDR + link + Trace2 lines formatted on the firmware) and the
+# link's wire cost per record.
 # Run from the repository root.
 set -euo pipefail
 
@@ -31,6 +33,8 @@ echo "--- build the firmware (with and without flightrec)"
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/baseline.elf"
   cargo build -q --release --no-default-features --features trace
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fdr-only.elf"
+  cargo build -q --release --no-default-features --features trace2-lines
+  cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/trace2-lines.elf"
   cargo build -q --release
 )
 cargo build -q -p flightrec-cli --bin flightrec
@@ -72,8 +76,19 @@ records=$(grep -c 'kind: function-' "$work/out/source-1.xray.yaml")
 [[ $records -eq 138000 ]] || { echo "main: $records function records, expected 138000"; exit 1; }
 irq=$(grep -c 'kind: function-enter' "$work/out/source-2.xray.yaml")
 [[ $irq -gt 100 ]] || { echo "SysTick: only $irq handler entries"; exit 1; }
-grep -q '"event":"version"' "$work/out/trace2.txt"
-grep -q '"event":"exit"' "$work/out/trace2.txt"
+# The compact Trace2 events as git's event lines, strings from the ELF's
+# .flightrec.trace2 section, times from the firmware clock (recv exits non-zero
+# for an event it could not render).
+t2="$work/out/trace2.txt"
+sid='"sid":"20250101T000000.000000Z-Hqemu-P00000001","thread":"main","time":"1970-01-01T00:00:00.000000Z"'
+grep -qx "{\"event\":\"version\",$sid,\"evt\":\"4\",\"exe\":\"0.1.0\"}" "$t2"
+grep -qx "{\"event\":\"region_enter\",$sid,\"nesting\":1,\"category\":\"firmware\",\"label\":\"workload\"}" "$t2"
+grep -qE "^\{\"event\":\"data\",$sid,\"t_abs\":0\.[0-9]{6},\"t_rel\":0\.[0-9]{6},\"nesting\":2,\"category\":\"firmware\",\"key\":\"iterations\",\"value\":\"3000\"\}$" "$t2"
+grep -qE "^\{\"event\":\"data\",$sid,.*\"key\":\"clock\",\"value\":\"systick\"\}$" "$t2"
+grep -qE "^\{\"event\":\"printf\",$sid,\"t_abs\":0\.[0-9]{6},\"msg\":\"workload done\"\}$" "$t2"
+grep -qE "^\{\"event\":\"region_leave\",$sid,\"t_rel\":0\.[0-9]{6},\"nesting\":1,\"category\":\"firmware\",\"label\":\"workload\"\}$" "$t2"
+grep -qE "^\{\"event\":\"exit\",$sid,\"t_abs\":0\.[0-9]{6},\"code\":0\}$" "$t2"
+[[ $(wc -l <"$t2") -eq 7 ]] || { echo "trace2.txt: $(wc -l <"$t2") lines, expected 7"; cat "$t2"; exit 1; }
 # The names recv wrote beside each trace (from the ELF), judged by llvm-xray:
 # exact call counts per function; fib(3 + i % 5) is called 5, 9, 15, 25, 41 times.
 for f in "$work/out/source-1.xray" "$work/out/source-2.xray"; do
@@ -107,8 +122,23 @@ sizes() { llvm-size "$1" | tail -n 1 | awk '{ print $1 + $2, $2 + $3 }'; }
 read -r b_flash b_ram < <(sizes "$work/baseline.elf")
 read -r f_flash f_ram < <(sizes "$work/fdr-only.elf")
 read -r t_flash t_ram < <(sizes "$elf")
+read -r l_flash l_ram < <(sizes "$work/trace2-lines.elf")
 echo "FDR rings + link: flash +$((f_flash - b_flash)) bytes, RAM +$((f_ram - b_ram)) bytes"
-echo "FDR rings + link + Trace2 lines: flash +$((t_flash - b_flash)) bytes, RAM +$((t_ram - b_ram)) bytes"
+echo "FDR rings + link + compact Trace2 events: flash +$((t_flash - b_flash)) bytes, RAM +$((t_ram - b_ram)) bytes"
+echo "FDR rings + link + Trace2 lines formatted on the firmware: flash +$((l_flash - b_flash)) bytes, RAM +$((l_ram - b_ram)) bytes"
+t2_flash=$((t_flash - f_flash))
+echo "compact Trace2 over FDR + link: flash +$t2_flash bytes (goal <= 6144); lines formatted on the firmware: +$((l_flash - f_flash)) bytes"
+[[ $t2_flash -le 6144 ]] || { echo "compact Trace2 costs $t2_flash bytes of flash, over 6 KiB"; exit 1; }
+# No floating point in the firmware, and no division in the compact Trace2 code.
+if llvm-nm "$elf" | grep -qiE '__aeabi_[df]|divdf|muldf|adddf'; then
+  echo "the firmware links floating point"; exit 1
+fi
+llvm-objdump -d --demangle "$elf" |
+  awk '/^[0-9a-f]+ <.*>:$/ { inside = ($0 ~ /trace2|Trace2/) } inside' >"$work/trace2.s"
+[[ -s $work/trace2.s ]] || { echo "no compact Trace2 code found in the firmware"; exit 1; }
+if grep -qE 'div|__aeabi_l' "$work/trace2.s"; then
+  echo "the compact Trace2 code divides:"; grep -E 'div|__aeabi_l' "$work/trace2.s"; exit 1
+fi
 
 echo "--- link cost"
 bytes=$(stat -c %s "$work/wire.bin")

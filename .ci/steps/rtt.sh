@@ -56,7 +56,7 @@ qemu=(qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor
 echo "--- the UART variant (the reference)"
 start=$(date +%s.%N)
 timeout 300 "${qemu[@]}" -serial stdio -kernel "$work/uart.elf" 2>"$work/uart-qemu.err" |
-  "$flightrec" recv - -q -o "$work/uart" 2>"$work/uart-recv.txt"
+  "$flightrec" recv - -q -o "$work/uart" --elf "$work/uart.elf" 2>"$work/uart-recv.txt"
 uart_end=$(date +%s.%N)
 uart_bytes=$(awk '/^flightrec recv:/ { print $3 }' "$work/uart-recv.txt")
 uart_secs=$(awk -v s="$start" -v e="$uart_end" 'BEGIN { print e - s }')

@@ -14,6 +14,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::output::reader_gone;
 use flightrec_host::collect::Collector;
 use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
+use flightrec_host::core::trace2::{Format as Trace2Format, Target};
 use flightrec_host::dump::{dump, DumpError};
 use flightrec_host::names::{names_beside, Names};
 use flightrec_host::names_firmware::FirmwareNames;
@@ -21,6 +22,7 @@ use flightrec_host::progress::Progress;
 use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use flightrec_host::rtt::GdbSettings;
 use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
+use flightrec_host::trace2_link::Trace2Strings;
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
@@ -147,6 +149,17 @@ enum ParityArg {
     Even,
 }
 
+/// git's Trace2 formats, for `recv --trace2-format`.
+#[derive(Clone, Copy, ValueEnum)]
+enum Trace2FormatArg {
+    /// `GIT_TRACE2_EVENT`: JSON lines.
+    Event,
+    /// `GIT_TRACE2_PERF`: columns.
+    Perf,
+    /// `GIT_TRACE2`: plain lines.
+    Normal,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum FlowArg {
     None,
@@ -240,6 +253,13 @@ pub struct RecvArgs {
     /// Trace2 text file (default: trace2.txt in the output directory).
     #[arg(long)]
     trace2: Option<PathBuf>,
+    /// The format of the lines written for the firmware's compact Trace2 events
+    /// (lines the firmware formatted itself are written as they came).
+    #[arg(long, value_enum, default_value_t = Trace2FormatArg::Event)]
+    trace2_format: Trace2FormatArg,
+    /// The brief variant of --trace2-format (no time, file and line).
+    #[arg(long)]
+    trace2_brief: bool,
     /// Stop after this many seconds without input (default: wait for the end of
     /// the input or Ctrl-C).
     #[arg(long)]
@@ -251,6 +271,7 @@ pub struct RecvArgs {
     /// The firmware ELF that sends the link: its function names (the
     /// `.flightrec` section) are written beside each trace as
     /// `source-<id>.xray.names`, the file `llvm-xray account|stack -m` reads;
+    /// the strings of its compact Trace2 events come from `.flightrec.trace2`;
     /// with --gdb, its `_SEGGER_RTT` symbol locates the RTT control block.
     #[arg(long, value_name = "FW_ELF")]
     elf: Option<PathBuf>,
@@ -827,6 +848,19 @@ fn recv(a: RecvArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(format_args!("{}: {e}", a.out_dir.display())),
     };
+    let target = match a.trace2_format {
+        Trace2FormatArg::Event => Target::Event,
+        Trace2FormatArg::Perf => Target::Perf,
+        Trace2FormatArg::Normal => Target::Normal,
+    };
+    collector.set_trace2_format(Trace2Format::new(target, a.trace2_brief));
+    // The strings of compact Trace2 events (a firmware that sends none has none).
+    if let Some(elf) = &a.elf {
+        match Trace2Strings::load(elf) {
+            Ok(strings) => collector.set_trace2_strings(strings),
+            Err(e) => eprintln!("flightrec: warning: {e}"),
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -942,6 +976,33 @@ fn print_report(r: &RecvReport, c: &Collector) {
     let (lines, path) = c.trace2();
     if lines > 0 {
         eprintln!("  trace2: {lines} lines -> {}", path.display());
+    }
+    let t2 = c.trace2_events();
+    if t2.events > 0 {
+        eprintln!(
+            "  trace2: {} compact events, {} lines{}",
+            t2.events,
+            t2.lines,
+            [
+                (t2.malformed, "malformed, left out"),
+                (
+                    t2.without_session,
+                    "before their source's session, left out"
+                ),
+                (
+                    t2.unbalanced,
+                    "region_leave without a region open, left out"
+                ),
+                (
+                    t2.unknown_strings,
+                    "with a string id the ELF does not name (written as #<id>; give recv --elf)",
+                ),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("; {n} {what}"))
+            .collect::<String>()
+        );
     }
     if c.bad_control_frames() > 0 {
         eprintln!(

@@ -672,3 +672,171 @@ fn buffers_without_a_header_are_held_in_bounded_room_and_the_rest_counted() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A minimal little-endian ELF32 file with one section, `name`, at address 0.
+fn elf_with_section(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut shstrtab = vec![0u8];
+    shstrtab.extend_from_slice(name.as_bytes());
+    shstrtab.push(0);
+    let shstrtab_name = shstrtab.len() as u32;
+    shstrtab.extend_from_slice(b".shstrtab\0");
+    let data_off = 52u32;
+    let shstrtab_off = data_off + data.len() as u32;
+    let shoff = shstrtab_off + shstrtab.len() as u32;
+    let mut elf = vec![0u8; 52];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 1; // ELF32
+    elf[5] = 1; // little-endian
+    elf[6] = 1;
+    elf[16..18].copy_from_slice(&2u16.to_le_bytes()); // executable
+    elf[18..20].copy_from_slice(&40u16.to_le_bytes()); // ARM
+    elf[32..36].copy_from_slice(&shoff.to_le_bytes());
+    elf[40..42].copy_from_slice(&52u16.to_le_bytes());
+    elf[46..48].copy_from_slice(&40u16.to_le_bytes());
+    elf[48..50].copy_from_slice(&3u16.to_le_bytes()); // sections
+    elf[50..52].copy_from_slice(&2u16.to_le_bytes()); // .shstrtab
+    elf.extend_from_slice(data);
+    elf.extend_from_slice(&shstrtab);
+    let section = |name: u32, kind: u32, off: u32, len: u32| {
+        let mut s = vec![0u8; 40];
+        s[..4].copy_from_slice(&name.to_le_bytes());
+        s[4..8].copy_from_slice(&kind.to_le_bytes());
+        s[16..20].copy_from_slice(&off.to_le_bytes());
+        s[20..24].copy_from_slice(&len.to_le_bytes());
+        s
+    };
+    elf.extend(section(0, 0, 0, 0));
+    elf.extend(section(1, 1, data_off, data.len() as u32));
+    elf.extend(section(
+        shstrtab_name,
+        3,
+        shstrtab_off,
+        shstrtab.len() as u32,
+    ));
+    elf
+}
+
+/// Compact Trace2 events: `recv` writes them in the format `--trace2-format` and
+/// `--trace2-brief` name, the lines the core's formatter makes; the strings
+/// interned in the ELF are looked up (here an ELF made by the test, with a
+/// `.flightrec.trace2` section) and without `--elf` they are `#<id>`, counted,
+/// and the exit status is 1.
+#[test]
+fn compact_trace2_events_in_each_format() {
+    use flightrec_host::core::link::trace2::{DataInt, Exit, RegionEnter, Session, Str};
+    use flightrec_host::core::trace2::{Event, Format, LineCtx, Target, ThreadName, ThreadState};
+
+    let mut link = LinkWriter::new(Recording { wire: Vec::new() });
+    let session = Session {
+        hz: 1_000_000,
+        sid: Str::Bytes(b"sid-1"),
+        thread: Str::Bytes(b"main"),
+    };
+    link.send_trace2(0, 0, &session).unwrap();
+    // Ids 1 and 10 of the section below.
+    let (category, label) = (Some(Str::Id(1)), Some(Str::Id(10)));
+    link.send_trace2(
+        0,
+        1_500,
+        &RegionEnter {
+            category,
+            label,
+            msg: None,
+        },
+    )
+    .unwrap();
+    let ev = DataInt {
+        category: Str::Id(1),
+        key: Str::Bytes(b"n"),
+        value: -7,
+    };
+    link.send_trace2(0, 2_000, &ev).unwrap();
+    link.send_trace2(0, 9_000, &Exit { code: 3 }).unwrap();
+    let wire = link.into_inner().wire;
+
+    let dir = scratch("compact-trace2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("wire.bin");
+    std::fs::write(&input, &wire).unwrap();
+    let elf = dir.join("fw.elf");
+    std::fs::write(
+        &elf,
+        elf_with_section(".flightrec.trace2", b"\0firmware\0workload\0"),
+    )
+    .unwrap();
+
+    for (target, name, brief) in [
+        (Target::Event, "event", false),
+        (Target::Perf, "perf", true),
+        (Target::Perf, "perf", false),
+        (Target::Normal, "normal", false),
+    ] {
+        let out = dir.join(format!("{name}-{brief}"));
+        let mut cmd = flightrec();
+        cmd.args(["recv", "-q", "--trace2-format", name])
+            .arg(&input);
+        cmd.arg("-o").arg(&out).arg("--elf").arg(&elf);
+        if brief {
+            cmd.arg("--trace2-brief");
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+
+        let format = Format::new(target, brief);
+        let mut thread = ThreadState::<8>::new(ThreadName::main(), 0);
+        let mut expected = Vec::new();
+        let mut buf = [0u8; 512];
+        let mut line = |nesting, t_abs, ev: &Event<'_>| {
+            let ctx = LineCtx {
+                nesting,
+                t_abs,
+                ..LineCtx::new(b"sid-1", b"main")
+            };
+            let n = format.write_line(&ctx, ev, &mut buf).unwrap();
+            expected.extend_from_slice(&buf[..n]);
+        };
+        let nesting = thread.region_enter(1_500);
+        let (category, label) = (Some(&b"firmware"[..]), Some(&b"workload"[..]));
+        line(
+            nesting,
+            1_500,
+            &Event::RegionEnter {
+                category,
+                label,
+                msg: None,
+            },
+        );
+        let data = Event::Data {
+            t_rel: thread.data_t_rel(2_000),
+            category: b"firmware",
+            key: b"n",
+            value: b"-7",
+        };
+        line(thread.nesting(), 2_000, &data);
+        line(thread.nesting(), 9_000, &Event::Exit { code: 3 });
+        assert_eq!(
+            String::from_utf8(std::fs::read(out.join("trace2.txt")).unwrap()).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    }
+
+    // Without the ELF.
+    let out = dir.join("no-elf");
+    let o = flightrec()
+        .args(["recv"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 with a string id the ELF does not name"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(std::fs::read_to_string(out.join("trace2.txt"))
+        .unwrap()
+        .contains("\"category\":\"#1\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -9,7 +9,8 @@
 //! * [`trace2`]: git Trace2 lines in git's normal, perf and event (JSON) formats, byte
 //!   for byte, into caller buffers.
 //! * [`link`]: a framed stream over [`embedded_io::Write`], so firmware can flush its
-//!   buffers over a serial link and a host can reassemble them.
+//!   buffers over a serial link and a host can reassemble them, and send Trace2
+//!   events compactly ([`link::trace2`]) for the host to format.
 //!
 //! Time comes from a [`clock::Clock`]; the core never reads a clock of its own.
 //!

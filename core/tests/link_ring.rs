@@ -102,6 +102,7 @@ fn receive(wire: &[u8]) -> Received {
                     .insert(f.head.source, LinkStats::parse(f.payload).unwrap());
             }
             FrameKind::Trace2Line => r.lines.push(f.payload.to_vec()),
+            FrameKind::Trace2Compact => panic!("these tests send no compact Trace2 events"),
         }
     }
     r

@@ -25,6 +25,9 @@ use std::path::{Path, PathBuf};
 use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::FileHeader;
 use flightrec_core::link::{compact, Frame, FrameKind, LinkStats};
+use flightrec_core::trace2::{Format, Target};
+
+use crate::trace2_link::{Trace2LinkStats, Trace2Renderer, Trace2Strings};
 
 /// Buffers held per source while its header has not arrived.
 const MAX_WAITING: usize = 256;
@@ -155,6 +158,8 @@ pub struct Collector {
     trace2_path: PathBuf,
     trace2: Option<File>,
     trace2_lines: u64,
+    /// Compact Trace2 events to lines.
+    trace2_events: Trace2Renderer,
     sources: BTreeMap<u32, SourceState>,
     bad_headers: u64,
     bad_stats: u64,
@@ -176,6 +181,10 @@ impl Collector {
             trace2_path,
             trace2: None,
             trace2_lines: 0,
+            trace2_events: Trace2Renderer::new(
+                Trace2Strings::empty(),
+                Format::new(Target::Event, false),
+            ),
             sources: BTreeMap::new(),
             bad_headers: 0,
             bad_stats: 0,
@@ -183,6 +192,72 @@ impl Collector {
             open_files: 0,
             tick: 0,
         })
+    }
+
+    /// The interned strings of the firmware that sends compact Trace2 events
+    /// ([`FrameKind::Trace2Compact`]), from its ELF; without them each is written
+    /// as `#<id>` and counted.
+    ///
+    /// ```
+    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::core::link::trace2::{emit_to_slice, Session, Str, Version};
+    /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
+    /// use flightrec_host::trace2_link::Trace2Strings;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let trace2 = dir.path().join("trace2.txt");
+    /// let mut c = Collector::new(dir.path(), trace2.clone()).unwrap();
+    /// c.set_trace2_strings(Trace2Strings::from_section(0, b"\0main\0s1\00.1.0\0"));
+    /// let mut p = [0u8; 32];
+    /// let head = FrameHead { kind: FrameKind::Trace2Compact, source: 0, seq: 0 };
+    /// let n = emit_to_slice(&Session { hz: 1000, sid: Str::Id(6), thread: Str::Id(1) }, 0, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// let n = emit_to_slice(&Version { exe: Str::Id(9) }, 5, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// c.finish().unwrap();
+    /// assert_eq!(
+    ///     std::fs::read_to_string(&trace2).unwrap(),
+    ///     "{\"event\":\"version\",\"sid\":\"s1\",\"thread\":\"main\",\"time\":\"1970-01-01T00:00:00.000000Z\",\"evt\":\"4\",\"exe\":\"0.1.0\"}\n"
+    /// );
+    /// assert_eq!(c.trace2_events().lines, 1);
+    /// assert!(!c.had_problems());
+    /// ```
+    pub fn set_trace2_strings(&mut self, strings: Trace2Strings) {
+        self.trace2_events.set_strings(strings);
+    }
+
+    /// The format of the lines written for compact Trace2 events (git's event
+    /// format, not brief, unless set); lines that come formatted are written as
+    /// they are.
+    ///
+    /// ```
+    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::core::link::trace2::{emit_to_slice, Session, Str, Version};
+    /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
+    /// use flightrec_host::core::trace2::{Format, Target};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let trace2 = dir.path().join("trace2.txt");
+    /// let mut c = Collector::new(dir.path(), trace2.clone()).unwrap();
+    /// c.set_trace2_format(Format::new(Target::Normal, true));
+    /// let head = FrameHead { kind: FrameKind::Trace2Compact, source: 0, seq: 0 };
+    /// let mut p = [0u8; 32];
+    /// let session = Session { hz: 1000, sid: Str::Bytes(b"s"), thread: Str::Bytes(b"main") };
+    /// let n = emit_to_slice(&session, 0, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// let n = emit_to_slice(&Version { exe: Str::Bytes(b"0.1.0") }, 5, &mut p).unwrap();
+    /// c.frame(&Frame { head, payload: &p[..n] }).unwrap();
+    /// c.finish().unwrap();
+    /// assert_eq!(std::fs::read_to_string(&trace2).unwrap(), "version 0.1.0\n");
+    /// ```
+    pub fn set_trace2_format(&mut self, format: Format) {
+        self.trace2_events.set_format(format);
+    }
+
+    /// What became of the compact Trace2 events (lines written, events left
+    /// out). Example on [`Collector::set_trace2_strings`].
+    pub fn trace2_events(&self) -> Trace2LinkStats {
+        self.trace2_events.stats()
     }
 
     fn source(&mut self, id: u32) -> &mut SourceState {
@@ -222,6 +297,13 @@ impl Collector {
                 }
             }
             FrameKind::Trace2Line => self.trace2_line(frame.payload),
+            FrameKind::Trace2Compact => {
+                let mut line = Vec::new();
+                if self.trace2_events.event(id, frame.payload, &mut line) > 0 {
+                    self.trace2_line(&line)?;
+                }
+                Ok(())
+            }
             FrameKind::Stats => {
                 match LinkStats::parse(frame.payload) {
                     Some(s) => self.source(id).report.stats = Some(s),
@@ -495,6 +577,7 @@ impl Collector {
     /// [`Collector`].
     pub fn had_problems(&self) -> bool {
         self.bad_control_frames() > 0
+            || self.trace2_events.stats().had_problems()
             || self
                 .sources
                 .values()

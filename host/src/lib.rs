@@ -42,6 +42,7 @@ pub mod rtt;
 pub mod stream;
 pub mod timeline;
 pub mod timeline_out;
+pub mod trace2_link;
 pub mod trace2_render;
 pub mod verify;
 pub mod yaml;

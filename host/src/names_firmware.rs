@@ -301,7 +301,7 @@ impl FirmwareNames {
 /// The address of the section whose bytes are `data` (a slice of `image` that
 /// [`find_section`] returned): the `sh_addr` of the section header whose file
 /// offset and size are `data`'s.
-fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
+pub(crate) fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
     let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;
     let wide = *image.get(4)? == 2;
     let big = *image.get(5)? == 2;

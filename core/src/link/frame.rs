@@ -84,6 +84,9 @@ pub enum FrameKind {
     /// One finished FDR buffer of the source in its compact form (see
     /// [`compact`](super::compact)), which the receiver expands back to the buffer.
     FdrCompact,
+    /// One Trace2 event in its compact form (see [`trace2`](super::trace2)), which
+    /// the receiver formats as git's line.
+    Trace2Compact,
 }
 
 impl FrameKind {
@@ -95,6 +98,7 @@ impl FrameKind {
             FrameKind::Trace2Line => 3,
             FrameKind::Stats => 4,
             FrameKind::FdrCompact => 5,
+            FrameKind::Trace2Compact => 6,
         }
     }
 
@@ -106,6 +110,7 @@ impl FrameKind {
             3 => Some(FrameKind::Trace2Line),
             4 => Some(FrameKind::Stats),
             5 => Some(FrameKind::FdrCompact),
+            6 => Some(FrameKind::Trace2Compact),
             _ => None,
         }
     }
@@ -118,6 +123,7 @@ impl FrameKind {
             FrameKind::Trace2Line => "trace2-line",
             FrameKind::Stats => "stats",
             FrameKind::FdrCompact => "fdr-compact",
+            FrameKind::Trace2Compact => "trace2-compact",
         }
     }
 }
@@ -306,8 +312,8 @@ mod tests {
             Err(HeadError::Version(2))
         );
         assert_eq!(
-            FrameHead::parse(&[0x16, 0, 0, 0, 0, 0, 0]),
-            Err(HeadError::Kind(6))
+            FrameHead::parse(&[0x17, 0, 0, 0, 0, 0, 0]),
+            Err(HeadError::Kind(7))
         );
         for n in 0..16 {
             if let Some(k) = FrameKind::from_number(n) {

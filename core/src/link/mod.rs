@@ -8,6 +8,9 @@
 //!   frame ends with `0x00` and carries a CRC-32C ([`crc32`]).
 //! * [`compact`]: the compact form of an FDR buffer (varint function records), about
 //!   half the bytes, which [`LinkWriter::flush_one`] sends unless told not to.
+//! * [`trace2`]: compact Trace2 events (kind, clock reading, varints and interned
+//!   string ids), which the receiver formats as git's lines;
+//!   [`LinkWriter::send_trace2`] sends one.
 //! * [`writer`]: [`LinkWriter`] sends frames to a sink and flushes a streaming ring
 //!   one buffer per call ([`LinkWriter::flush_one`]), from a main loop or idle task.
 //! * [`outlet`]: an [`Outlet`] per ring (its source and consumer), flushed by
@@ -33,6 +36,7 @@ pub mod frame;
 pub mod outlet;
 #[cfg(feature = "rtt")]
 pub mod rtt;
+pub mod trace2;
 pub mod writer;
 
 pub use self::crc::crc32;

@@ -7,6 +7,7 @@ use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
 use super::encoder::FrameEncoder;
 use super::frame::{FrameHead, FrameKind, LinkStats};
+use super::trace2::{emit, Put, Trace2Event};
 use crate::fdr::header::FileHeader;
 use crate::fdr::ring::Consumer;
 
@@ -317,7 +318,65 @@ impl<W: Write> LinkWriter<W> {
         let mut frame = Stuffer::new(&mut self.sink, self.resync);
         frame.push(&head.to_bytes());
         compact_to(buffer, &mut frame);
-        match frame.finish() {
+        let result = frame.finish();
+        self.count(result)
+    }
+
+    /// Sends one Trace2 event in its compact form ([`FrameKind::Trace2Compact`]):
+    /// its code, `ticks` (the firmware clock at the event) and its fields, stuffed
+    /// as they are written (no buffer, whatever the length of a run-time string).
+    /// Generic over the event, so a firmware links the code of the events it sends
+    /// and no formatter; the receiver writes git's line.
+    ///
+    /// ```
+    /// use flightrec_core::link::trace2::{parse, RegionEnter, Str, Trace2};
+    /// use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter};
+    ///
+    /// let ev = RegionEnter { category: Some(Str::Bytes(b"fw")), label: Some(Str::Id(40)), msg: None };
+    /// let mut wire = Vec::new();
+    /// LinkWriter::new(&mut wire).send_trace2(0, 12_500, &ev).unwrap();
+    /// let mut buf = [0u8; 64];
+    /// let mut dec = FrameDecoder::new(&mut buf);
+    /// let (_, got) = dec.feed(&wire[1..]); // after the leading delimiter
+    /// let Some(Event::Frame(f)) = got else { panic!() };
+    /// assert_eq!(f.head.kind, FrameKind::Trace2Compact);
+    /// let rec = parse(f.payload).unwrap();
+    /// assert_eq!((rec.ticks, rec.event), (12_500, Trace2::RegionEnter(ev)));
+    /// ```
+    #[inline]
+    pub fn send_trace2<E: Trace2Event>(
+        &mut self,
+        source: u32,
+        ticks: u64,
+        ev: &E,
+    ) -> Result<(), W::Error> {
+        self.send_trace2_dyn(source, ticks, ev)
+    }
+
+    /// [`send_trace2`](Self::send_trace2) for any event: one copy in a firmware.
+    #[inline(never)]
+    fn send_trace2_dyn(
+        &mut self,
+        source: u32,
+        ticks: u64,
+        ev: &dyn Trace2Event,
+    ) -> Result<(), W::Error> {
+        let head = FrameHead {
+            kind: FrameKind::Trace2Compact,
+            source,
+            seq: self.seq,
+        };
+        self.seq = self.seq.wrapping_add(1);
+        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        frame.push(&head.to_bytes());
+        emit(ev, ticks, &mut frame);
+        let result = frame.finish();
+        self.count(result)
+    }
+
+    /// Counts a stuffed frame's result.
+    fn count(&mut self, result: Result<(), W::Error>) -> Result<(), W::Error> {
+        match result {
             Ok(()) => {
                 self.resync = false;
                 self.frames_sent = self.frames_sent.wrapping_add(1);
@@ -457,6 +516,13 @@ impl<W: Write> LinkWriter<W> {
         self.send_stats(source.id, &stats)?;
         source.since_header = Some(0);
         Ok(())
+    }
+}
+
+impl<W: Write> Put for Stuffer<'_, W> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.push(bytes);
     }
 }
 

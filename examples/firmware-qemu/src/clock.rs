@@ -39,7 +39,7 @@ pub fn tick() {
 }
 
 /// Cycles since `start`, from any context.
-#[cfg(feature = "trace2")]
+#[cfg(any(feature = "trace2", feature = "trace2-lines"))]
 pub fn now() -> u64 {
     CLOCK.now().tsc
 }

@@ -5,14 +5,17 @@
 //! millisecond. Thread mode and the handler each record into their own streaming
 //! ring in static memory (the global recorder in `trace.rs` picks the ring of the
 //! running context); after every iteration the main loop flushes at most one
-//! buffer per ring over UART0 (or RTT, `rtt.rs`) as link frames, with a few Trace2
-//! event lines (`trace2.rs`). At the end it stops SysTick's interrupt, drains the
+//! buffer per ring over UART0 (or RTT, `rtt.rs`) as link frames, with a few compact
+//! Trace2 events (`trace2.rs`: version, a region, data, printf, exit) from which
+//! `flightrec recv` writes git's event lines. At the end it stops SysTick's interrupt, drains the
 //! rings, sends the final counters and ends QEMU through semihosting. The function names are in the ELF only (`.flightrec`):
 //! `flightrec recv --elf` writes them beside each trace for `llvm-xray -m`.
 //!
 //! Built without the `trace` feature, the same workload runs uninstrumented: the
 //! baseline for the flash and RAM that flightrec adds (`docs/firmware-guide.md`);
-//! without `trace2`, it records FDR traces but sends no Trace2 lines.
+//! without `trace2`, it records FDR traces but sends no Trace2 events. Feature
+//! `trace2-lines` (instead of `trace2`) formats the lines on the firmware
+//! (`trace2_lines.rs`), to measure what that costs.
 #![no_std]
 #![no_main]
 
@@ -23,6 +26,8 @@ mod rtt;
 mod trace;
 #[cfg(feature = "trace2")]
 mod trace2;
+#[cfg(feature = "trace2-lines")]
+mod trace2_lines;
 mod uart;
 
 #[cfg(all(feature = "trace", not(feature = "rtt")))]
@@ -98,11 +103,29 @@ fn main() -> ! {
     let _ = uart;
     #[cfg(feature = "trace2")]
     {
+        use flightrec_core::link::trace2::{RegionEnter, Version};
+        use flightrec_core::trace2_str;
+        trace2::start(&mut link);
+        trace2::send(
+            &mut link,
+            &Version {
+                exe: trace2_str!("0.1.0"),
+            },
+        );
+        let ev = RegionEnter {
+            category: Some(trace2_str!("firmware")),
+            label: Some(trace2_str!("workload")),
+            msg: None,
+        };
+        trace2::send(&mut link, &ev);
+    }
+    #[cfg(feature = "trace2-lines")]
+    {
         use flightrec_core::trace2::Event;
-        trace2::send(&mut link, &Event::Version { exe: b"0.1.0" });
+        trace2_lines::send(&mut link, &Event::Version { exe: b"0.1.0" });
         let (category, label) = (Some(&b"firmware"[..]), Some(&b"workload"[..]));
         let msg = None;
-        trace2::send(
+        trace2_lines::send(
             &mut link,
             &Event::RegionEnter {
                 category,
@@ -112,7 +135,7 @@ fn main() -> ! {
         );
     }
     clock::start(&mut p.SYST);
-    #[cfg(feature = "trace2")]
+    #[cfg(feature = "trace2-lines")]
     let start = clock::now();
 
     let mut state = 0;
@@ -127,11 +150,44 @@ fn main() -> ! {
 
     #[cfg(feature = "trace2")]
     {
+        use flightrec_core::link::trace2::{Data, DataInt, Exit, Printf, RegionLeave};
+        use flightrec_core::trace2_str;
+        let (category, key) = (trace2_str!("firmware"), trace2_str!("iterations"));
+        let value = i64::from(ITERATIONS);
+        trace2::send(
+            &mut link,
+            &DataInt {
+                category,
+                key,
+                value,
+            },
+        );
+        let (key, value) = (trace2_str!("clock"), trace2_str!("systick"));
+        trace2::send(
+            &mut link,
+            &Data {
+                category,
+                key,
+                value,
+            },
+        );
+        let msg = Some(trace2_str!("workload done"));
+        trace2::send(&mut link, &Printf { msg });
+        let ev = RegionLeave {
+            category: Some(category),
+            label: Some(trace2_str!("workload")),
+            msg: None,
+        };
+        trace2::send(&mut link, &ev);
+        trace2::send(&mut link, &Exit { code: 0 });
+    }
+    #[cfg(feature = "trace2-lines")]
+    {
         use flightrec_core::trace2::Event;
         let t_rel = (clock::now() - start) / u64::from(clock::CLOCK_HZ / 1_000_000);
         let (category, label) = (Some(&b"firmware"[..]), Some(&b"workload"[..]));
         let msg = None;
-        trace2::send(
+        trace2_lines::send(
             &mut link,
             &Event::RegionLeave {
                 t_rel,
@@ -140,7 +196,7 @@ fn main() -> ! {
                 msg,
             },
         );
-        trace2::send(&mut link, &Event::Exit { code: 0 });
+        trace2_lines::send(&mut link, &Event::Exit { code: 0 });
     }
     #[cfg(feature = "trace")]
     p.SYST.disable_interrupt();

@@ -1,8 +1,12 @@
-//! Trace2 event lines over the link (feature `trace2`), beside the FDR traces:
-//! the workload's version, region and exit events, in git's event format.
+//! Compact Trace2 events over the link (feature `trace2`), beside the FDR traces:
+//! each event goes as its kind, the SysTick clock's reading and its fields
+//! (constant strings as ids of the ELF's `.flightrec.trace2` section), and
+//! `flightrec recv --elf` writes git's event lines. Nothing here formats text,
+//! divides or uses floating point.
 
+use flightrec_core::link::trace2::{Session, Trace2Event};
 use flightrec_core::link::LinkWriter;
-use flightrec_core::trace2::{Event, Format, LineCtx, Target};
+use flightrec_core::trace2_str;
 
 use crate::clock;
 
@@ -12,22 +16,25 @@ type Sink = crate::uart::Uart0;
 #[cfg(feature = "rtt")]
 type Sink = crate::rtt::Sink;
 
-/// Source id of the Trace2 lines.
+/// Source id of the Trace2 events.
 const TRACE2_SOURCE: u32 = 0;
 
-/// Sends one Trace2 event line (event format).
-pub fn send(link: &mut LinkWriter<Sink>, ev: &Event<'_>) {
-    let mut buf = [0u8; 256];
-    let t_abs = clock::now() / u64::from(clock::CLOCK_HZ / 1_000_000);
-    let ctx = LineCtx {
-        t_abs,
-        ..LineCtx::new(b"20250101T000000.000000Z-Hqemu-P00000001", b"main")
-    };
-    let format = Format::new(Target::Event, false);
-    if let Ok(n) = format.write_line(&ctx, ev, &mut buf) {
-        // Over RTT, room for the whole line first (a few lines per run).
-        #[cfg(feature = "rtt")]
-        crate::rtt::drain(link);
-        let _ = link.send_trace2_line(TRACE2_SOURCE, &buf[..n]);
-    }
+/// Sends the session first: the clock's frequency, the session id and the thread.
+pub fn start(link: &mut LinkWriter<Sink>) {
+    send(
+        link,
+        &Session {
+            hz: u64::from(clock::CLOCK_HZ),
+            sid: trace2_str!("20250101T000000.000000Z-Hqemu-P00000001"),
+            thread: trace2_str!("main"),
+        },
+    );
+}
+
+/// Sends one event, stamped with the clock.
+pub fn send<E: Trace2Event>(link: &mut LinkWriter<Sink>, ev: &E) {
+    // Over RTT, room for the whole frame first (a few events per run).
+    #[cfg(feature = "rtt")]
+    crate::rtt::drain(link);
+    let _ = link.send_trace2(TRACE2_SOURCE, clock::now(), ev);
 }
