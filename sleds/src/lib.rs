@@ -184,8 +184,15 @@ pub fn set_handler(handler: Option<Handler>) {
 /// record, as compiler-rt's FDR mode writes them).
 ///
 /// ```
-/// unsafe extern "C" fn log_arg(_id: i32, _kind: u32, _arg: u64) {}
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// static LAST: AtomicU64 = AtomicU64::new(0);
+/// unsafe extern "C" fn log_arg(_id: i32, _kind: u32, arg: u64) {
+///     LAST.store(arg, Ordering::Relaxed);
+/// }
 /// flightrec_sleds::set_arg_handler(Some(log_arg));
+/// // This test program has no sleds, so nothing calls the handler.
+/// assert!(flightrec_sleds::patch().is_err());
+/// assert_eq!(LAST.load(Ordering::Relaxed), 0);
 /// flightrec_sleds::set_arg_handler(None);
 /// ```
 pub fn set_arg_handler(handler: Option<ArgHandler>) {
@@ -199,8 +206,15 @@ pub fn set_arg_handler(handler: Option<ArgHandler>) {
 /// drops the events).
 ///
 /// ```
-/// unsafe extern "C" fn ignore(_data: *mut std::ffi::c_void, _size: usize) {}
-/// flightrec_sleds::set_custom_event_handler(Some(ignore));
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// static BYTES: AtomicUsize = AtomicUsize::new(0);
+/// unsafe extern "C" fn count(_data: *mut std::ffi::c_void, size: usize) {
+///     BYTES.fetch_add(size, Ordering::Relaxed);
+/// }
+/// flightrec_sleds::set_custom_event_handler(Some(count));
+/// // This test program has no sleds, so nothing calls the handler.
+/// assert!(flightrec_sleds::patch().is_err());
+/// assert_eq!(BYTES.load(Ordering::Relaxed), 0);
 /// flightrec_sleds::set_custom_event_handler(None);
 /// ```
 pub fn set_custom_event_handler(handler: Option<CustomEventHandler>) {
@@ -213,8 +227,15 @@ pub fn set_custom_event_handler(handler: Option<CustomEventHandler>) {
 /// `__xray_remove_typedevent_handler`).
 ///
 /// ```
-/// unsafe extern "C" fn ignore(_type: u16, _data: *const std::ffi::c_void, _size: usize) {}
-/// flightrec_sleds::set_typed_event_handler(Some(ignore));
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// static BYTES: AtomicUsize = AtomicUsize::new(0);
+/// unsafe extern "C" fn count(_type: u16, _data: *const std::ffi::c_void, size: usize) {
+///     BYTES.fetch_add(size, Ordering::Relaxed);
+/// }
+/// flightrec_sleds::set_typed_event_handler(Some(count));
+/// // This test program has no sleds, so nothing calls the handler.
+/// assert!(flightrec_sleds::patch().is_err());
+/// assert_eq!(BYTES.load(Ordering::Relaxed), 0);
 /// flightrec_sleds::set_typed_event_handler(None);
 /// ```
 pub fn set_typed_event_handler(handler: Option<TypedEventHandler>) {
