@@ -82,8 +82,13 @@ fn overflow_push(e: Entered) -> bool {
 pub(super) fn pop_through(span: u64, mut leave: impl FnMut(Entered)) {
     let _ = INLINE_STACK.try_with(|s| {
         let len = s.len.get();
+        // Nothing entered on this thread (tracing off, or the span's enter was
+        // not kept): no search, no call.
+        if len == 0 {
+            return;
+        }
         // The usual case: the innermost span exits.
-        if len > 0 && len <= INLINE {
+        if len <= INLINE {
             let top = s.slots[len - 1].get();
             if top.span == span {
                 s.len.set(len - 1);
