@@ -3,8 +3,7 @@
 //! never panics on any payload.
 
 use flightrec_core::link::trace2::{
-    emit_to_slice, parse, Atexit, Data, DataInt, Error, Exit, ParseError, Printf, Put, RegionEnter,
-    RegionLeave, Session, Start, Str, StrList, Trace2, Version,
+    emit_to_slice, parse, DataInt, ParseError, Put, Session, Str, Trace2,
 };
 use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter};
 use proptest::prelude::*;
@@ -58,49 +57,9 @@ fn gen() -> impl Strategy<Value = Gen> {
 /// The event `g` describes, over its strings (a required string that came out
 /// `None` is the empty one).
 fn with_event<R>(g: &Gen, f: impl FnOnce(Trace2<'_>) -> R) -> R {
-    let opt = |i: usize| g.strs[i].as_ref().map(S::str);
-    let req = |i: usize| opt(i).unwrap_or(Str::Bytes(b""));
     let argv: Vec<Str<'_>> = g.strs.iter().flatten().map(S::str).collect();
-    let code = g.int as i32;
-    let ev = match g.code {
-        0 => Trace2::Session(Session {
-            hz: g.int as u64,
-            sid: req(0),
-            thread: req(1),
-        }),
-        1 => Trace2::Version(Version { exe: req(0) }),
-        2 => Trace2::Start(Start {
-            argv: StrList::Slice(&argv),
-        }),
-        3 => Trace2::Exit(Exit { code }),
-        4 => Trace2::Atexit(Atexit { code }),
-        5 => Trace2::Error(Error {
-            msg: req(0),
-            fmt: req(1),
-        }),
-        6 => Trace2::RegionEnter(RegionEnter {
-            category: opt(0),
-            label: opt(1),
-            msg: opt(2),
-        }),
-        7 => Trace2::RegionLeave(RegionLeave {
-            category: opt(0),
-            label: opt(1),
-            msg: opt(2),
-        }),
-        8 => Trace2::Data(Data {
-            category: req(0),
-            key: req(1),
-            value: req(2),
-        }),
-        9 => Trace2::DataInt(DataInt {
-            category: req(0),
-            key: req(1),
-            value: g.int,
-        }),
-        _ => Trace2::Printf(Printf { msg: opt(0) }),
-    };
-    f(ev)
+    let opt = |i: usize| g.strs[i].as_ref().map(S::str);
+    flightrec_testkit::trace2_link::with_event(g.code, g.int, opt, &argv, f)
 }
 
 struct V(Vec<u8>);

@@ -8,8 +8,7 @@
 use std::collections::HashMap;
 
 use flightrec_core::link::trace2::{
-    Atexit, Data, DataInt, Error, Exit, Printf, RegionEnter, RegionLeave, Session, Start, Str,
-    StrList, Trace2, Version,
+    DataInt, Exit, Printf, RegionEnter, RegionLeave, Session, Str, Trace2, Version,
 };
 use flightrec_core::link::{Event as LinkEvent, FrameDecoder, LinkWriter};
 use flightrec_core::trace2::{Args, Event, Format, LineCtx, Msg, Target, ThreadName, ThreadState};
@@ -167,57 +166,24 @@ fn send(c: &Ctx, r: &Run) -> Vec<u8> {
     for s in &r.steps {
         ticks += s.dt;
         let o = |i: usize| s.strs[i].as_ref().map(|g| c.wire(g));
-        let q = |i: usize| o(i).unwrap_or(Str::Bytes(b""));
         let argv: Vec<Str<'_>> = s.argv.iter().map(|g| c.wire(g)).collect();
-        let code = s.int as i32;
-        let ev = match s.code {
-            1 => Trace2::Version(Version { exe: q(0) }),
-            2 => Trace2::Start(Start {
-                argv: StrList::Slice(&argv),
-            }),
-            3 => Trace2::Exit(Exit { code }),
-            4 => Trace2::Atexit(Atexit { code }),
-            5 => Trace2::Error(Error {
-                msg: q(0),
-                fmt: q(1),
-            }),
-            6 => Trace2::RegionEnter(RegionEnter {
-                category: o(0),
-                label: o(1),
-                msg: o(2),
-            }),
-            7 => Trace2::RegionLeave(RegionLeave {
-                category: o(0),
-                label: o(1),
-                msg: o(2),
-            }),
-            8 => Trace2::Data(Data {
-                category: q(0),
-                key: q(1),
-                value: q(2),
-            }),
-            9 => Trace2::DataInt(DataInt {
-                category: q(0),
-                key: q(1),
-                value: s.int,
-            }),
-            _ => Trace2::Printf(Printf { msg: o(0) }),
-        };
-        // The one-event-type calls a firmware makes.
-        match ev {
-            Trace2::Version(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Start(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Exit(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Atexit(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Error(e) => link.send_trace2(0, ticks, &e),
-            Trace2::RegionEnter(e) => link.send_trace2(0, ticks, &e),
-            Trace2::RegionLeave(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Data(e) => link.send_trace2(0, ticks, &e),
-            Trace2::DataInt(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Printf(e) => link.send_trace2(0, ticks, &e),
-            Trace2::Session(e) => link.send_trace2(0, ticks, &e),
-        }
-        .unwrap();
+        flightrec_testkit::trace2_link::with_event(s.code, s.int, o, &argv, |ev| {
+            // The one-event-type calls a firmware makes.
+            match ev {
+                Trace2::Version(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Start(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Exit(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Atexit(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Error(e) => link.send_trace2(0, ticks, &e),
+                Trace2::RegionEnter(e) => link.send_trace2(0, ticks, &e),
+                Trace2::RegionLeave(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Data(e) => link.send_trace2(0, ticks, &e),
+                Trace2::DataInt(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Printf(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Session(e) => link.send_trace2(0, ticks, &e),
+            }
+            .unwrap();
+        });
     }
     link.into_inner().0
 }

@@ -5,14 +5,17 @@
 //!   (raw bytes) and for proptest (a strategy over the same bytes);
 //! * [`trace2_check`]: what the Trace2 formatters promise for any of those
 //!   inputs, checked the same way by the property tests and the fuzz target;
+//! * [`trace2_link`]: the compact Trace2 event a property test's numbers
+//!   describe, for the core's and the host's tests of the link's events;
 //! * [`xray_tool`]: finding and running the real `llvm-xray`, its YAML parsed;
 //! * [`child`]: scenarios run in a fresh child process of the test binary;
 //! * [`examples`]: building a crate's example from an integration test.
 //!
-//! The fuzz crate uses only the first two (`default-features = false`).
+//! The fuzz crate uses only the first three (`default-features = false`).
 
 pub mod trace2_check;
 pub mod trace2_gen;
+pub mod trace2_link;
 
 #[cfg(feature = "integration")]
 pub mod child;
