@@ -11,7 +11,7 @@
 //! * [`child`]: scenarios run in a fresh child process of the test binary;
 //! * [`examples`]: building a crate's example from an integration test.
 //!
-//! The fuzz crate uses only the first three (`default-features = false`).
+//! The fuzz crate builds it with `default-features = false`: only these first three.
 
 pub mod trace2_check;
 pub mod trace2_gen;
