@@ -45,8 +45,11 @@ echo "--- build the firmware, only its own crate instrumented"
 )
 cargo build -q -p flightrec-cli --bin flightrec
 flightrec=target/debug/flightrec
-sleds_in_map=$(llvm-xray extract "$elf" | grep -c 'kind: function-')
-echo "$sleds_in_map sleds in the firmware's map"
+sleds_in_map=$(llvm-xray extract "$elf" | grep -c 'kind: ')
+tail_exits=$(llvm-xray extract "$elf" | grep -c 'kind: tail-exit' || true)
+echo "$sleds_in_map sleds in the firmware's map, $tail_exits tail-exit"
+# `scaled_sum` ends in `become`: its exit is a tail-exit sled.
+[[ $tail_exits -ge 1 ]] || { echo "no tail-exit sled in the map"; exit 1; }
 
 echo "--- run it under QEMU virt, the UART into a file"
 start=$(date +%s.%N)
@@ -76,7 +79,8 @@ cmp "$work/llvm.yaml" "$work/ours.yaml"
 llvm-xray account -m "$elf" -format=csv "$trace" >"$work/account.csv"
 # Calls per function, by the names llvm-xray reads from the firmware's sled map
 # and symbols: 300 iterations; fib(3 + i % 5) makes 5, 9, 15, 25, 41 calls; the
-# checksum's closure runs once per sample (32).
+# checksum's closure runs once per sample (32); scaled_sum tail-calls sum_from,
+# whose closure runs once per sample.
 count() {
   # The name is the last field, quoted (none of these has a comma).
   awk -F, -v f="\"$1\"" '$NF == f { print $2 }' "$work/account.csv"
@@ -96,6 +100,12 @@ check flightrec_aarch64_sleds::filter 300
 check flightrec_aarch64_sleds::checksum 300
 check 'flightrec_aarch64_sleds::checksum::{closure#0}' 9600
 check flightrec_aarch64_sleds::fib 5700
+check flightrec_aarch64_sleds::scaled_sum 300
+check flightrec_aarch64_sleds::sum_from 300
+check 'flightrec_aarch64_sleds::sum_from::{closure#0}' 9600
+# Every tail exit recorded: one per scaled_sum call.
+tail_records=$(grep -c 'kind: function-tail-exit' "$work/ours.yaml" || true)
+[[ $tail_records == 300 ]] || { echo "$tail_records tail-exit records, expected 300"; exit 1; }
 functions=$(($(wc -l <"$work/account.csv") - 1))
 records=$(grep -c 'kind: function-' "$work/ours.yaml")
 awk -v b="$(stat -c %s "$work/wire.bin")" -v r="$records" -v f="$functions" -v s="$start" -v e="$end" 'BEGIN {

@@ -5,6 +5,9 @@
 //! and flushes it over the PL011 UART as link frames for `flightrec recv`.
 #![no_std]
 #![no_main]
+// `become` in `scaled_sum`: a tail call even unoptimised, for a tail-exit sled.
+#![feature(explicit_tail_calls)]
+#![allow(incomplete_features)]
 
 use core::hint::black_box;
 
@@ -60,6 +63,7 @@ fn run() {
         filter(&mut samples);
         black_box(checksum(&samples));
         black_box(fib(black_box(3 + i % 5)));
+        black_box(scaled_sum(&samples, black_box(i)));
         board::trace::flush_ready();
     }
 }
@@ -82,6 +86,19 @@ fn checksum(samples: &[i32]) -> u32 {
     samples
         .iter()
         .fold(0u32, |acc, &s| acc.rotate_left(5) ^ s as u32)
+}
+
+/// Ends in a guaranteed tail call (`become`): its last sled is a tail-exit sled,
+/// and `sum_from` returns straight to this function's caller.
+fn scaled_sum(samples: &[i32], i: u32) -> u32 {
+    let scale = i.wrapping_mul(3) | 1;
+    become sum_from(samples, scale)
+}
+
+fn sum_from(samples: &[i32], scale: u32) -> u32 {
+    samples.iter().fold(0u32, |acc, &s| {
+        acc.wrapping_add((s as u32).wrapping_mul(scale))
+    })
 }
 
 fn fib(n: u32) -> u32 {
