@@ -134,6 +134,44 @@ fn handler() -> Option<Handler> {
     (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut (), Handler>(p) })
 }
 
+/// The fast path of entry, exit and tail-exit sleds (in optimised builds), tried first: records with
+/// no call out of line, and so, as the sleds test checks in the linked program,
+/// without touching a vector register. `false`: nothing was recorded; the
+/// trampoline saves the vector registers and calls the full handler.
+#[cfg(sleds_fast_path)]
+#[inline(always)]
+fn record_fast(action: flightrec::core::fdr::FunctionAction, id: u32) -> bool {
+    // Only the recording handler has a fast path.
+    if !HANDLER.load(Ordering::Relaxed).is_null() {
+        return false;
+    }
+    match FunctionId::new(id) {
+        Ok(f) => flightrec::xray::try_record(action, f),
+        Err(_) => false,
+    }
+}
+
+/// Entry sleds' fast path ([`record_fast`]).
+#[cfg(sleds_fast_path)]
+#[no_mangle]
+extern "C" fn __flightrec_sleds_entry_fast(id: u32) -> bool {
+    record_fast(flightrec::core::fdr::FunctionAction::Enter, id)
+}
+
+/// Exit sleds' fast path ([`record_fast`]).
+#[cfg(sleds_fast_path)]
+#[no_mangle]
+extern "C" fn __flightrec_sleds_exit_fast(id: u32) -> bool {
+    record_fast(flightrec::core::fdr::FunctionAction::Exit, id)
+}
+
+/// Tail-exit sleds' fast path ([`record_fast`]).
+#[cfg(sleds_fast_path)]
+#[no_mangle]
+extern "C" fn __flightrec_sleds_tail_exit_fast(id: u32) -> bool {
+    record_fast(flightrec::core::fdr::FunctionAction::TailExit, id)
+}
+
 /// Entry sleds. Called by the trampoline, never re-entered on one thread.
 extern "C" fn on_entry(id: u32) {
     if let Some(h) = handler() {
@@ -338,7 +376,87 @@ macro_rules! trampoline {
     };
 }
 
-macro_rules! save_arguments {
+// Entry, exit and tail exit: the general registers first, then the fast path
+// (`$fast(id) -> bool`, which calls nothing and touches no vector register);
+// only when it returns false are the vector registers saved around the full
+// handler `$slow(id)`. The id is kept at `$id` in the frame across the first call.
+// Built without optimisation (see build.rs), the same trampolines save every
+// register first and call only the full handler.
+#[cfg(not(sleds_fast_path))]
+macro_rules! fast_trampoline {
+    ($name:literal, $frame:literal, $id:literal, $fast:path, $slow:path,
+     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr) => {
+        trampoline!(
+            $name,
+            "hidden",
+            $frame,
+            $slow,
+            "",
+            concat!($save, $save_vectors),
+            "movl %r10d, %edi\n",
+            concat!($restore_vectors, $restore),
+            ""
+        );
+    };
+}
+
+#[cfg(sleds_fast_path)]
+macro_rules! fast_trampoline {
+    ($name:literal, $frame:literal, $id:literal, $fast:path, $slow:path,
+     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr) => {
+        global_asm!(
+            ".pushsection .text.flightrec_sleds_trampolines,\"ax\",@progbits",
+            ".p2align 4",
+            concat!(".globl ", $name),
+            concat!(".hidden ", $name),
+            concat!(".type ", $name, ",@function"),
+            concat!($name, ":"),
+            ".cfi_startproc",
+            "pushq %rbp",
+            ".cfi_adjust_cfa_offset 8",
+            ".cfi_rel_offset %rbp, 0",
+            "movq %rsp, %rbp",
+            ".cfi_def_cfa_register %rbp",
+            concat!("subq $", $frame, ", %rsp"),
+            "andq $-16, %rsp",
+            $save,
+            "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %r11",
+            "cmpb $0, %fs:(%r11)",
+            "jne 2f",
+            "movb $1, %fs:(%r11)",
+            concat!("movl %r10d, ", $id, "(%rsp)"),
+            "movl %r10d, %edi",
+            "call {fast}@PLT",
+            "testb %al, %al",
+            "jnz 1f",
+            $save_vectors,
+            concat!("movl ", $id, "(%rsp), %edi"),
+            "call {slow}@PLT",
+            $restore_vectors,
+            "1:",
+            "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %r11",
+            "movb $0, %fs:(%r11)",
+            "2:",
+            $restore,
+            "movq %rbp, %rsp",
+            ".cfi_def_cfa_register %rsp",
+            "popq %rbp",
+            ".cfi_adjust_cfa_offset -8",
+            ".cfi_restore %rbp",
+            "retq",
+            ".cfi_endproc",
+            concat!(".size ", $name, ", . - ", $name),
+            ".popsection",
+            fast = sym $fast,
+            slow = sym $slow,
+            options(att_syntax)
+        );
+    };
+}
+
+/// The argument registers of an entry or a tail call: 7 general registers at
+/// 0..56 (`$r11`: the tail call's target at 56).
+macro_rules! save_argument_gprs {
     ($r11:literal) => {
         concat!(
             "movq %rdi, 0(%rsp)\n",
@@ -349,6 +467,29 @@ macro_rules! save_arguments {
             "movq %r9, 40(%rsp)\n",
             "movq %rax, 48(%rsp)\n",
             $r11,
+        )
+    };
+}
+
+macro_rules! restore_argument_gprs {
+    ($r11:literal) => {
+        concat!(
+            "movq 0(%rsp), %rdi\n",
+            "movq 8(%rsp), %rsi\n",
+            "movq 16(%rsp), %rdx\n",
+            "movq 24(%rsp), %rcx\n",
+            "movq 32(%rsp), %r8\n",
+            "movq 40(%rsp), %r9\n",
+            "movq 48(%rsp), %rax\n",
+            $r11,
+        )
+    };
+}
+
+/// The vector argument registers, xmm0-xmm7 at 64..192.
+macro_rules! save_argument_vectors {
+    () => {
+        concat!(
             "movaps %xmm0, 64(%rsp)\n",
             "movaps %xmm1, 80(%rsp)\n",
             "movaps %xmm2, 96(%rsp)\n",
@@ -361,17 +502,9 @@ macro_rules! save_arguments {
     };
 }
 
-macro_rules! restore_arguments {
-    ($r11:literal) => {
+macro_rules! restore_argument_vectors {
+    () => {
         concat!(
-            "movq 0(%rsp), %rdi\n",
-            "movq 8(%rsp), %rsi\n",
-            "movq 16(%rsp), %rdx\n",
-            "movq 24(%rsp), %rcx\n",
-            "movq 32(%rsp), %r8\n",
-            "movq 40(%rsp), %r9\n",
-            "movq 48(%rsp), %rax\n",
-            $r11,
             "movaps 64(%rsp), %xmm0\n",
             "movaps 80(%rsp), %xmm1\n",
             "movaps 96(%rsp), %xmm2\n",
@@ -461,16 +594,16 @@ global_asm!(
     ".popsection",
 );
 
-trampoline!(
+fast_trampoline!(
     "__flightrec_sleds_entry",
-    "hidden",
+    "208",
     "192",
+    __flightrec_sleds_entry_fast,
     on_entry,
-    "",
-    save_arguments!(""),
-    "movl %r10d, %edi\n",
-    restore_arguments!(""),
-    ""
+    save_argument_gprs!(""),
+    save_argument_vectors!(),
+    restore_argument_vectors!(),
+    restore_argument_gprs!("")
 );
 trampoline!(
     "__flightrec_sleds_log_args_entry",
@@ -478,42 +611,33 @@ trampoline!(
     "192",
     on_log_args_entry,
     "",
-    save_arguments!(""),
+    concat!(save_argument_gprs!(""), save_argument_vectors!()),
     "movq %rdi, %rsi\nmovl %r10d, %edi\n",
-    restore_arguments!(""),
+    concat!(restore_argument_vectors!(), restore_argument_gprs!("")),
     ""
 );
-trampoline!(
+fast_trampoline!(
     "__flightrec_sleds_tail_exit",
-    "hidden",
+    "208",
     "192",
+    __flightrec_sleds_tail_exit_fast,
     on_tail_exit,
-    "",
-    save_arguments!("movq %r11, 56(%rsp)\n"),
-    "movl %r10d, %edi\n",
-    restore_arguments!("movq 56(%rsp), %r11\n"),
-    ""
+    save_argument_gprs!("movq %r11, 56(%rsp)\n"),
+    save_argument_vectors!(),
+    restore_argument_vectors!(),
+    restore_argument_gprs!("movq 56(%rsp), %r11\n")
 );
-trampoline!(
+// At a `ret`: rax and rdx at 0 and 8, xmm0 and xmm1 at 16 and 32, the id at 48.
+fast_trampoline!(
     "__flightrec_sleds_exit",
-    "hidden",
+    "64",
     "48",
+    __flightrec_sleds_exit_fast,
     on_exit,
-    "",
-    concat!(
-        "movq %rax, 0(%rsp)\n",
-        "movq %rdx, 8(%rsp)\n",
-        "movaps %xmm0, 16(%rsp)\n",
-        "movaps %xmm1, 32(%rsp)\n",
-    ),
-    "movl %r10d, %edi\n",
-    concat!(
-        "movq 0(%rsp), %rax\n",
-        "movq 8(%rsp), %rdx\n",
-        "movaps 16(%rsp), %xmm0\n",
-        "movaps 32(%rsp), %xmm1\n",
-    ),
-    ""
+    "movq %rax, 0(%rsp)\nmovq %rdx, 8(%rsp)\n",
+    "movaps %xmm0, 16(%rsp)\nmovaps %xmm1, 32(%rsp)\n",
+    "movaps 16(%rsp), %xmm0\nmovaps 32(%rsp), %xmm1\n",
+    "movq 0(%rsp), %rax\nmovq 8(%rsp), %rdx\n"
 );
 // The names compiler-rt gives them: clang's event sleds call these symbols. The
 // arguments are already in place (rdi, rsi and, for typed events, rdx).

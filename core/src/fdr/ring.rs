@@ -59,7 +59,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId};
-use super::writer::{BufferTooSmall, BufferWriter, RecordError, Walltime, WriterConfig};
+use super::writer::{BufferTooSmall, BufferWriter, InPlace, RecordError, Walltime, WriterConfig};
 use crate::clock::Timestamp;
 
 /// The event type of the typed event that marks lost records in a streaming ring.
@@ -1051,6 +1051,37 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.slow_path(ts, move |w| {
             w.function(action, id, ts).map_err(RecordError::from)
         })
+    }
+
+    /// Records a function record only when that needs nothing out of line: the
+    /// current buffer has room and no NewCPUId or TSCWrap must come first (the
+    /// common case). `false`: nothing was written or counted; record it with
+    /// [`function`](Self::function). For callers that must not call anything on
+    /// their fast path, such as the sled trampolines of `flightrec-sleds`, which
+    /// then need not save the vector registers.
+    ///
+    /// ```
+    /// # use flightrec_core::clock::Timestamp;
+    /// # use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+    /// # use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
+    /// # let mut storage = [0u8; 2 * 256];
+    /// # let slots = [Slot::NEW; 2];
+    /// # let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+    /// # let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+    /// let id = FunctionId::new(4).unwrap();
+    /// let at = |tsc| Timestamp { tsc, cpu: 0 };
+    /// // The first record needs a buffer and a NewCPUId: not on the fast path.
+    /// assert!(!rec.try_function(FunctionAction::Enter, id, at(1)));
+    /// rec.function(FunctionAction::Enter, id, at(1)).unwrap();
+    /// assert!(rec.try_function(FunctionAction::Exit, id, at(2)));
+    /// // Another CPU needs a NewCPUId first.
+    /// assert!(!rec.try_function(FunctionAction::Enter, id, Timestamp { tsc: 3, cpu: 1 }));
+    /// assert_eq!(rec.stats().records_dropped, 0);
+    /// ```
+    #[inline(always)]
+    pub fn try_function(&mut self, action: FunctionAction, id: FunctionId, ts: Timestamp) -> bool {
+        self.writer.function_in_place::<true>(action, id, ts) == InPlace::Written
     }
 
     /// Records a function entry with its arguments (an EnterArg record and one

@@ -293,6 +293,17 @@ impl WriterConfig {
     }
 }
 
+/// What [`BufferWriter::function_in_place`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InPlace {
+    /// The record is in the buffer (or a short call was elided).
+    Written,
+    /// Nothing written: the record does not fit.
+    Full,
+    /// Nothing written: a NewCPUId or TSCWrap must come first.
+    NeedsMetadata,
+}
+
 /// The record did not fit in the rest of the buffer. Nothing was written; switch to a
 /// new buffer and write it again (a [`Recorder`](super::ring::Recorder) does that).
 ///
@@ -882,29 +893,56 @@ impl<'b> BufferWriter<'b> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Full> {
+        match self.function_in_place::<false>(action, id, ts) {
+            InPlace::Written => Ok(()),
+            InPlace::Full => Err(Full),
+            InPlace::NeedsMetadata => self.function_after_metadata(action, id, ts),
+        }
+    }
+
+    /// [`function`](Self::function) when no metadata record must come first: the
+    /// common case. With `NO_CALLS` the short-call elision is inlined too, so that
+    /// nothing is called out of line (a sled trampoline's fast path relies on it);
+    /// without, it stays one shared copy (every firmware record site inlines this).
+    #[inline(always)]
+    pub(crate) fn function_in_place<const NO_CALLS: bool>(
+        &mut self,
+        action: FunctionAction,
+        id: FunctionId,
+        ts: Timestamp,
+    ) -> InPlace {
         let delta = ts.tsc.wrapping_sub(self.latest_tsc);
         // One test for the common case, same CPU and a delta that fits 32 bits: a
         // clock that went backwards makes the wrapping delta huge, so it fails too.
         let other_cpu = u32::from(ts.cpu) ^ self.latest_cpu;
         if (delta >> 32) | u64::from(other_cpu) != 0 {
-            return self.function_after_metadata(action, id, ts);
+            return InPlace::NeedsMetadata;
         }
         let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
-        if self.threshold != 0 && is_exit && self.try_elide(id, ts.tsc) {
-            self.sync_extents();
-            return Ok(());
+        if self.threshold != 0 && is_exit {
+            let elided = if NO_CALLS {
+                self.elide(id, ts.tsc)
+            } else {
+                self.try_elide(id, ts.tsc)
+            };
+            if elided {
+                self.sync_extents();
+                return InPlace::Written;
+            }
         }
         let record = FunctionRecord {
             action,
             id,
             delta: delta as u32,
         };
-        self.put_word(record.to_u64(), ts.tsc)?;
+        if self.put_word(record.to_u64(), ts.tsc).is_err() {
+            return InPlace::Full;
+        }
         // A kept exit ends every undoable run before it; an EnterArg is never erased.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
             self.undo_start = self.pos;
         }
-        Ok(())
+        InPlace::Written
     }
 
     /// [`function`](Self::function) when a NewCPUId or TSCWrap must come first: the
@@ -983,6 +1021,7 @@ impl<'b> BufferWriter<'b> {
     }
 
     /// Reads the function record at `at` (which the caller knows holds one).
+    #[inline(always)]
     fn function_at(&self, at: usize) -> Option<(FunctionAction, u32, u32)> {
         let bytes = self.buf.get(at..at + FUNC)?;
         let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
@@ -1001,6 +1040,12 @@ impl<'b> BufferWriter<'b> {
     /// pass over earlier `Enter TailExit` pairs can never erase anything under this
     /// rule, so there is none.
     fn try_elide(&mut self, id: FunctionId, tsc: u64) -> bool {
+        self.elide(id, tsc)
+    }
+
+    /// [`try_elide`](Self::try_elide), inlined where it is called.
+    #[inline(always)]
+    fn elide(&mut self, id: FunctionId, tsc: u64) -> bool {
         if self.pos < self.undo_start + FUNC {
             return false;
         }

@@ -62,7 +62,7 @@ pub use output::{INCOMPLETE_SUFFIX, NAMES_SUFFIX};
 pub use record::enclosing_function_name;
 pub use record::{
     custom_event, enter, enter_with_arg, is_recording, record_enter, record_enter_with_arg,
-    record_exit, record_tail_exit, typed_event, CallSite, FunctionGuard,
+    record_exit, record_tail_exit, try_record, typed_event, CallSite, FunctionGuard,
 };
 pub use runtime::Stats;
 

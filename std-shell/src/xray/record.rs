@@ -62,6 +62,59 @@ fn record_on_ring(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
     ring.busy.store(false, Ordering::Release);
 }
 
+/// Records a function record only when that needs no call out of line: the
+/// runtime is recording, this thread already has its ring, and the record fits
+/// the current buffer with no metadata record first (the steady state). `false`:
+/// nothing was recorded or counted; record it with [`record_enter`],
+/// [`record_exit`] or [`record_tail_exit`], which handle every other case.
+///
+/// For callers that must not call anything on their fast path: the XRay sled
+/// trampolines of `flightrec-sleds` call this first and save the vector
+/// registers only when it returns `false`.
+///
+/// ```
+/// use flightrec::core::fdr::{FunctionAction, FunctionId};
+/// use flightrec::xray::{record_enter, try_record, Config};
+/// let f = FunctionId::new(3).unwrap();
+/// // Not recording: nothing to do on the fast path.
+/// assert!(!try_record(FunctionAction::Enter, f));
+/// # let dir = tempfile::tempdir()?;
+/// # let base = format!("{}/trace-", dir.path().display());
+/// // `base` is a file prefix in a temporary directory; 0 keeps even the shortest calls.
+/// let config = Config::builder().logfile_base(base).func_duration_threshold_us(0).build()?;
+/// flightrec::xray::init(config)?;
+/// // The thread's first record takes a ring: the full path.
+/// if !try_record(FunctionAction::Enter, f) {
+///     record_enter(f);
+/// }
+/// // Then the fast path records.
+/// assert!(try_record(FunctionAction::Exit, f));
+/// let trace = std::fs::read(flightrec::xray::shutdown()?.path.unwrap())?;
+/// assert_eq!(flightrec::core::fdr::decoder::verify(&trace)?.function_records, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[inline(always)]
+pub fn try_record(action: FunctionAction, id: FunctionId) -> bool {
+    if STATE.load(Ordering::Relaxed) != RECORDING {
+        return false;
+    }
+    let Some(ring) = CURRENT.with(Cell::get) else {
+        return false;
+    };
+    if ring.busy.load(Ordering::Relaxed) {
+        return false;
+    }
+    // The pause protocol of `record_on_ring`: busy, then the state again.
+    ring.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    let done = STATE.load(Ordering::Relaxed) == RECORDING
+        // SAFETY: as in `record_on_ring`: this thread owns the ring and recording
+        // is not paused, so no one else touches the recorder until `busy` is cleared.
+        && unsafe { ring.recorder() }.is_some_and(|rec| rec.try_function(action, id, clock::now()));
+    ring.busy.store(false, Ordering::Release);
+    done
+}
+
 /// `true` while the runtime records: one relaxed load.
 ///
 /// ```
