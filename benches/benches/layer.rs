@@ -5,16 +5,37 @@
 //! (threaded style: an event on every enter and exit, serialised by its writer
 //! thread into a sink), all in one run. The flightrec rows: FDR recording (a
 //! flight recorder, every call kept, Trace2 off), and both off. The cost of an
-//! `xray_fn!` call with FDR on is the reference for one FDR enter+exit pair.
+//! `xray_fn!` call with FDR on is the reference for one FDR enter+exit pair, and
+//! a layer that only reads the clock on enter and on exit (the clock FDR reads)
+//! and stores the reading is the floor of any layer that timestamps both.
 //!
 //! Run: `cargo bench -p flightrec-benches --bench layer -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use flightrec::xray::{self, Config, Mode};
+use tracing::span::Id;
 use tracing::Subscriber;
+use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
+
+/// The floor of a layer that timestamps a span's enter and exit: each reads the
+/// clock FDR records with and stores the reading (8 bytes), nothing else.
+struct ClockOnlyLayer;
+
+static LAST_READING: AtomicU64 = AtomicU64::new(0);
+
+impl<S: Subscriber> Layer<S> for ClockOnlyLayer {
+    fn on_enter(&self, _: &Id, _: Context<'_, S>) {
+        LAST_READING.store(xray::clock::now().tsc, Ordering::Relaxed);
+    }
+
+    fn on_exit(&self, _: &Id, _: Context<'_, S>) {
+        LAST_READING.store(xray::clock::now().tsc, Ordering::Relaxed);
+    }
+}
 
 /// Times `span.enter()` + drop on `subscriber`.
 fn span_enter_exit<S>(c: &mut Criterion, name: &str, subscriber: S)
@@ -77,6 +98,12 @@ fn layer(c: &mut Criterion) {
         tracing_subscriber::registry().with(chrome),
     );
     drop(flush);
+    span_enter_exit(
+        c,
+        "span enter+exit: Registry + a layer that only reads the clock (floor)",
+        tracing_subscriber::registry().with(ClockOnlyLayer),
+    );
+    assert_ne!(LAST_READING.load(Ordering::Relaxed), 0);
     c.bench_function("xray_fn! guard + drop, FDR on (one FDR pair)", |b| {
         b.iter(|| {
             let _g = flightrec::xray_fn!();
