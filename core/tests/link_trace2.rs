@@ -41,7 +41,7 @@ struct Gen {
 
 fn gen() -> impl Strategy<Value = Gen> {
     (
-        0u8..11,
+        0u8..15,
         any::<u64>(),
         any::<i64>(),
         proptest::collection::vec(proptest::option::of(s()), 3..8),

@@ -337,6 +337,32 @@ impl Trace2Renderer {
             Trace2::Printf(_) => Event::Printf {
                 msg: o(0).map(Msg::Bytes),
             },
+            Trace2::DataJson(_) => Event::DataJson {
+                t_rel: src.regions.t_rel(t_abs),
+                category: r(0),
+                key: r(1),
+                value: r(2),
+            },
+            Trace2::DefParam(_) => Event::DefParam {
+                scope: r(0),
+                param: r(1),
+                value: o(2),
+            },
+            Trace2::Timer(t) => Event::Timer {
+                per_thread: t.per_thread,
+                category: r(0),
+                name: r(1),
+                intervals: t.intervals,
+                total_ns: nanos(t.total_ticks, src.hz),
+                min_ns: nanos(t.min_ticks, src.hz),
+                max_ns: nanos(t.max_ticks, src.hz),
+            },
+            Trace2::Counter(c) => Event::Counter {
+                per_thread: c.per_thread,
+                category: r(0),
+                name: r(1),
+                value: c.value,
+            },
         };
         if unknown {
             self.stats.unknown_strings += 1;
@@ -419,9 +445,33 @@ impl Fields {
                 Some(itoa::Buffer::new().format(d.value).as_bytes().to_vec()),
             ],
             Trace2::Printf(p) => [p.msg.map(&mut text), None, None],
+            Trace2::DataJson(d) => [
+                Some(text(d.category)),
+                Some(text(d.key)),
+                Some(text(d.value)),
+            ],
+            Trace2::DefParam(d) => [
+                Some(text(d.scope)),
+                Some(text(d.param)),
+                d.value.map(&mut text),
+            ],
+            Trace2::Timer(t) => [Some(text(t.category)), Some(text(t.name)), None],
+            Trace2::Counter(c) => [Some(text(c.category)), Some(text(c.name)), None],
         };
         Self { strs, argv }
     }
+}
+
+/// `ticks` of a `hz` clock in nanoseconds (rounded down; a timer's times).
+///
+/// ```
+/// use flightrec_host::trace2_link::nanos;
+/// assert_eq!(nanos(3, 12_500_000), 240);
+/// assert_eq!(nanos(u64::MAX, 1), u64::MAX); // saturates
+/// ```
+pub fn nanos(ticks: u64, hz: u64) -> u64 {
+    let ns = u128::from(ticks) * 1_000_000_000 / u128::from(hz.max(1));
+    u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
 /// `ticks` of a `hz` clock in microseconds (rounded down).

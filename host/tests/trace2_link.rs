@@ -78,7 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
     (
         // Regions and data most often.
         prop_oneof![
-            3 => Just(6u8), 3 => Just(7u8), 2 => Just(8u8), 2 => Just(9u8), 1 => 1u8..11,
+            3 => Just(6u8), 3 => Just(7u8), 2 => Just(8u8), 2 => Just(9u8), 2 => 1u8..15,
         ],
         0u64..5_000_000,
         any::<i64>(),
@@ -180,6 +180,10 @@ fn send(c: &Ctx, r: &Run) -> Vec<u8> {
                 Trace2::Data(e) => link.send_trace2(0, ticks, &e),
                 Trace2::DataInt(e) => link.send_trace2(0, ticks, &e),
                 Trace2::Printf(e) => link.send_trace2(0, ticks, &e),
+                Trace2::DataJson(e) => link.send_trace2(0, ticks, &e),
+                Trace2::DefParam(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Timer(e) => link.send_trace2(0, ticks, &e),
+                Trace2::Counter(e) => link.send_trace2(0, ticks, &e),
                 Trace2::Session(e) => link.send_trace2(0, ticks, &e),
             }
             .unwrap();
@@ -247,6 +251,40 @@ fn formatted(c: &Ctx, r: &Run, format: Format) -> Vec<u8> {
                 category: q(0),
                 key: q(1),
                 value: int.as_bytes(),
+            },
+            11 => Event::DataJson {
+                t_rel: thread.data_t_rel(now),
+                category: q(0),
+                key: q(1),
+                value: q(2),
+            },
+            12 => Event::DefParam {
+                scope: q(0),
+                param: q(1),
+                value: o(2),
+            },
+            13 => {
+                let (intervals, total, min, max) = flightrec_testkit::trace2_link::timer_of(s.int);
+                // A firmware that formats its own lines converts ticks the same way.
+                let ns = |t: u64| {
+                    u64::try_from(u128::from(t) * 1_000_000_000 / u128::from(r.hz))
+                        .unwrap_or(u64::MAX)
+                };
+                Event::Timer {
+                    per_thread: s.int & 1 == 1,
+                    category: q(0),
+                    name: q(1),
+                    intervals,
+                    total_ns: ns(total),
+                    min_ns: ns(min),
+                    max_ns: ns(max),
+                }
+            }
+            14 => Event::Counter {
+                per_thread: s.int & 1 == 1,
+                category: q(0),
+                name: q(1),
+                value: s.int as u64,
             },
             _ => Event::Printf {
                 msg: o(0).map(Msg::Bytes),

@@ -29,7 +29,15 @@
 //! 8     data          category:str  key:str  value:str
 //! 9     data (int)    category:str  key:str  value:iv
 //! 10    printf        msg:str?
+//! 11    data_json     category:str  key:str  value:str   (compact JSON text)
+//! 12    def_param     scope:str  param:str  value:str?
+//! 13    timer         flags:uv  category:str  name:str  intervals:uv  total:uv  min:uv  max:uv
+//! 14    counter       flags:uv  category:str  name:str  value:uv
 //! ```
+//!
+//! A timer's `total`, `min` and `max` are in clock ticks (the receiver writes
+//! them as git's seconds); `flags` bit 0 marks a per-thread timer or counter
+//! (`th_timer`, `th_counter`), the other bits are zero.
 //!
 //! `ticks` is the firmware clock at the event; a `session` event (sent first, per
 //! frame source) gives the clock's frequency, the session id and the thread name,
@@ -434,6 +442,63 @@ pub struct Printf<'a> {
     pub msg: Option<Str<'a>>,
 }
 
+/// `data_json`: a key with a JSON value the sender made (compact JSON text,
+/// inserted verbatim by the receiver). Example on [`parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DataJson<'a> {
+    /// Category.
+    pub category: Str<'a>,
+    /// Key.
+    pub key: Str<'a>,
+    /// The JSON value, e.g. `{"free":512,"used":3584}`.
+    pub value: Str<'a>,
+}
+
+/// `def_param`: a setting the program runs with. Example on [`parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DefParam<'a> {
+    /// Where it comes from (git's scopes: `system`, `global`, ..., or the
+    /// program's own, e.g. `build`).
+    pub scope: Str<'a>,
+    /// Its name.
+    pub param: Str<'a>,
+    /// Its value (`None`: a setting without one).
+    pub value: Option<Str<'a>>,
+}
+
+/// `timer` (or `th_timer`): a stopwatch the program kept, its intervals and
+/// their total, shortest and longest time in clock ticks. Example on [`parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Timer<'a> {
+    /// Per-thread (`th_timer`) rather than for the whole program (`timer`).
+    pub per_thread: bool,
+    /// Category.
+    pub category: Str<'a>,
+    /// Name.
+    pub name: Str<'a>,
+    /// How many intervals were timed.
+    pub intervals: u64,
+    /// Their total, in ticks.
+    pub total_ticks: u64,
+    /// The shortest, in ticks.
+    pub min_ticks: u64,
+    /// The longest, in ticks.
+    pub max_ticks: u64,
+}
+
+/// `counter` (or `th_counter`): a count the program kept. Example on [`parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Counter<'a> {
+    /// Per-thread (`th_counter`) rather than for the whole program (`counter`).
+    pub per_thread: bool,
+    /// Category.
+    pub category: Str<'a>,
+    /// Name.
+    pub name: Str<'a>,
+    /// The count.
+    pub value: u64,
+}
+
 impl Trace2Event for Session<'_> {
     fn code(&self) -> u8 {
         0
@@ -547,6 +612,55 @@ impl Trace2Event for Printf<'_> {
     }
 }
 
+impl Trace2Event for DataJson<'_> {
+    fn code(&self) -> u8 {
+        11
+    }
+    fn put_fields(&self, out: &mut dyn Put) {
+        put_str(out, Some(self.category));
+        put_str(out, Some(self.key));
+        put_str(out, Some(self.value));
+    }
+}
+
+impl Trace2Event for DefParam<'_> {
+    fn code(&self) -> u8 {
+        12
+    }
+    fn put_fields(&self, out: &mut dyn Put) {
+        put_str(out, Some(self.scope));
+        put_str(out, Some(self.param));
+        put_str(out, self.value);
+    }
+}
+
+impl Trace2Event for Timer<'_> {
+    fn code(&self) -> u8 {
+        13
+    }
+    fn put_fields(&self, out: &mut dyn Put) {
+        put_uv(out, u64::from(self.per_thread));
+        put_str(out, Some(self.category));
+        put_str(out, Some(self.name));
+        put_uv(out, self.intervals);
+        put_uv(out, self.total_ticks);
+        put_uv(out, self.min_ticks);
+        put_uv(out, self.max_ticks);
+    }
+}
+
+impl Trace2Event for Counter<'_> {
+    fn code(&self) -> u8 {
+        14
+    }
+    fn put_fields(&self, out: &mut dyn Put) {
+        put_uv(out, u64::from(self.per_thread));
+        put_str(out, Some(self.category));
+        put_str(out, Some(self.name));
+        put_uv(out, self.value);
+    }
+}
+
 /// Any compact event, as [`parse`] reads it. Example on [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trace2<'a> {
@@ -572,6 +686,14 @@ pub enum Trace2<'a> {
     DataInt(DataInt<'a>),
     /// Code 10.
     Printf(Printf<'a>),
+    /// Code 11.
+    DataJson(DataJson<'a>),
+    /// Code 12.
+    DefParam(DefParam<'a>),
+    /// Code 13.
+    Timer(Timer<'a>),
+    /// Code 14.
+    Counter(Counter<'a>),
 }
 
 impl Trace2<'_> {
@@ -599,6 +721,10 @@ impl Trace2<'_> {
             Trace2::Data(e) => emit(e, ticks, out),
             Trace2::DataInt(e) => emit(e, ticks, out),
             Trace2::Printf(e) => emit(e, ticks, out),
+            Trace2::DataJson(e) => emit(e, ticks, out),
+            Trace2::DefParam(e) => emit(e, ticks, out),
+            Trace2::Timer(e) => emit(e, ticks, out),
+            Trace2::Counter(e) => emit(e, ticks, out),
         }
     }
 }
@@ -707,6 +833,15 @@ impl<'a> Reader<'a> {
     fn some_str(&mut self) -> Result<Str<'a>, ParseError> {
         self.str()?.ok_or(ParseError::MissingString)
     }
+
+    /// A timer's or counter's flags: bit 0, per thread; no other bit is defined.
+    fn per_thread(&mut self) -> Result<bool, ParseError> {
+        match self.uv()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(ParseError::Varint),
+        }
+    }
 }
 
 /// Reads one compact Trace2 payload. Never panics; see [`ParseError`] for what it
@@ -726,6 +861,12 @@ impl<'a> Reader<'a> {
 ///     Trace2::Data(Data { category: id, key: id, value: b }),
 ///     Trace2::DataInt(DataInt { category: id, key: id, value: i64::MIN }),
 ///     Trace2::Printf(Printf { msg: None }),
+///     Trace2::DataJson(DataJson { category: id, key: id, value: Str::Bytes(b"{\"free\":512}") }),
+///     Trace2::DefParam(DefParam { scope: id, param: id, value: None }),
+///     Trace2::Timer(Timer {
+///         per_thread: true, category: id, name: b, intervals: 3, total_ticks: 900, min_ticks: 100, max_ticks: 500,
+///     }),
+///     Trace2::Counter(Counter { per_thread: false, category: id, name: b, value: u64::MAX }),
 /// ];
 /// let mut buf = [0u8; 64];
 /// for (i, ev) in events.into_iter().enumerate() {
@@ -741,9 +882,13 @@ impl<'a> Reader<'a> {
 ///         Trace2::DataInt(e) => emit_to_slice(&e, 1, &mut buf),
 ///         Trace2::Printf(e) => emit_to_slice(&e, 1, &mut buf),
 ///         Trace2::Start(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::DataJson(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::DefParam(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Timer(e) => emit_to_slice(&e, 1, &mut buf),
+///         Trace2::Counter(e) => emit_to_slice(&e, 1, &mut buf),
 ///     }
 ///     .unwrap();
-///     assert_eq!(buf[0], [0, 1, 3, 4, 5, 6, 7, 8, 9, 10][i]); // the event's code
+///     assert_eq!(buf[0], [0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14][i]); // the event's code
 ///     assert_eq!(parse(&buf[..n]), Ok(Record { ticks: 1, event: ev }));
 /// }
 /// ```
@@ -799,6 +944,31 @@ pub fn parse(payload: &[u8]) -> Result<Record<'_>, ParseError> {
             value: r.iv()?,
         }),
         10 => Trace2::Printf(Printf { msg: r.str()? }),
+        11 => Trace2::DataJson(DataJson {
+            category: r.some_str()?,
+            key: r.some_str()?,
+            value: r.some_str()?,
+        }),
+        12 => Trace2::DefParam(DefParam {
+            scope: r.some_str()?,
+            param: r.some_str()?,
+            value: r.str()?,
+        }),
+        13 => Trace2::Timer(Timer {
+            per_thread: r.per_thread()?,
+            category: r.some_str()?,
+            name: r.some_str()?,
+            intervals: r.uv()?,
+            total_ticks: r.uv()?,
+            min_ticks: r.uv()?,
+            max_ticks: r.uv()?,
+        }),
+        14 => Trace2::Counter(Counter {
+            per_thread: r.per_thread()?,
+            category: r.some_str()?,
+            name: r.some_str()?,
+            value: r.uv()?,
+        }),
         c => return Err(ParseError::Code(c)),
     };
     if !r.rest.is_empty() {
@@ -858,6 +1028,22 @@ mod tests {
             parse(&[3, 0, 0x80, 0x80, 0x80, 0x80, 0x20]),
             Err(ParseError::Varint)
         );
+    }
+
+    #[test]
+    fn undefined_timer_and_counter_flags_are_rejected() {
+        let mut buf = [0u8; 32];
+        let ev = Counter {
+            per_thread: true,
+            category: Str::Id(1),
+            name: Str::Id(2),
+            value: 5,
+        };
+        let n = emit_to_slice(&ev, 0, &mut buf).unwrap();
+        assert_eq!(&buf[..3], [14, 0, 1]); // code, time, flags
+        assert_eq!(parse(&buf[..n]).unwrap().event, Trace2::Counter(ev));
+        buf[2] = 2;
+        assert_eq!(parse(&buf[..n]), Err(ParseError::Varint));
     }
 
     #[test]
