@@ -59,7 +59,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId};
-use super::writer::{BufferTooSmall, BufferWriter, InPlace, RecordError, Walltime, WriterConfig};
+use super::writer::{BufferTooSmall, BufferWriter, RecordError, Walltime, WriterConfig};
 use crate::clock::Timestamp;
 
 /// The event type of the typed event that marks lost records in a streaming ring.
@@ -1081,7 +1081,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// ```
     #[inline(always)]
     pub fn try_function(&mut self, action: FunctionAction, id: FunctionId, ts: Timestamp) -> bool {
-        self.writer.function_in_place::<true>(action, id, ts) == InPlace::Written
+        self.writer.function_without_calls(action, id, ts)
     }
 
     /// Records a function entry with its arguments (an EnterArg record and one

@@ -293,17 +293,6 @@ impl WriterConfig {
     }
 }
 
-/// What [`BufferWriter::function_in_place`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum InPlace {
-    /// The record is in the buffer (or a short call was elided).
-    Written,
-    /// Nothing written: the record does not fit.
-    Full,
-    /// Nothing written: a NewCPUId or TSCWrap must come first.
-    NeedsMetadata,
-}
-
 /// The record did not fit in the rest of the buffer. Nothing was written; switch to a
 /// new buffer and write it again (a [`Recorder`](super::ring::Recorder) does that).
 ///
@@ -893,42 +882,53 @@ impl<'b> BufferWriter<'b> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Full> {
-        match self.function_in_place::<false>(action, id, ts) {
-            InPlace::Written => Ok(()),
-            InPlace::Full => Err(Full),
-            InPlace::NeedsMetadata => self.function_after_metadata(action, id, ts),
-        }
-    }
-
-    /// [`function`](Self::function) when no metadata record must come first: the
-    /// common case. With `NO_CALLS` the short-call elision is inlined too, so that
-    /// nothing is called out of line (a sled trampoline's fast path relies on it);
-    /// without, it stays one shared copy (every firmware record site inlines this).
-    #[inline(always)]
-    pub(crate) fn function_in_place<const NO_CALLS: bool>(
-        &mut self,
-        action: FunctionAction,
-        id: FunctionId,
-        ts: Timestamp,
-    ) -> InPlace {
         let delta = ts.tsc.wrapping_sub(self.latest_tsc);
         // One test for the common case, same CPU and a delta that fits 32 bits: a
         // clock that went backwards makes the wrapping delta huge, so it fails too.
         let other_cpu = u32::from(ts.cpu) ^ self.latest_cpu;
         if (delta >> 32) | u64::from(other_cpu) != 0 {
-            return InPlace::NeedsMetadata;
+            return self.function_after_metadata(action, id, ts);
         }
         let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
-        if self.threshold != 0 && is_exit {
-            let elided = if NO_CALLS {
-                self.elide(id, ts.tsc)
-            } else {
-                self.try_elide(id, ts.tsc)
-            };
-            if elided {
-                self.sync_extents();
-                return InPlace::Written;
-            }
+        if self.threshold != 0 && is_exit && self.try_elide(id, ts.tsc) {
+            self.sync_extents();
+            return Ok(());
+        }
+        let record = FunctionRecord {
+            action,
+            id,
+            delta: delta as u32,
+        };
+        self.put_word(record.to_u64(), ts.tsc)?;
+        // A kept exit ends every undoable run before it; an EnterArg is never erased.
+        if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
+            self.undo_start = self.pos;
+        }
+        Ok(())
+    }
+
+    /// [`function`](Self::function) when it needs nothing out of line: no
+    /// NewCPUId or TSCWrap due and room in the buffer; `false` (nothing written)
+    /// otherwise. Everything it does is inlined, the short-call elision included,
+    /// so it calls nothing: a sled trampoline's fast path relies on that (it runs
+    /// with the vector registers unsaved). Writes the same bytes as `function`
+    /// (`function_without_calls_writes_what_function_writes` below).
+    #[inline(always)]
+    pub(crate) fn function_without_calls(
+        &mut self,
+        action: FunctionAction,
+        id: FunctionId,
+        ts: Timestamp,
+    ) -> bool {
+        let delta = ts.tsc.wrapping_sub(self.latest_tsc);
+        let other_cpu = u32::from(ts.cpu) ^ self.latest_cpu;
+        if (delta >> 32) | u64::from(other_cpu) != 0 {
+            return false;
+        }
+        let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
+        if self.threshold != 0 && is_exit && self.elide(id, ts.tsc) {
+            self.sync_extents();
+            return true;
         }
         let record = FunctionRecord {
             action,
@@ -936,13 +936,12 @@ impl<'b> BufferWriter<'b> {
             delta: delta as u32,
         };
         if self.put_word(record.to_u64(), ts.tsc).is_err() {
-            return InPlace::Full;
+            return false;
         }
-        // A kept exit ends every undoable run before it; an EnterArg is never erased.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
             self.undo_start = self.pos;
         }
-        InPlace::Written
+        true
     }
 
     /// [`function`](Self::function) when a NewCPUId or TSCWrap must come first: the
@@ -1263,6 +1262,59 @@ fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// `function_without_calls` either writes exactly what `function` writes
+        /// or declines and leaves the writer as it was, so the sleds' fast path
+        /// followed by the full path on a decline writes the same trace as the
+        /// full path alone. Steps: an action, an id, a time step (sometimes past
+        /// 32 bits, sometimes backwards) and the CPU.
+        #[test]
+        fn function_without_calls_writes_what_function_writes(
+            threshold in proptest::prop_oneof![proptest::strategy::Just(0u64), 1u64..400],
+            extents in proptest::bool::ANY,
+            steps in proptest::collection::vec(
+                (0u8..4, 1u32..6, proptest::prop_oneof![
+                    8 => 0u64..300,
+                    1 => (1u64 << 32)..(1u64 << 33),
+                    1 => proptest::strategy::Just(u64::MAX - 5),
+                ], proptest::prop_oneof![9 => proptest::strategy::Just(0u16), 1 => 0u16..3]),
+                1..120,
+            ),
+        ) {
+            let cfg = WriterConfig::new(1).with_threshold_ticks(threshold);
+            let (mut a, mut b) = ([0u8; 512], [0u8; 512]);
+            let mut full = BufferWriter::new(&mut a, &cfg, Walltime::default()).unwrap();
+            let mut fast = BufferWriter::new(&mut b, &cfg, Walltime::default()).unwrap();
+            if !extents {
+                full.defer_extents();
+                fast.defer_extents();
+            }
+            let mut tsc = 0u64;
+            for (action, id, step, cpu) in steps {
+                let action = [
+                    FunctionAction::Enter,
+                    FunctionAction::Exit,
+                    FunctionAction::TailExit,
+                    FunctionAction::EnterArg,
+                ][usize::from(action)];
+                tsc = tsc.wrapping_add(step);
+                let t = Timestamp { tsc, cpu };
+                let id = FunctionId::new(id).unwrap();
+                let expected = full.function(action, id, t);
+                let before = (fast.as_bytes().to_vec(), fast.pos, fast.latest_tsc, fast.undo_start);
+                let got = if fast.function_without_calls(action, id, t) {
+                    Ok(())
+                } else {
+                    let after = (fast.as_bytes().to_vec(), fast.pos, fast.latest_tsc, fast.undo_start);
+                    proptest::prop_assert_eq!(&before, &after, "a decline changed the writer");
+                    fast.function(action, id, t)
+                };
+                proptest::prop_assert_eq!(got, expected);
+                proptest::prop_assert_eq!(fast.as_bytes(), full.as_bytes());
+            }
+        }
+    }
 
     /// The word stores of strict-alignment targets write the same bytes as the
     /// unaligned stores (run here on the host, where `put_word` uses the latter).
