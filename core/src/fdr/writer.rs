@@ -936,6 +936,10 @@ impl<'b> BufferWriter<'b> {
         let pos = self.pos;
         let end = pos + FUNC;
         if end > self.fast_limit {
+            // A full buffer (or the detached writer) needs no general path.
+            if self.fast_limit == self.limit {
+                return Err(Full);
+            }
             return self.function_general(word, ts.tsc);
         }
         let base = self.buf.as_mut_ptr();
