@@ -83,6 +83,7 @@ use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::clock::Clock;
+use crate::fdr::records::FunctionRecord;
 use crate::fdr::ring::{Dropped, Recorder};
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
@@ -270,6 +271,9 @@ const fn word(context: Context, state: u32) -> u32 {
     (context.0 as u32) << 16 | state
 }
 
+// `repr(C)`, the word first: the record path reaches the word and the recorder's
+// fields from one base register.
+#[repr(C)]
 struct Slot {
     /// `FREE`, or the context and `INSTALLING`, `READY` or `BUSY`.
     word: AtomicU32,
@@ -662,13 +666,19 @@ where
         action: FunctionAction,
         id: FunctionId,
     ) -> Result<(), Lost> {
-        let mut clock = self.clock;
-        let ts = clock.now();
+        self.record_low_word(context, FunctionRecord::low_word(action, id))
+    }
+
+    /// [`record_in`](Self::record_in) with the action and id as the record's low
+    /// word: one value on the whole path (registers are few).
+    #[inline(always)]
+    fn record_low_word(&'static self, context: Context, low: u32) -> Result<(), Lost> {
         let ready = word(context, READY);
         for slot in &self.slots {
             let w = slot.word.load(Ordering::Relaxed);
             if w == ready {
-                return match slot.with_seen(ready, |r| r.function(action, id, ts)) {
+                let mut clock = self.clock;
+                return match slot.with_seen(ready, |r| r.function_word(low, clock.now())) {
                     Some(Ok(())) => Ok(()),
                     Some(Err(dropped)) => Err(Lost::Dropped(dropped)),
                     None => Err(self.refuse()),
@@ -678,14 +688,23 @@ where
                 return Err(self.refuse());
             }
         }
-        self.unrouted.add_one();
-        Err(Lost::Unrouted)
+        Err(self.unroute())
     }
 
+    // The two losses are out of line: the record path then keeps its registers
+    // for the record.
     #[cold]
+    #[inline(never)]
     fn refuse(&self) -> Lost {
         self.refused.add_one();
         Lost::Refused
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unroute(&self) -> Lost {
+        self.unrouted.add_one();
+        Lost::Unrouted
     }
 
     /// Runs `f` on `context`'s recorder from any context, e.g. to flush an
@@ -832,5 +851,10 @@ where
     #[inline]
     fn record_function(&'static self, action: FunctionAction, id: FunctionId) {
         let _ = self.record_in(self.source.current(), action, id);
+    }
+
+    #[inline(always)]
+    fn __record_low_word(&'static self, low: u32) {
+        let _ = self.record_low_word(self.source.current(), low);
     }
 }

@@ -35,6 +35,7 @@
 //! assert_eq!(TRACE.0.load(Ordering::Relaxed), 1);
 //! ```
 
+use crate::fdr::records::FunctionRecord;
 use crate::fdr::{FunctionAction, FunctionId};
 
 /// What a program's global recorder does with a function record: write it into
@@ -81,11 +82,24 @@ pub trait GlobalRecorder: Sync {
     /// assert_eq!(EXITS.0.load(Ordering::Relaxed), 1);
     /// ```
     fn record_function(&'static self, action: FunctionAction, id: FunctionId);
+
+    /// [`record_function`](Self::record_function) with the action and id as the
+    /// function record's low word, as [`record_function`](crate::global::record_function)
+    /// passes them through the link-time symbol. Not public API: a recorder of
+    /// the core's overrides it to keep the one value.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn __record_low_word(&'static self, low: u32) {
+        let (action, id) = FunctionRecord::from_low_word(low);
+        self.record_function(action, id);
+    }
 }
 
 extern "Rust" {
-    // Defined by `global_recorder!` in the program.
-    fn _flightrec_record_function(action: FunctionAction, id: FunctionId);
+    // Defined by `global_recorder!` in the program. It takes the action and the
+    // id as the function record's low word (`FunctionRecord::low_word`): one
+    // register, which the recorder's path keeps as it is until it stores it.
+    fn _flightrec_record_function(low: u32);
 }
 
 /// Records `action` of function `id` through the program's global recorder.
@@ -113,7 +127,7 @@ extern "Rust" {
 pub fn record_function(action: FunctionAction, id: FunctionId) {
     // SAFETY: the symbol is defined by `global_recorder!` with exactly this
     // signature (a safe Rust function); without it the program does not link.
-    unsafe { _flightrec_record_function(action, id) }
+    unsafe { _flightrec_record_function(FunctionRecord::low_word(action, id)) }
 }
 
 /// Registers a `static` implementing [`GlobalRecorder`] as the program's global
@@ -135,11 +149,8 @@ pub fn record_function(action: FunctionAction, id: FunctionId) {
 macro_rules! global_recorder {
     ($recorder:path) => {
         #[export_name = "_flightrec_record_function"]
-        fn __flightrec_record_function(
-            action: $crate::fdr::FunctionAction,
-            id: $crate::fdr::FunctionId,
-        ) {
-            $crate::global::GlobalRecorder::record_function(&$recorder, action, id)
+        fn __flightrec_record_function(low: u32) {
+            $crate::global::GlobalRecorder::__record_low_word(&$recorder, low)
         }
     };
 }

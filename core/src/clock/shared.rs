@@ -81,21 +81,44 @@ impl SharedExtension {
     ///     last = now;
     /// }
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn extend(&self, bits: u32, read: impl FnOnce() -> u32) -> u64 {
         // Load before reading the counter: the count is then at most one half
         // period behind the reading (see the type's docs).
         let seen = self.half_periods.load(LOAD);
         #[cfg(not(target_has_atomic = "32"))]
         compiler_fence(Ordering::Acquire);
-        let (half_periods, value) = extend_counter(seen, read(), bits);
-        if half_periods != seen {
-            #[cfg(not(target_has_atomic = "32"))]
-            compiler_fence(Ordering::Release);
-            self.half_periods.store(half_periods, STORE);
+        let raw = read();
+        // The common case, a reading in the half period the count says: nothing to
+        // store, and the value is the count's periods above the reading.
+        if top_bit(raw, bits) == seen & 1 {
+            return extend_counter(seen, raw, bits).1;
         }
+        // Twice per period of the counter: the reading is in the half period after
+        // `seen`; count it. (The store stays here: a pointer to the clock passed to
+        // a function that is not inlined would keep the compiler from folding the
+        // clock's constant fields, such as a `TimerClock`'s read function.)
+        let (half_periods, value) = extend_across(seen, raw, bits);
+        #[cfg(not(target_has_atomic = "32"))]
+        compiler_fence(Ordering::Release);
+        self.half_periods.store(half_periods, STORE);
         value
     }
+}
+
+/// The top bit of a `bits`-wide reading (`bits` clamped to 16..=32, as in
+/// [`extend_counter`]).
+#[inline(always)]
+fn top_bit(raw: u32, bits: u32) -> u32 {
+    let bits = bits.clamp(16, 32);
+    (raw >> (bits - 1)) & 1
+}
+
+/// [`extend_counter`] out of line, for the reading that starts a half period.
+#[cold]
+#[inline(never)]
+fn extend_across(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
+    extend_counter(seen, raw, bits)
 }
 
 /// The 64-bit value of a `bits`-bit counter reading `raw`, given `seen`, the half
@@ -109,7 +132,7 @@ fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
     } else {
         raw & ((1 << bits) - 1)
     };
-    let top = (raw >> (bits - 1)) & 1;
+    let top = top_bit(raw, bits);
     // The reading's half period has the parity of its top bit: `seen` or the next.
     let half_periods = seen.wrapping_add(top ^ (seen & 1));
     // `(periods << bits) | raw` with 32-bit shifts only: a 64-bit shift by a
@@ -181,7 +204,7 @@ impl TimerClock {
     /// static CLOCK: TimerClock = TimerClock::new(read_timer, 16, 1_000);
     /// assert_eq!(CLOCK.now().tsc, 0x2345); // the low 16 bits only
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn now(&self) -> Timestamp {
         Timestamp {
             tsc: self.extension.extend(self.bits, self.read),
@@ -191,7 +214,7 @@ impl TimerClock {
 }
 
 impl Clock for &TimerClock {
-    #[inline]
+    #[inline(always)]
     fn now(&mut self) -> Timestamp {
         TimerClock::now(self)
     }

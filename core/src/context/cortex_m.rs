@@ -65,13 +65,16 @@ impl ContextSource for CortexMContexts {
         let ipsr: u32;
         // SAFETY: reading IPSR has no side effect and touches no memory.
         unsafe { asm!("mrs {}, IPSR", out(reg) ipsr, options(nomem, nostack, preserves_flags)) };
-        let exception = (ipsr & 0x1ff) as usize;
+        // `MRS` of IPSR gives the exception number in bits 8:0 and zeros above
+        // (ARMv6-M and ARMv7-M), so thread mode is a test for zero, with no mask
+        // to build first; the last arm keeps any other value off the registers.
+        let exception = ipsr as usize;
         match exception {
             0 => Context::THREAD_MODE,
             2 => Context::NMI,
             3 => Context::HARD_FAULT,
             4..=15 => Context::priority(priority_byte(SHPR_BASE, exception - 4)),
-            16.. => Context::priority(priority_byte(NVIC_IPR_BASE, exception - 16)),
+            16..=511 => Context::priority(priority_byte(NVIC_IPR_BASE, exception - 16)),
             // 1 (Reset) never runs as an exception; a context with no recorder.
             _ => Context::new(0x2ff),
         }

@@ -58,7 +58,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
-use super::records::{FunctionAction, FunctionId};
+use super::records::{FunctionAction, FunctionId, FunctionRecord};
 use super::writer::{BufferTooSmall, BufferWriter, RecordError, Walltime, WriterConfig};
 use crate::clock::Timestamp;
 
@@ -1043,13 +1043,26 @@ impl<'r, 'a> Recorder<'r, 'a> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Dropped> {
-        if self.writer.function(action, id, ts).is_ok() {
+        self.function_word(FunctionRecord::low_word(action, id), ts)
+    }
+
+    /// [`function`](Self::function) with the action and id as the record's low
+    /// word (see [`BufferWriter::function_word`]).
+    #[inline(always)]
+    pub(crate) fn function_word(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
+        if self.writer.function_word(low, ts).is_ok() {
             return Ok(());
         }
-        // `move`: the closure holds copies, built only on the slow path (capturing by
-        // reference made every record spill its arguments to the stack).
+        self.function_slow(low, ts)
+    }
+
+    /// The buffer switch (or the drop) of a function record, out of line: only the
+    /// low word and the time go in, so the record path keeps few registers.
+    #[cold]
+    #[inline(never)]
+    fn function_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         self.slow_path(ts, move |w| {
-            w.function(action, id, ts).map_err(RecordError::from)
+            w.function_word(low, ts).map_err(RecordError::from)
         })
     }
 

@@ -429,7 +429,8 @@ enum Preamble {
 pub struct BufferWriter<'b> {
     // Invariants, which `put_word`'s unchecked stores rely on:
     // `body_start <= undo_start <= pos <= limit <= buf.len()`; `limit` is set once,
-    // in `new`; every write checks its room against `limit` first (only `finish`,
+    // in `new`; `fast_limit` is `limit` or 0; every write checks its room against
+    // `limit` (or `fast_limit`) first (only `finish`,
     // which consumes the writer, writes past it); with extents, `body_start >= 48`.
     buf: &'b mut [u8],
     /// Bytes written so far.
@@ -448,6 +449,12 @@ pub struct BufferWriter<'b> {
     threshold: u64,
     /// Start of the run of function records that short-call elision may erase.
     undo_start: usize,
+    /// What the fast path of a function record compares its end with: `limit`
+    /// when such a record needs nothing but its store (the extents are deferred
+    /// and, on [`STRICT_ALIGNMENT`] targets, the position is 4-aligned), 0
+    /// otherwise, which sends every function record to the general path. Kept by
+    /// [`refresh_fast_limit`](Self::refresh_fast_limit).
+    fast_limit: usize,
 }
 
 impl<'b> BufferWriter<'b> {
@@ -509,8 +516,10 @@ impl<'b> BufferWriter<'b> {
             latest_tsc: 0,
             threshold: config.threshold_ticks,
             undo_start: pos,
+            fast_limit: 0,
         };
         w.sync_extents();
+        w.refresh_fast_limit();
         Ok(w)
     }
 
@@ -531,7 +540,24 @@ impl<'b> BufferWriter<'b> {
             latest_tsc: 0,
             threshold: 0,
             undo_start: 0,
+            fast_limit: 0,
         }
+    }
+
+    /// Sets [`fast_limit`](Self::fast_limit) from the state it depends on: whether
+    /// each record updates the extents, and on [`STRICT_ALIGNMENT`] targets whether
+    /// the buffer and the position are 4-aligned (only a payload, whose length is
+    /// arbitrary, moves the position off a multiple of 4; every record after it
+    /// takes the general path, with byte stores, until the buffer ends or the
+    /// position is aligned again).
+    #[inline]
+    fn refresh_fast_limit(&mut self) {
+        let aligned = !STRICT_ALIGNMENT || (self.buf.as_ptr() as usize | self.pos) & 3 == 0;
+        self.fast_limit = if self.extents_every_record || !aligned {
+            0
+        } else {
+            self.limit
+        };
     }
 
     /// The time of the last event (the base of the next delta), or `None` before
@@ -706,6 +732,7 @@ impl<'b> BufferWriter<'b> {
     /// may end at an earlier record; [`finish`](Self::finish) is always exact.
     pub(crate) fn defer_extents(&mut self) {
         self.extents_every_record = false;
+        self.refresh_fast_limit();
     }
 
     /// Keeps the BufferExtents value equal to the bytes that follow it.
@@ -882,22 +909,83 @@ impl<'b> BufferWriter<'b> {
         id: FunctionId,
         ts: Timestamp,
     ) -> Result<(), Full> {
+        self.function_word(FunctionRecord::low_word(action, id), ts)
+    }
+
+    /// [`function`](Self::function) with the action and id as the record's low
+    /// word ([`FunctionRecord::low_word`]): one value instead of two on the record
+    /// path, where registers are few (eight low ones on a Cortex-M0).
+    #[inline(always)]
+    pub(crate) fn function_word(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let delta = ts.tsc.wrapping_sub(self.latest_tsc);
         // One test for the common case, same CPU and a delta that fits 32 bits: a
         // clock that went backwards makes the wrapping delta huge, so it fails too.
         let other_cpu = u32::from(ts.cpu) ^ self.latest_cpu;
+        // The slow paths take `low` as it is (decoding it here would keep the
+        // action and the id alive beside it).
         if (delta >> 32) | u64::from(other_cpu) != 0 {
-            return self.function_after_metadata(action, id, ts);
+            return self.function_after_metadata(low, ts);
         }
+        // With a short-call threshold an exit may erase its entry, and an exit or
+        // an EnterArg ends the run that may be erased: only an entry (action bits
+        // 0) is a plain store.
+        if low & 0b1110 != 0 && self.threshold != 0 {
+            return self.function_elidable(low, ts);
+        }
+        let word = (u64::from(delta as u32) << 32) | u64::from(low);
+        let pos = self.pos;
+        let end = pos + FUNC;
+        if end > self.fast_limit {
+            // A full buffer (or the detached writer) needs no general path.
+            if self.fast_limit == self.limit {
+                return Err(Full);
+            }
+            return self.function_general(word, ts.tsc);
+        }
+        let base = self.buf.as_mut_ptr();
+        // SAFETY: `end <= fast_limit <= limit <= buf.len()` (the struct's
+        // invariants; `fast_limit` is `limit` or 0), so the 8 bytes at `pos` are
+        // inside `buf`, which `&mut self` borrows exclusively; `pos + FUNC` cannot
+        // overflow (`pos <= limit <= isize::MAX`). On `STRICT_ALIGNMENT` targets a
+        // non-zero `fast_limit` means `base` and `pos` are multiples of 4.
+        unsafe {
+            if STRICT_ALIGNMENT {
+                store_aligned(base, pos, word, false);
+            } else {
+                base.add(pos)
+                    .cast::<[u8; FUNC]>()
+                    .write_unaligned(word.to_le_bytes());
+            }
+        }
+        self.pos = end;
+        self.latest_tsc = ts.tsc;
+        Ok(())
+    }
+
+    /// A function record's word that [`function`](Self::function) cannot store
+    /// alone: the extents updated with each record, an unaligned position on a
+    /// [`STRICT_ALIGNMENT`] target, or a full buffer.
+    #[cold]
+    #[inline(never)]
+    fn function_general(&mut self, word: u64, tsc: u64) -> Result<(), Full> {
+        self.put_word(word, tsc)
+    }
+
+    /// [`function`](Self::function) for an exit, tail exit or EnterArg with a
+    /// short-call threshold: an exit may erase its entry, and a kept exit or
+    /// EnterArg ends the erasable run.
+    #[inline(never)]
+    fn function_elidable(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        let (action, id) = FunctionRecord::from_low_word(low);
         let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
-        if self.threshold != 0 && is_exit && self.try_elide(id, ts.tsc) {
+        if is_exit && self.try_elide(id, ts.tsc) {
             self.sync_extents();
             return Ok(());
         }
         let record = FunctionRecord {
             action,
             id,
-            delta: delta as u32,
+            delta: ts.tsc.wrapping_sub(self.latest_tsc) as u32,
         };
         self.put_word(record.to_u64(), ts.tsc)?;
         // A kept exit ends every undoable run before it; an EnterArg is never erased.
@@ -949,12 +1037,8 @@ impl<'b> BufferWriter<'b> {
     /// common path stays short.
     #[cold]
     #[inline(never)]
-    fn function_after_metadata(
-        &mut self,
-        action: FunctionAction,
-        id: FunctionId,
-        ts: Timestamp,
-    ) -> Result<(), Full> {
+    fn function_after_metadata(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        let (action, id) = FunctionRecord::from_low_word(low);
         if self.pos + META + FUNC > self.limit {
             return Err(Full);
         }
@@ -1237,6 +1321,7 @@ impl<'b> BufferWriter<'b> {
         }
         self.undo_start = self.pos;
         self.sync_extents();
+        self.refresh_fast_limit();
     }
 }
 
@@ -1352,6 +1437,56 @@ mod tests {
 
     fn fid(n: u32) -> FunctionId {
         FunctionId::new(n).unwrap()
+    }
+
+    /// The fast path of a function record (extents deferred) and the general one
+    /// (extents with every record) write the same bytes, whatever comes between the
+    /// records: payloads of every length mod 4 (which move the position off a
+    /// word), CPU changes, long gaps, threshold elision, a full buffer.
+    #[test]
+    fn fast_and_general_paths_write_the_same_bytes() {
+        #[repr(align(8))]
+        struct Aligned([u8; 512]);
+        for threshold in [0, 5] {
+            for payload_len in 1..=8 {
+                let cfg = WriterConfig::new(1)
+                    .with_pid(2)
+                    .with_threshold_ticks(threshold);
+                let mut fast_buf = Aligned([0; 512]);
+                let mut general_buf = Aligned([0; 512]);
+                let mut fast = BufferWriter::new(&mut fast_buf.0, &cfg, W0).unwrap();
+                fast.defer_extents();
+                let mut general = BufferWriter::new(&mut general_buf.0, &cfg, W0).unwrap();
+                let payload = [0x5a; 8];
+                let mut tsc = 100u64;
+                for i in 0..64u32 {
+                    let t = Timestamp {
+                        tsc,
+                        cpu: if i % 23 == 22 { 1 } else { 0 },
+                    };
+                    let action = FunctionAction::from_bits((i % 4) as u8).unwrap();
+                    let a = fast.function(action, fid(i % 3 + 1), t);
+                    let b = general.function(action, fid(i % 3 + 1), t);
+                    assert_eq!(a, b, "record {i}");
+                    if i % 9 == 4 {
+                        let a = fast.custom_event(t, &payload[..payload_len]);
+                        let b = general.custom_event(t, &payload[..payload_len]);
+                        assert_eq!(a, b);
+                    }
+                    tsc += if i % 17 == 16 {
+                        1 << 33
+                    } else {
+                        u64::from(i % 7)
+                    };
+                }
+                fast.sync_extents();
+                assert_eq!(
+                    fast.as_bytes(),
+                    general.as_bytes(),
+                    "payloads of {payload_len}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -228,7 +228,28 @@ impl FunctionRecord {
     /// ```
     #[inline(always)]
     pub const fn to_u64(self) -> u64 {
-        ((self.delta as u64) << 32) | ((self.id.0 << 4) | ((self.action as u32) << 1)) as u64
+        ((self.delta as u64) << 32) | Self::low_word(self.action, self.id) as u64
+    }
+
+    /// The record's first four bytes (as a little-endian u32): the action and the
+    /// id, which a record path carries as one value until it has the delta.
+    #[inline(always)]
+    pub(crate) const fn low_word(action: FunctionAction, id: FunctionId) -> u32 {
+        (id.0 << 4) | ((action as u32) << 1)
+    }
+
+    /// The action and id of a [`low_word`](Self::low_word).
+    #[inline]
+    pub(crate) const fn from_low_word(low: u32) -> (FunctionAction, FunctionId) {
+        // `low_word` makes only the four defined actions: bit 3 is 0.
+        let action = match (low >> 1) & 0b11 {
+            0 => FunctionAction::Enter,
+            1 => FunctionAction::Exit,
+            2 => FunctionAction::TailExit,
+            _ => FunctionAction::EnterArg,
+        };
+        // A u32 shifted right by 4 always fits 28 bits.
+        (action, FunctionId(low >> 4))
     }
 
     /// Writes the record.
