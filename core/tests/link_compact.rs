@@ -124,6 +124,43 @@ proptest! {
         prop_assert!(compact_len(&fdr) <= metadata + 5 * records, "{} bytes for {records} function records", compact_len(&fdr));
     }
 
+    /// Writer buffers through `send_buffer_compact`, whose runs of function records
+    /// take the stuffer's fast way: small ids and gaps (one-byte varints, runs over
+    /// a 254-byte COBS block), zero gaps (a zero byte to stuff), large ones (up to
+    /// 5-byte varints), custom events, and the buffer at any alignment. The frame
+    /// is exactly the `cobs` crate's stuffing and carries `compact`'s bytes, which
+    /// expand to the buffer.
+    #[test]
+    fn compact_frames_of_writer_buffers_are_standard_cobs(
+        small in proptest::collection::vec((1u32..60, 0u32..120), 1..500),
+        large in proptest::collection::vec((1u32..(1 << 28), 0u32..u32::MAX), 1..100),
+        zero_every in 0usize..40,
+        events: bool,
+        offset in 0usize..4,
+    ) {
+        let mut calls = small;
+        if zero_every > 0 {
+            for (i, call) in calls.iter_mut().enumerate() {
+                if i % zero_every == 0 {
+                    call.1 = 0;
+                }
+            }
+        }
+        calls.extend(large);
+        let fdr = fdr_buffer(&calls, events, 4096);
+        let mut shifted = vec![0xAA; offset];
+        shifted.extend_from_slice(&fdr);
+        let mut wire = Vec::new();
+        LinkWriter::new(&mut wire).send_buffer_compact(9, &shifted[offset..]).unwrap();
+        let stuffed = &wire[1..wire.len() - 1];
+        let frame = cobs::decode_vec(stuffed).unwrap();
+        prop_assert_eq!(&cobs::encode_vec(&frame)[..], stuffed);
+        let got = frames(&wire);
+        prop_assert_eq!(got.len(), 1);
+        prop_assert_eq!(&got[0].1, &compacted(&fdr));
+        prop_assert_eq!(expanded(&got[0].1), fdr);
+    }
+
     /// Hostile payloads: an error or a buffer, never a panic, and `expand` agrees
     /// with `expanded_len`.
     #[test]

@@ -177,21 +177,49 @@ const GATHER: usize = 64;
 pub(crate) trait Tokens {
     /// A function record: `varint(word) varint(delta)`.
     fn function(&mut self, word: u32, delta: u32);
+    /// As many of the function records at the start of `records` as it takes in
+    /// one go (it may stop at any record, the first included); returns the bytes
+    /// of the records it took, a multiple of 8. `records` holds whole records, the
+    /// first of which is a function record; a record whose byte 0 has bit 0 set is
+    /// metadata and ends the run.
+    fn functions(&mut self, records: &[u8]) -> usize;
     /// Bytes as they are.
     fn bytes(&mut self, bytes: &[u8]);
 }
 
-/// The compact form of `buffer` into `out`, in order.
+/// The compact form of `buffer` into `out`, in order: the same tokens as
+/// [`walk`] gives, with runs of function records handed over whole.
 #[inline(always)]
 pub(crate) fn compact_to(buffer: &[u8], out: &mut impl Tokens) {
-    walk(buffer, |piece| match piece {
-        Piece::Function(word, delta) => out.function(word, delta),
-        Piece::Verbatim(b) => out.bytes(b),
-        Piece::Rest(b) => {
-            out.bytes(&[REST]);
-            out.bytes(b);
+    let mut rest = buffer;
+    while let Some(&first) = rest.first() {
+        if first & 1 == 0 {
+            if rest.len() >= FUNC {
+                // Whole records only: the walk sees a truncated one as `rest`.
+                let whole = rest.len() - rest.len() % FUNC;
+                let taken = out.functions(rest.get(..whole).unwrap_or(&[]));
+                if taken > 0 {
+                    rest = rest.get(taken..).unwrap_or(&[]);
+                    continue;
+                }
+                let word = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+                let delta = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+                out.function(word, delta);
+                rest = &rest[FUNC..];
+                continue;
+            }
+        } else if first != REST {
+            if let Some(len) = metadata_len(rest) {
+                let (record, after) = rest.split_at(len);
+                out.bytes(record);
+                rest = after;
+                continue;
+            }
         }
-    });
+        out.bytes(&[REST]);
+        out.bytes(rest);
+        return;
+    }
 }
 
 /// Produces the compact form of `buffer`, a part at a time, in order (a sender

@@ -6,6 +6,7 @@ use embedded_io::Write;
 use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
 use super::encoder::FrameEncoder;
+use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
 use super::trace2::{emit, Put, Trace2Event};
 use crate::fdr::header::FileHeader;
@@ -315,7 +316,8 @@ impl<W: Write> LinkWriter<W> {
             seq: self.seq,
         };
         self.seq = self.seq.wrapping_add(1);
-        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
         frame.push(&head.to_bytes());
         compact_to(buffer, &mut frame);
         let result = frame.finish();
@@ -367,7 +369,8 @@ impl<W: Write> LinkWriter<W> {
             seq: self.seq,
         };
         self.seq = self.seq.wrapping_add(1);
-        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
         frame.push(&head.to_bytes());
         emit(ev, ticks, &mut frame);
         let result = frame.finish();
@@ -530,24 +533,67 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// A function record's varints go straight into the current block: none of
     /// their bytes is zero (the first word has an id, so it is not 0; a varint
     /// byte is 0 only for the value 0), so there is nothing to stuff. A zero
-    /// delta, or a block too full for two varints, takes the byte-wise way.
+    /// word or delta, or a block too full for two varints, takes the byte-wise way.
     #[inline(always)]
     fn function(&mut self, word: u32, delta: u32) {
-        let start = self.len + 1;
-        if word == 0 || delta == 0 || start + 2 * VARINT_MAX > self.block.len() {
-            self.push_function_bytes(word, delta);
-            return;
+        let mut bytes = [0u8; 2 * VARINT_MAX];
+        let n = put_varint(word, &mut bytes, 0);
+        let n = put_varint(delta, &mut bytes, n);
+        self.push(bytes.get(..n).unwrap_or(&[]));
+    }
+
+    /// The run of function records at the start of `records`, in one loop with
+    /// the block's end and the check in registers: what almost every byte of a
+    /// buffer is. It stops at a record whose varints could hold a zero byte (a
+    /// word or delta of 0) or might not fit the current block;
+    /// [`function`](Self::function) takes that one.
+    #[inline(never)]
+    fn functions(&mut self, records: &[u8]) -> usize {
+        // The current block's 254 data bytes, as an array: the bound below is a
+        // constant and the stores need no check.
+        let start = self.code_at + 1;
+        let Some(block) = self
+            .out
+            .get_mut(start..start + MAX_RUN)
+            .and_then(|b| <&mut [u8; MAX_RUN]>::try_from(b).ok())
+        else {
+            return 0;
+        };
+        // Bytes of the block used so far.
+        let mut at = self.w - start;
+        let mut crc = self.crc;
+        let mut rest = records;
+        while let Some((record, after)) = rest.split_first_chunk::<FUNC>() {
+            let (word, delta) = function_words(record);
+            if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
+                break;
+            }
+            if (word | delta) < 0x80 {
+                // The usual record: a byte each.
+                if let Some([a, b]) = block.get_mut(at..at + 2) {
+                    *a = word as u8;
+                    *b = delta as u8;
+                }
+                crc.byte(word as u8);
+                crc.byte(delta as u8);
+                at += 2;
+            } else {
+                let mid = put_varint(word, block, at);
+                let end = put_varint(delta, block, mid);
+                for &b in block.get(at..end).unwrap_or(&[]) {
+                    crc.byte(b);
+                }
+                at = end;
+            }
+            rest = after;
         }
-        let mid = put_varint(word, &mut self.block, start);
-        let end = put_varint(delta, &mut self.block, mid);
-        for &b in self.block.get(start..end).unwrap_or(&[]) {
-            self.crc.byte(b);
+        self.w = start + at;
+        self.crc = crc;
+        if at == MAX_RUN {
+            // A full block (ends no zero).
+            self.end_block(true);
         }
-        self.len = end - 1;
-        if self.len == 254 {
-            self.end_block();
-            self.after_full = true;
-        }
+        records.len() - rest.len()
     }
 
     #[inline(always)]
@@ -556,131 +602,163 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     }
 }
 
-/// Bytes of finished blocks a [`Stuffer`] gathers before writing them to the sink:
-/// few calls per frame, as with [`CHUNK`].
+/// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
+/// and the delimiter) after at most [`GATHER`] bytes of finished blocks, so that
+/// the current block never has to move.
+const OUT: usize = GATHER + 256;
+
+/// Finished blocks a [`Stuffer`] gathers before writing them to the sink: few
+/// calls per frame, as with [`CHUNK`].
 const GATHER: usize = 128;
 
-/// A frame stuffed (COBS) as its bytes come, for payloads made on the fly. The
-/// current block waits in `block` after a reserved code byte, filled in when the
-/// block ends (at a zero, or full at 254 bytes); finished blocks are gathered in
-/// `done` and written [`GATHER`] bytes at a time (a longer block is written as it
-/// is). The CRC follows the bytes. The first sink error ends the frame (nothing
-/// more is written). Nothing is moved within a buffer, which would link a
-/// `memmove` (1.5 KiB on Cortex-M).
+/// A frame stuffed (COBS) as its bytes come, for payloads made on the fly, in
+/// place: the current block's code byte is reserved at `code_at` in `out` and
+/// written when the block ends (at a zero, or full at 254 bytes); its bytes follow
+/// it. Once more than [`GATHER`] bytes of finished blocks are in `out`, they go to
+/// the sink and the next block starts at the front. The CRC follows the bytes. The
+/// first sink error ends the frame (nothing more is written). Nothing is copied
+/// or moved within `out`, which would link a `memmove` (1.5 KiB on Cortex-M).
 struct Stuffer<'w, W: Write> {
     sink: &'w mut W,
-    /// `block[0]` is the code byte, `block[1..=len]` the current block's bytes.
-    block: [u8; 255],
-    len: usize,
-    done: [u8; GATHER],
-    done_len: usize,
+    /// Finished blocks, then the current block: its code byte at `code_at`, its
+    /// bytes at `code_at + 1..w`. Always `code_at <= GATHER` (so
+    /// `code_at + 256 <= OUT`) and `code_at < w <= code_at + 255`. The caller's,
+    /// so that making a `Stuffer` copies none of it.
+    out: &'w mut [u8; OUT],
+    code_at: usize,
+    w: usize,
     /// The last block ended full and nothing came after it.
     after_full: bool,
     crc: crc::Crc32c,
     result: Result<(), W::Error>,
 }
 
+/// Bytes of a function record.
+const FUNC: usize = 8;
+
+/// A function record's two words.
+#[inline(always)]
+fn function_words(record: &[u8; FUNC]) -> (u32, u32) {
+    // Whole arrays, so that a core with unaligned loads reads each with one.
+    let (word, delta) = record.split_at(4);
+    match (word.first_chunk::<4>(), delta.first_chunk::<4>()) {
+        (Some(&word), Some(&delta)) => (u32::from_le_bytes(word), u32::from_le_bytes(delta)),
+        _ => (1, 0),
+    }
+}
+
 impl<'w, W: Write> Stuffer<'w, W> {
-    /// A frame, with a leading delimiter if `lead`.
-    fn new(sink: &'w mut W, lead: bool) -> Self {
+    /// A frame into `out`, with a leading delimiter if `lead`.
+    fn new(sink: &'w mut W, out: &'w mut [u8; OUT], lead: bool) -> Self {
+        // With `lead`, `out[0]` is the leading 0x00.
+        out[0] = 0;
+        let code_at = usize::from(lead);
         Self {
             sink,
-            block: [0; 255],
-            len: 0,
-            // With `lead`, `done[0]` is the leading 0x00.
-            done: [0; GATHER],
-            done_len: usize::from(lead),
+            out,
+            code_at,
+            w: code_at + 1,
             after_full: false,
             crc: crc::Crc32c::new(),
             result: Ok(()),
         }
     }
 
+    /// Adds `bytes` to the frame and to the check.
     #[inline]
     fn push(&mut self, bytes: &[u8]) {
-        self.crc.update(bytes);
-        self.stuff(bytes);
+        self.stuff::<true>(bytes);
     }
 
-    #[inline]
-    fn stuff(&mut self, bytes: &[u8]) {
+    /// Stuffs `bytes` (adding them to the check if `CHECK`), in one pass with the
+    /// block in registers.
+    #[inline(always)]
+    fn stuff<const CHECK: bool>(&mut self, bytes: &[u8]) {
+        let mut w = self.w;
+        let mut code_at = self.code_at;
+        let mut crc = self.crc;
         for &b in bytes {
-            if b == 0 {
-                self.end_block();
-                continue;
+            if CHECK {
+                crc.byte(b);
             }
-            self.len += 1;
-            if let Some(slot) = self.block.get_mut(self.len) {
-                *slot = b;
+            if b != 0 {
+                if let Some(slot) = self.out.get_mut(w) {
+                    *slot = b;
+                }
+                w += 1;
+                if w - code_at < 255 {
+                    continue;
+                }
             }
-            if self.len == 254 {
-                self.end_block();
-                self.after_full = true;
+            // The block ends: at a zero (dropped), or full (a code of 255).
+            self.after_full = b != 0;
+            if let Some(code) = self.out.get_mut(code_at) {
+                // 1..=255: fits a byte.
+                *code = (w - code_at) as u8;
             }
+            code_at = w;
+            if code_at > GATHER {
+                self.write_finished(code_at);
+                code_at = 0;
+            }
+            w = code_at + 1;
         }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        if self.result.is_ok() {
-            self.result = self.sink.write_all(bytes);
-        }
-    }
-
-    /// Writes the gathered blocks (borrowing the fields apart: no copy of them).
-    fn write_done(&mut self) {
-        if self.result.is_ok() {
-            self.result = self
-                .sink
-                .write_all(self.done.get(..self.done_len).unwrap_or(&[]));
-        }
-        self.done_len = 0;
+        self.w = w;
+        self.code_at = code_at;
+        self.crc = crc;
     }
 
     /// Ends the current block: its code is its length with the code byte (255 for
-    /// a full block, which implies no zero; below, the zero that ended it).
+    /// a `full` block, which implies no zero; below, the zero that ended it).
     #[inline(never)]
-    fn end_block(&mut self) {
-        self.after_full = false;
-        let n = self.len + 1;
-        self.block[0] = n as u8;
-        self.len = 0;
-        if self.done_len + n > GATHER {
-            self.write_done();
+    fn end_block(&mut self, full: bool) {
+        self.after_full = full;
+        // 1..=255: fits a byte.
+        let n = self.w - self.code_at;
+        if let Some(code) = self.out.get_mut(self.code_at) {
+            *code = n as u8;
         }
-        if n > GATHER {
-            if self.result.is_ok() {
-                self.result = self.sink.write_all(self.block.get(..n).unwrap_or(&[]));
-            }
-        } else if let (Some(dst), Some(src)) = (
-            self.done.get_mut(self.done_len..self.done_len + n),
-            self.block.get(..n),
-        ) {
-            dst.copy_from_slice(src);
-            self.done_len += n;
+        self.code_at = self.w;
+        if self.code_at > GATHER {
+            self.write_finished(self.code_at);
+            self.code_at = 0;
         }
+        self.w = self.code_at + 1;
     }
 
-    /// The slow way for a function record: its varints through [`Stuffer::push`].
+    /// Writes the finished blocks, `out[..end]`, to the sink; the next block
+    /// starts at the front.
     #[inline(never)]
-    fn push_function_bytes(&mut self, word: u32, delta: u32) {
-        let mut bytes = [0u8; 2 * VARINT_MAX];
-        let n = put_varint(word, &mut bytes, 0);
-        let n = put_varint(delta, &mut bytes, n);
-        self.push(bytes.get(..n).unwrap_or(&[]));
+    fn write_finished(&mut self, end: usize) {
+        if self.result.is_ok() {
+            self.result = self.sink.write_all(self.out.get(..end).unwrap_or(&[]));
+        }
     }
 
     /// Appends the CRC, ends the last block (its implied zero dropped), and writes
     /// what is gathered with the delimiter.
     fn finish(mut self) -> Result<(), W::Error> {
         let crc = self.crc.finish().to_le_bytes();
-        self.stuff(&crc);
+        self.stuff::<false>(&crc);
         // A frame that ends with a full block needs no empty last block (as the
         // `cobs` crate encodes it).
-        if !(self.after_full && self.len == 0) {
-            self.end_block();
+        let end = if self.after_full && self.w == self.code_at + 1 {
+            self.code_at
+        } else {
+            // 1..=255: fits a byte.
+            let n = self.w - self.code_at;
+            if let Some(code) = self.out.get_mut(self.code_at) {
+                *code = n as u8;
+            }
+            self.w
+        };
+        // The delimiter: `end <= code_at + 255 < OUT`.
+        if let Some(d) = self.out.get_mut(end) {
+            *d = 0;
         }
-        self.write_done();
-        self.write(&[0]);
+        if self.result.is_ok() {
+            self.result = self.sink.write_all(self.out.get(..=end).unwrap_or(&[]));
+        }
         self.result
     }
 }
