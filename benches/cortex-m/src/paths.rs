@@ -18,16 +18,17 @@ use flightrec_core::fdr::FunctionId;
 use flightrec_core::global::record_function;
 use flightrec_core::link::{LinkWriter, Source};
 
-use crate::{mark, now, UART_DATA};
+use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 6;
+pub const COUNT: usize = 7;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
     bench_pair,
     bench_switch,
     bench_flush_one,
+    bench_flush_one_dma,
     bench_fill_1k,
     bench_context_pair,
 ];
@@ -123,17 +124,42 @@ impl embedded_io::Write for Uart {
     }
 }
 
-/// A streaming 4 × 1 KiB ring and its link: `n` times, records function records
-/// until a buffer is finished, then sends it with `LinkWriter::flush_one` between
-/// marks (only the send is counted; the header and counters frames every 16 buffers
-/// included). Returns the function records in the sent buffers.
-#[no_mangle]
-pub extern "C" fn bench_flush_one(n: u32) -> u32 {
+/// A transmit DMA channel as an `embedded_io` sink: each write hands the whole
+/// block over (its address and length, two stores) and the channel has sent it by
+/// the next write, as with a DMA that the driver waits for between blocks.
+struct Dma;
+
+impl embedded_io::ErrorType for Dma {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Dma {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        // SAFETY: DMA_ADDR and DMA_LEN are writable registers on the emulated
+        // machine, which copies the block when the length is written.
+        unsafe {
+            write_volatile(DMA_ADDR as *mut u32, buf.as_ptr() as u32);
+            write_volatile(DMA_LEN as *mut u32, buf.len() as u32);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// A streaming 4 × 1 KiB ring and its link onto `sink`: `n` times, records function
+/// records until a buffer is finished, then sends it with `LinkWriter::flush_one`
+/// between marks (only the send is counted; the header and counters frames every
+/// 16 buffers included). Returns the function records in the sent buffers.
+#[inline(always)]
+fn flush_one_onto<W: embedded_io::Write>(n: u32, sink: W) -> u32 {
     let mut ring = ring(false, Policy::Streaming);
     let cfg = config();
     let mut source = Source::new(1, cfg.file_header(ring.buffer_size()));
     let (mut rec, mut consumer) = ring.split(cfg);
-    let mut link = LinkWriter::new(Uart);
+    let mut link = LinkWriter::new(sink);
     let mut records = 0u32;
     let mut sent = 0u32;
     for _ in 0..n {
@@ -152,6 +178,20 @@ pub extern "C" fn bench_flush_one(n: u32) -> u32 {
         mark(false);
     }
     sent
+}
+
+/// The link onto the transmit register, one store per byte (see
+/// [`flush_one_onto`]).
+#[no_mangle]
+pub extern "C" fn bench_flush_one(n: u32) -> u32 {
+    flush_one_onto(n, Uart)
+}
+
+/// The link onto the DMA channel, one pair of stores per block: framing and the
+/// check without the per-byte transmit (see [`flush_one_onto`]).
+#[no_mangle]
+pub extern "C" fn bench_flush_one_dma(n: u32) -> u32 {
+    flush_one_onto(n, Dma)
 }
 
 /// Fills one 1 KiB buffer of a streaming ring with enter + exit pairs and returns the

@@ -562,8 +562,15 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
         // Bytes of the block used so far.
         let mut at = self.w - start;
         let mut crc = self.crc;
-        let mut rest = records;
-        while let Some((record, after)) = rest.split_first_chunk::<FUNC>() {
+        let count = records.len() / FUNC;
+        let mut taken = 0;
+        while taken < count {
+            let Some(record) = records
+                .get(taken * FUNC..)
+                .and_then(<[u8]>::first_chunk::<FUNC>)
+            else {
+                break;
+            };
             let (word, delta) = function_words(record);
             if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
                 break;
@@ -578,14 +585,9 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
                 crc.byte(delta as u8);
                 at += 2;
             } else {
-                let mid = put_varint(word, block, at);
-                let end = put_varint(delta, block, mid);
-                for &b in block.get(at..end).unwrap_or(&[]) {
-                    crc.byte(b);
-                }
-                at = end;
+                (at, crc) = put_function_varints(block, at, word, delta, crc);
             }
-            rest = after;
+            taken += 1;
         }
         self.w = start + at;
         self.crc = crc;
@@ -593,7 +595,7 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
             // A full block (ends no zero).
             self.end_block(true);
         }
-        records.len() - rest.len()
+        taken * FUNC
     }
 
     #[inline(always)]
@@ -647,6 +649,26 @@ fn function_words(record: &[u8; FUNC]) -> (u32, u32) {
     }
 }
 
+/// Writes a function record's varints at `at` in a block with room for them,
+/// adding them to `crc`; returns the position after them and the check. Out of line: the
+/// records with one-byte varints stay in a short loop.
+#[cold]
+#[inline(never)]
+fn put_function_varints(
+    block: &mut [u8; MAX_RUN],
+    at: usize,
+    word: u32,
+    delta: u32,
+    mut crc: crc::Crc32c,
+) -> (usize, crc::Crc32c) {
+    let mid = put_varint(word, block, at);
+    let end = put_varint(delta, block, mid);
+    for &b in block.get(at..end).unwrap_or(&[]) {
+        crc.byte(b);
+    }
+    (end, crc)
+}
+
 impl<'w, W: Write> Stuffer<'w, W> {
     /// A frame into `out`, with a leading delimiter if `lead`.
     fn new(sink: &'w mut W, out: &'w mut [u8; OUT], lead: bool) -> Self {
@@ -664,8 +686,9 @@ impl<'w, W: Write> Stuffer<'w, W> {
         }
     }
 
-    /// Adds `bytes` to the frame and to the check.
-    #[inline]
+    /// Adds `bytes` to the frame and to the check. One copy, called a few times
+    /// a frame (metadata records, the head), its loop with registers to itself.
+    #[inline(never)]
     fn push(&mut self, bytes: &[u8]) {
         self.stuff::<true>(bytes);
     }
