@@ -549,53 +549,25 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// [`function`](Self::function) takes that one.
     #[inline(never)]
     fn functions(&mut self, records: &[u8]) -> usize {
-        // The current block's 254 data bytes, as an array: the bound below is a
-        // constant and the stores need no check.
-        let start = self.code_at + 1;
-        let Some(block) = self
-            .out
-            .get_mut(start..start + MAX_RUN)
-            .and_then(|b| <&mut [u8; MAX_RUN]>::try_from(b).ok())
-        else {
-            return 0;
-        };
-        // Bytes of the block used so far.
-        let mut at = self.w - start;
-        let mut crc = self.crc;
-        let count = records.len() / FUNC;
-        let mut taken = 0;
-        while taken < count {
-            let Some(record) = records
-                .get(taken * FUNC..)
-                .and_then(<[u8]>::first_chunk::<FUNC>)
-            else {
-                break;
-            };
-            let (word, delta) = function_words(record);
-            if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
-                break;
-            }
-            if (word | delta) < 0x80 {
-                // The usual record: a byte each.
-                if let Some([a, b]) = block.get_mut(at..at + 2) {
-                    *a = word as u8;
-                    *b = delta as u8;
+        // SAFETY: every bit pattern is a `u32`, so viewing the aligned middle of
+        // `records` as words is sound; `align_to` gives the prefix before it.
+        let (before, words, _) = unsafe { records.align_to::<u32>() };
+        if before.is_empty() {
+            // Buffers start aligned and records are 8 bytes: word loads (one
+            // instruction a word on a core without unaligned access too).
+            self.function_run(words.chunks_exact(2).map(|record| match *record {
+                [word, delta] => (u32::from_le(word), u32::from_le(delta)),
+                _ => (1, 0),
+            }))
+        } else {
+            // After an event whose payload is not a multiple of 4 bytes.
+            self.function_run(records.chunks_exact(FUNC).map(|record| {
+                match record.first_chunk::<FUNC>() {
+                    Some(record) => function_words(record),
+                    None => (1, 0),
                 }
-                crc.byte(word as u8);
-                crc.byte(delta as u8);
-                at += 2;
-            } else {
-                (at, crc) = put_function_varints(block, at, word, delta, crc);
-            }
-            taken += 1;
+            }))
         }
-        self.w = start + at;
-        self.crc = crc;
-        if at == MAX_RUN {
-            // A full block (ends no zero).
-            self.end_block(true);
-        }
-        taken * FUNC
     }
 
     #[inline(always)]
@@ -646,6 +618,53 @@ fn function_words(record: &[u8; FUNC]) -> (u32, u32) {
     match (word.first_chunk::<4>(), delta.first_chunk::<4>()) {
         (Some(&word), Some(&delta)) => (u32::from_le_bytes(word), u32::from_le_bytes(delta)),
         _ => (1, 0),
+    }
+}
+
+impl<W: Write> Stuffer<'_, W> {
+    /// The loop of [`Tokens::functions`] over the records' words, in order: (1, 0),
+    /// which is no function record, ends the run.
+    #[inline(always)]
+    fn function_run(&mut self, records: impl Iterator<Item = (u32, u32)>) -> usize {
+        // The current block's 254 data bytes, as an array: the bound below is a
+        // constant and the stores need no check.
+        let start = self.code_at + 1;
+        let Some(block) = self
+            .out
+            .get_mut(start..start + MAX_RUN)
+            .and_then(|b| <&mut [u8; MAX_RUN]>::try_from(b).ok())
+        else {
+            return 0;
+        };
+        // Bytes of the block used so far.
+        let mut at = self.w - start;
+        let mut crc = self.crc;
+        let mut taken = 0;
+        for (word, delta) in records {
+            if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
+                break;
+            }
+            if (word | delta) < 0x80 {
+                // The usual record: a byte each.
+                if let Some([a, b]) = block.get_mut(at..at + 2) {
+                    *a = word as u8;
+                    *b = delta as u8;
+                }
+                crc.byte(word as u8);
+                crc.byte(delta as u8);
+                at += 2;
+            } else {
+                (at, crc) = put_function_varints(block, at, word, delta, crc);
+            }
+            taken += 1;
+        }
+        self.w = start + at;
+        self.crc = crc;
+        if at == MAX_RUN {
+            // A full block (ends no zero).
+            self.end_block(true);
+        }
+        taken * FUNC
     }
 }
 
