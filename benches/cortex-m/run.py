@@ -254,6 +254,10 @@ def measure(t):
     assert dma_records == records and t.sent == wire, "the two sinks got different bytes"
     put("flush_one_dma_per_record", tuple(v / records for v in flush),
         "link: the same onto a DMA channel (two stores per block): framing and check")
+    flush, wide_records = t.run("bench_flush_one_dma_wide", buffers, marked=True)
+    put("flush_one_dma_wide_per_record", tuple(v / wide_records for v in flush),
+        f"link: the same with function id 300 and deltas of 192 ticks (two varint bytes "
+        f"each; {wide_records} records)")
     return out, per_buffer, len(wire) / records
 
 

@@ -21,7 +21,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 7;
+pub const COUNT: usize = 8;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -29,6 +29,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_switch,
     bench_flush_one,
     bench_flush_one_dma,
+    bench_flush_one_dma_wide,
     bench_fill_1k,
     bench_context_pair,
 ];
@@ -149,12 +150,39 @@ impl embedded_io::Write for Dma {
     }
 }
 
+/// A function id whose record's first word takes two varint bytes (ids 8 to
+/// 1023), as most of a firmware's instrumented functions have.
+const WIDE_ID: FunctionId = match FunctionId::new(300) {
+    Ok(f) => f,
+    Err(_) => panic!("function ids have 28 bits"),
+};
+
+/// A clock 64 times as fast as the counter: deltas of 192 ticks, two varint
+/// bytes (128 to 16 383 ticks: a few µs to a few hundred µs at tens of MHz).
+fn wide_ts() -> Timestamp {
+    Timestamp {
+        tsc: now() << 6,
+        cpu: 0,
+    }
+}
+
 /// A streaming 4 × 1 KiB ring and its link onto `sink`: `n` times, records function
 /// records until a buffer is finished, then sends it with `LinkWriter::flush_one`
 /// between marks (only the send is counted; the header and counters frames every
 /// 16 buffers included). Returns the function records in the sent buffers.
 #[inline(always)]
 fn flush_one_onto<W: embedded_io::Write>(n: u32, sink: W) -> u32 {
+    flush_one_of(n, sink, ID, ts)
+}
+
+/// [`flush_one_onto`] with records of function `id` at times from `clock`.
+#[inline(always)]
+fn flush_one_of<W: embedded_io::Write>(
+    n: u32,
+    sink: W,
+    id: FunctionId,
+    clock: fn() -> Timestamp,
+) -> u32 {
     let mut ring = ring(false, Policy::Streaming);
     let cfg = config();
     let mut source = Source::new(1, cfg.file_header(ring.buffer_size()));
@@ -165,10 +193,10 @@ fn flush_one_onto<W: embedded_io::Write>(n: u32, sink: W) -> u32 {
     for _ in 0..n {
         // The record that finishes a buffer goes into the next one.
         while consumer.pending() == 0 {
-            let _ = rec.enter(ID, ts());
+            let _ = rec.enter(id, clock());
             records += 1;
             if consumer.pending() == 0 {
-                let _ = rec.exit(ID, ts());
+                let _ = rec.exit(id, clock());
                 records += 1;
             }
         }
@@ -192,6 +220,13 @@ pub extern "C" fn bench_flush_one(n: u32) -> u32 {
 #[no_mangle]
 pub extern "C" fn bench_flush_one_dma(n: u32) -> u32 {
     flush_one_onto(n, Dma)
+}
+
+/// The link onto the DMA channel with two-byte varints: function id 300 and
+/// deltas of 192 ticks (see [`flush_one_onto`]).
+#[no_mangle]
+pub extern "C" fn bench_flush_one_dma_wide(n: u32) -> u32 {
+    flush_one_of(n, Dma, WIDE_ID, wide_ts)
 }
 
 /// Fills one 1 KiB buffer of a streaming ring with enter + exit pairs and returns the

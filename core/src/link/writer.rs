@@ -719,7 +719,7 @@ impl<W: Write> Stuffer<'_, W> {
                 break;
             }
             if (word | delta) < 0x80 {
-                // The usual record: a byte each.
+                // A byte each: both in one go.
                 if let Some([a, b]) = block.get_mut(at..at + 2) {
                     *a = word as u8;
                     *b = delta as u8;
@@ -728,7 +728,8 @@ impl<W: Write> Stuffer<'_, W> {
                 crc.byte(delta as u8);
                 at += 2;
             } else {
-                (at, crc) = put_function_varints(block, at, word, delta, crc);
+                at = put_varint_checked(block, at, word, &mut crc);
+                at = put_varint_checked(block, at, delta, &mut crc);
             }
             taken += 1;
         }
@@ -742,24 +743,30 @@ impl<W: Write> Stuffer<'_, W> {
     }
 }
 
-/// Writes a function record's varints at `at` in a block with room for them,
-/// adding them to `crc`; returns the position after them and the check. Out of line: the
-/// records with one-byte varints stay in a short loop.
-#[cold]
-#[inline(never)]
-fn put_function_varints(
+/// Writes `v` as a varint at `at` in a block with room for it, adding its bytes
+/// to `crc` as they are made; returns the position after it.
+#[inline(always)]
+fn put_varint_checked(
     block: &mut [u8; MAX_RUN],
-    at: usize,
-    word: u32,
-    delta: u32,
-    mut crc: crc::Crc32c,
-) -> (usize, crc::Crc32c) {
-    let mid = put_varint(word, block, at);
-    let end = put_varint(delta, block, mid);
-    for &b in block.get(at..end).unwrap_or(&[]) {
+    mut at: usize,
+    mut v: u32,
+    crc: &mut crc::Crc32c,
+) -> usize {
+    while v >= 0x80 {
+        let b = v as u8 | 0x80;
+        if let Some(slot) = block.get_mut(at) {
+            *slot = b;
+        }
         crc.byte(b);
+        v >>= 7;
+        at += 1;
     }
-    (end, crc)
+    let b = v as u8;
+    if let Some(slot) = block.get_mut(at) {
+        *slot = b;
+    }
+    crc.byte(b);
+    at + 1
 }
 
 impl<'w, W: Write> Stuffer<'w, W> {
