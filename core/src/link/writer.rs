@@ -651,9 +651,13 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
 }
 
 /// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
-/// and the delimiter) after at most [`GATHER`] bytes of finished blocks, so that
-/// the current block never has to move.
-const OUT: usize = GATHER + 256;
+/// and the delimiter; and a [`WINDOW`] after the code) after at most [`GATHER`]
+/// bytes of finished blocks, so that the current block never has to move.
+const OUT: usize = GATHER + 1 + WINDOW;
+
+/// What the record loop sees of the current block: 256 bytes from its first data
+/// byte, so that an index masked to a byte is within it.
+const WINDOW: usize = 256;
 
 /// Finished blocks a [`Stuffer`] gathers before writing them to the sink: few
 /// calls per frame, as with [`CHUNK`].
@@ -699,31 +703,31 @@ impl<W: Write> Stuffer<'_, W> {
     /// The loop of [`Tokens::functions`] over the records' words, in order: (1, 0),
     /// which is no function record, ends the run.
     #[inline(always)]
-    fn function_run(&mut self, records: impl Iterator<Item = (u32, u32)>) -> usize {
-        // The current block's 254 data bytes, as an array: the bound below is a
-        // constant and the stores need no check.
+    fn function_run(&mut self, mut records: impl ExactSizeIterator<Item = (u32, u32)>) -> usize {
+        // A 256-byte window from the current block's first data byte: an index
+        // masked to a byte needs no check (the block's 254 bytes are within it).
         let start = self.code_at + 1;
         let Some(block) = self
             .out
-            .get_mut(start..start + MAX_RUN)
-            .and_then(|b| <&mut [u8; MAX_RUN]>::try_from(b).ok())
+            .get_mut(start..start + WINDOW)
+            .and_then(|b| <&mut [u8; WINDOW]>::try_from(b).ok())
         else {
             return 0;
         };
         // Bytes of the block used so far.
         let mut at = self.w - start;
         let mut crc = self.crc;
-        let mut taken = 0;
-        for (word, delta) in records {
+        let total = records.len();
+        let mut stopped = false;
+        for (word, delta) in records.by_ref() {
             if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
+                stopped = true;
                 break;
             }
             if (word | delta) < 0x80 {
                 // A byte each: both in one go.
-                if let Some([a, b]) = block.get_mut(at..at + 2) {
-                    *a = word as u8;
-                    *b = delta as u8;
-                }
+                block[at % WINDOW] = word as u8;
+                block[(at + 1) % WINDOW] = delta as u8;
                 crc.byte(word as u8);
                 crc.byte(delta as u8);
                 at += 2;
@@ -731,7 +735,6 @@ impl<W: Write> Stuffer<'_, W> {
                 at = put_varint_checked(block, at, word, &mut crc);
                 at = put_varint_checked(block, at, delta, &mut crc);
             }
-            taken += 1;
         }
         self.w = start + at;
         self.crc = crc;
@@ -739,32 +742,28 @@ impl<W: Write> Stuffer<'_, W> {
             // A full block (ends no zero).
             self.end_block(true);
         }
-        taken * FUNC
+        (total - records.len() - usize::from(stopped)) * FUNC
     }
 }
 
-/// Writes `v` as a varint at `at` in a block with room for it, adding its bytes
-/// to `crc` as they are made; returns the position after it.
+/// Writes `v` as a varint at `at` (at most 249) in a block window, adding its
+/// bytes to `crc` as they are made; returns the position after it.
 #[inline(always)]
 fn put_varint_checked(
-    block: &mut [u8; MAX_RUN],
+    block: &mut [u8; WINDOW],
     mut at: usize,
     mut v: u32,
     crc: &mut crc::Crc32c,
 ) -> usize {
     while v >= 0x80 {
         let b = v as u8 | 0x80;
-        if let Some(slot) = block.get_mut(at) {
-            *slot = b;
-        }
+        block[at % WINDOW] = b;
         crc.byte(b);
         v >>= 7;
         at += 1;
     }
     let b = v as u8;
-    if let Some(slot) = block.get_mut(at) {
-        *slot = b;
-    }
+    block[at % WINDOW] = b;
     crc.byte(b);
     at + 1
 }
