@@ -20,7 +20,7 @@
 //! The packed form ([`FrameKind::FdrPacked`], [`pack`] and [`unpack`]) is the same
 //! but for metadata records, which are mostly zero bytes: each goes as its first
 //! byte, a mask of its non-zero bytes and those bytes (a buffer's first records,
-//! 80 bytes, in about 30):
+//! 80 bytes, in about 25):
 //!
 //! ```text
 //! metadata := byte 0, mask:u16 LE (bit i: byte 1 + i is not 0; bit 15 is 0),
