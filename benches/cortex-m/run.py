@@ -9,11 +9,14 @@ checks them against baseline.txt.
 Each ELF is the bench firmware (src/) built for thumbv6m-none-eabi (run as a
 Cortex-M0) or thumbv7em-none-eabihf (run as a Cortex-M4). Every run starts from a
 fresh machine: the ELF's PT_LOAD segments at their virtual addresses, a stack at the
-top of RAM, and the three registers of src/main.rs (COUNTER returns a value 3 higher
-at every read; MARK; UART_DATA). An entry is called with n in r0 and runs until it
+top of RAM, and the registers of src/main.rs (COUNTER returns a value 3 higher at
+every read; MARK; UART_DATA; DMA_ADDR and DMA_LEN, which copies the block out of
+memory as the length is written). An entry is called with n in r0 and runs until it
 returns. Per-operation figures are (count at 2n - count at n) / n, so ring setup and
 the entry's prologue drop out and the loop's own instructions stay in; the link's
-figure counts only between the marks around `LinkWriter::flush_one`.
+figures count only between the marks around `LinkWriter::flush_one`, once onto the
+transmit register (a store per byte) and once onto the DMA channel (two stores per
+block), and check that both sinks received the very same bytes.
 
 Cycle model (in-order, no wait states, no pipelining of neighbouring loads):
   M0: LDR*/STR* 2; LDM/STM/PUSH/POP 1+N; POP with PC 3+N; B, BX, BLX and a taken
@@ -70,7 +73,9 @@ class Machine:
         self.sizes = {}
         self.prev = None
         self.executed = 0
-        self.uart_bytes = 0
+        self.uart = bytearray()
+        self.dma = bytearray()
+        self.dma_addr = 0
         self.min_sp = RAM + RAM_SIZE
         self.uc.hook_add(UC_HOOK_CODE, self._code)
 
@@ -85,7 +90,11 @@ class Machine:
             self.counting = value != 0
             self.prev = None
         elif offset == 8:
-            self.uart_bytes += 1
+            self.uart.append(value & 0xFF)
+        elif offset == 12:
+            self.dma_addr = value
+        elif offset == 16:
+            self.dma += bytes(uc.mem_read(self.dma_addr, value))
 
     def _code(self, uc, address, size, _):
         self.executed += 1
@@ -191,7 +200,7 @@ class Target:
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
         ret = m.call(self.symbols[entry], n, marked)
-        self.uart_bytes = m.uart_bytes
+        self.sent = bytes(m.uart) + bytes(m.dma)
         # Stack high-water mark of the run: bytes below the SP the entry started with.
         self.stack[entry] = max(self.stack.get(entry, 0), RAM + RAM_SIZE - m.min_sp)
         return tally(m, self.cs), ret
@@ -236,10 +245,20 @@ def measure(t):
     per_buffer = t.run("bench_fill_1k", 0)[1]
     buffers = 32
     flush, records = t.run("bench_flush_one", buffers, marked=True)
+    wire = t.sent
     put("flush_one_per_record", tuple(v / records for v in flush),
         f"link: LinkWriter::flush_one per function record ({buffers} buffers, "
-        f"{records} records, header + counters every 16 buffers)")
-    return out, per_buffer, t.uart_bytes / records
+        f"{records} records, header + counters every 16 buffers), onto the transmit "
+        "register (a store per byte)")
+    flush, dma_records = t.run("bench_flush_one_dma", buffers, marked=True)
+    assert dma_records == records and t.sent == wire, "the two sinks got different bytes"
+    put("flush_one_dma_per_record", tuple(v / records for v in flush),
+        "link: the same onto a DMA channel (two stores per block): framing and check")
+    flush, wide_records = t.run("bench_flush_one_dma_wide", buffers, marked=True)
+    put("flush_one_dma_wide_per_record", tuple(v / wide_records for v in flush),
+        f"link: the same with function id 300 and deltas of 192 ticks (two varint bytes "
+        f"each; {wide_records} records)")
+    return out, per_buffer, len(wire) / records
 
 
 def read_baseline():

@@ -115,10 +115,15 @@ fn make_stream(calls: u64, seed: u64) -> Stream {
         let (used, ev) = dec.feed(&wire[pos..]);
         pos += used;
         if let Some(flightrec_host::core::link::Event::Frame(f)) = ev {
-            // A buffer sent in its compact form stands for the buffer it expands to.
+            // A buffer sent in its compact or packed form stands for the buffer it
+            // expands to.
             let payload = if f.head.kind == FrameKind::FdrCompact {
                 let mut b = vec![0u8; compact::expanded_len(f.payload).unwrap()];
                 compact::expand(f.payload, &mut b).unwrap();
+                b
+            } else if f.head.kind == FrameKind::FdrPacked {
+                let mut b = vec![0u8; compact::unpacked_len(f.payload).unwrap()];
+                compact::unpack(f.payload, &mut b).unwrap();
                 b
             } else {
                 f.payload.to_vec()
@@ -194,7 +199,7 @@ fn judge(s: &Stream, damaged: &[usize], dir: &Path) {
     let mut lines = Vec::new();
     for (i, f) in s.frames.iter().enumerate() {
         match f.kind {
-            FrameKind::FdrBuffer | FrameKind::FdrCompact => {
+            FrameKind::FdrBuffer | FrameKind::FdrCompact | FrameKind::FdrPacked => {
                 all.entry(f.source).or_default().push(&f.payload);
                 if !damaged.contains(&i) {
                     expected.entry(f.source).or_default().push(&f.payload);
@@ -272,7 +277,7 @@ fn buffer_frames(s: &Stream) -> Vec<usize> {
         .filter(|&i| {
             matches!(
                 s.frames[i].kind,
-                FrameKind::FdrBuffer | FrameKind::FdrCompact
+                FrameKind::FdrBuffer | FrameKind::FdrCompact | FrameKind::FdrPacked
             )
         })
         .collect()

@@ -7,13 +7,28 @@ use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
 use flightrec_core::fdr::FunctionId;
-use flightrec_core::link::compact::{compact, compact_len, expand, expanded_len};
+use flightrec_core::link::compact::{
+    compact, compact_len, expand, expanded_len, pack, unpack, unpacked_len,
+};
 use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter, Source};
 use proptest::prelude::*;
 
 fn compacted(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     compact(bytes, |part| out.extend_from_slice(part));
+    out
+}
+
+fn packed(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    pack(bytes, |part| out.extend_from_slice(part));
+    out
+}
+
+fn unpacked(payload: &[u8]) -> Vec<u8> {
+    let len = unpacked_len(payload).unwrap();
+    let mut out = vec![0u8; len];
+    assert_eq!(unpack(payload, &mut out), Ok(len));
     out
 }
 
@@ -124,6 +139,109 @@ proptest! {
         prop_assert!(compact_len(&fdr) <= metadata + 5 * records, "{} bytes for {records} function records", compact_len(&fdr));
     }
 
+    /// Writer buffers through `send_buffer_compact`, whose runs of function records
+    /// take the stuffer's fast way: small ids and gaps (one-byte varints, runs over
+    /// a 254-byte COBS block), zero gaps (a zero byte to stuff), large ones (up to
+    /// 5-byte varints), custom events, and the buffer at any alignment. The frame
+    /// is exactly the `cobs` crate's stuffing and carries `compact`'s bytes, which
+    /// expand to the buffer.
+    #[test]
+    fn compact_frames_of_writer_buffers_are_standard_cobs(
+        small in proptest::collection::vec((1u32..60, 0u32..120), 1..500),
+        large in proptest::collection::vec((1u32..(1 << 28), 0u32..u32::MAX), 1..100),
+        zero_every in 0usize..40,
+        events: bool,
+        offset in 0usize..4,
+    ) {
+        let mut calls = small;
+        if zero_every > 0 {
+            for (i, call) in calls.iter_mut().enumerate() {
+                if i % zero_every == 0 {
+                    call.1 = 0;
+                }
+            }
+        }
+        calls.extend(large);
+        let fdr = fdr_buffer(&calls, events, 4096);
+        let mut shifted = vec![0xAA; offset];
+        shifted.extend_from_slice(&fdr);
+        let mut wire = Vec::new();
+        LinkWriter::new(&mut wire).send_buffer_compact(9, &shifted[offset..]).unwrap();
+        let stuffed = &wire[1..wire.len() - 1];
+        let frame = cobs::decode_vec(stuffed).unwrap();
+        prop_assert_eq!(&cobs::encode_vec(&frame)[..], stuffed);
+        let got = frames(&wire);
+        prop_assert_eq!(got.len(), 1);
+        prop_assert_eq!(&got[0].1, &compacted(&fdr));
+        prop_assert_eq!(expanded(&got[0].1), fdr);
+    }
+
+    /// The packed form (metadata records packed): any bytes round-trip exactly,
+    /// alone and through a frame that is exactly the `cobs` crate's stuffing.
+    #[test]
+    fn packed_any_bytes_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..600), ones in 0usize..600) {
+        let mut bytes = bytes;
+        bytes.extend(std::iter::repeat_n(0x11u8, ones));
+        let p = packed(&bytes);
+        prop_assert_eq!(unpacked(&p), bytes.clone());
+        let mut wire = Vec::new();
+        LinkWriter::new(&mut wire).send_buffer_packed(9, &bytes).unwrap();
+        let stuffed = &wire[1..wire.len() - 1];
+        let frame = cobs::decode_vec(stuffed).unwrap();
+        prop_assert_eq!(&cobs::encode_vec(&frame)[..], stuffed);
+        let got = frames(&wire);
+        prop_assert_eq!(got.len(), 1);
+        prop_assert_eq!(got[0].0, FrameKind::FdrPacked);
+        prop_assert_eq!(&got[0].1, &p);
+    }
+
+    /// Writer buffers (function records of every width, zero gaps, custom events
+    /// with payloads, any alignment) through `send_buffer_packed`: the receiver
+    /// rebuilds the very buffer, in fewer bytes than the compact form.
+    #[test]
+    fn packed_writer_buffers_rebuild_exactly(
+        calls in proptest::collection::vec((1u32..(1 << 28), 0u32..u32::MAX), 1..200),
+        small in proptest::collection::vec((1u32..60, 0u32..120), 1..500),
+        events: bool,
+        offset in 0usize..4,
+    ) {
+        for calls in [&calls, &small] {
+            let fdr = fdr_buffer(calls, events, 4096);
+            let mut shifted = vec![0xAA; offset];
+            shifted.extend_from_slice(&fdr);
+            let mut wire = Vec::new();
+            LinkWriter::new(&mut wire).send_buffer_packed(9, &shifted[offset..]).unwrap();
+            let stuffed = &wire[1..wire.len() - 1];
+            let frame = cobs::decode_vec(stuffed).unwrap();
+            prop_assert_eq!(&cobs::encode_vec(&frame)[..], stuffed);
+            let got = frames(&wire);
+            prop_assert_eq!(&got[0].1, &packed(&fdr));
+            prop_assert_eq!(unpacked(&got[0].1), fdr.clone());
+            // The buffer's first records (64 + 16 bytes, mostly zeros) shrink.
+            prop_assert!(got[0].1.len() + 30 < compact_len(&fdr), "{} of {}", got[0].1.len(), compact_len(&fdr));
+        }
+    }
+
+    /// Hostile packed payloads: an error or a buffer, never a panic, and `unpack`
+    /// agrees with `unpacked_len`.
+    #[test]
+    fn hostile_packed_payloads_are_refused_or_unpacked(payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+        match unpacked_len(&payload) {
+            Ok(len) => {
+                let mut out = vec![0u8; len];
+                prop_assert_eq!(unpack(&payload, &mut out), Ok(len));
+                if len > 0 {
+                    let mut short = vec![0u8; len - 1];
+                    prop_assert!(unpack(&payload, &mut short).is_err());
+                }
+            }
+            Err(e) => {
+                let mut out = vec![0u8; 8192];
+                prop_assert_eq!(unpack(&payload, &mut out), Err(e));
+            }
+        }
+    }
+
     /// Hostile payloads: an error or a buffer, never a panic, and `expand` agrees
     /// with `expanded_len`.
     #[test]
@@ -145,17 +263,19 @@ proptest! {
     }
 }
 
-/// `flush_one` sends the compact form, and what the receiver expands is the buffer
-/// the ring finished, which verifies; with `with_compact(false)` the plain one.
+/// `flush_one` sends the packed form (the compact one with `with_packed(false)`),
+/// and what the receiver rebuilds is the buffer the ring finished, which
+/// verifies; with `with_compact(false)` the plain one.
 #[test]
 fn flush_one_sends_compact_buffers_that_expand_to_the_ring_s() {
-    for compact_on in [true, false] {
+    for (compact_on, packed_on) in [(true, true), (true, false), (false, true)] {
         let mut storage = vec![0u8; 4 * 1024];
         let slots = [Slot::NEW; 4];
         let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
         let cfg = RecorderConfig::new(WriterConfig::new(1), 48_000_000);
-        let mut source =
-            Source::new(1, cfg.file_header(ring.buffer_size())).with_compact(compact_on);
+        let mut source = Source::new(1, cfg.file_header(ring.buffer_size()))
+            .with_compact(compact_on)
+            .with_packed(packed_on);
         let (mut rec, mut consumer) = ring.split(cfg);
         let mut wire = Vec::new();
         let mut link = LinkWriter::new(&mut wire);
@@ -197,6 +317,11 @@ fn flush_one_sends_compact_buffers_that_expand_to_the_ring_s() {
         let mut wire_fdr_bytes = 0;
         for (kind, payload) in frames(&wire) {
             match kind {
+                FrameKind::FdrPacked => {
+                    assert!(compact_on && packed_on);
+                    wire_fdr_bytes += payload.len();
+                    received.push(unpacked(&payload));
+                }
                 FrameKind::FdrCompact => {
                     assert!(compact_on);
                     wire_fdr_bytes += payload.len();

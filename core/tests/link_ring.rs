@@ -86,11 +86,15 @@ fn receive(wire: &[u8]) -> Received {
                     .entry(f.head.source)
                     .or_insert_with(|| f.payload.to_vec());
             }
-            FrameKind::FdrBuffer | FrameKind::FdrCompact => {
+            FrameKind::FdrBuffer | FrameKind::FdrCompact | FrameKind::FdrPacked => {
                 let file = r.files.get_mut(&f.head.source).expect("header first");
                 if f.head.kind == FrameKind::FdrCompact {
                     let mut buffer = vec![0u8; compact::expanded_len(f.payload).unwrap()];
                     compact::expand(f.payload, &mut buffer).unwrap();
+                    file.extend_from_slice(&buffer);
+                } else if f.head.kind == FrameKind::FdrPacked {
+                    let mut buffer = vec![0u8; compact::unpacked_len(f.payload).unwrap()];
+                    compact::unpack(f.payload, &mut buffer).unwrap();
                     file.extend_from_slice(&buffer);
                 } else {
                     file.extend_from_slice(f.payload);

@@ -278,17 +278,29 @@ impl Collector {
         match frame.head.kind {
             FrameKind::FileHeader => self.header(id, frame.payload),
             FrameKind::FdrBuffer => self.buffer(id, frame.payload.to_vec()),
-            FrameKind::FdrCompact => {
-                // At most 4 times the payload (a 2-byte token per 8-byte record),
-                // which the frame decoder's buffer bounds.
-                let mut bytes = match compact::expanded_len(frame.payload) {
+            FrameKind::FdrCompact | FrameKind::FdrPacked => {
+                // At most 16/3 times the payload (a 2-byte token per 8-byte
+                // record, 3 bytes for a packed metadata record of 16), which the
+                // frame decoder's buffer bounds.
+                let packed = frame.head.kind == FrameKind::FdrPacked;
+                let len = if packed {
+                    compact::unpacked_len(frame.payload)
+                } else {
+                    compact::expanded_len(frame.payload)
+                };
+                let mut bytes = match len {
                     Ok(len) => vec![0u8; len],
                     Err(_) => {
                         self.source(id).report.invalid_buffers += 1;
                         return Ok(());
                     }
                 };
-                match compact::expand(frame.payload, &mut bytes) {
+                let rebuilt = if packed {
+                    compact::unpack(frame.payload, &mut bytes)
+                } else {
+                    compact::expand(frame.payload, &mut bytes)
+                };
+                match rebuilt {
                     Ok(_) => self.buffer(id, bytes),
                     Err(_) => {
                         self.source(id).report.invalid_buffers += 1;

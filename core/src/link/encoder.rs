@@ -14,7 +14,7 @@ use super::crc;
 use super::frame::{FrameHead, CRC_LEN, HEAD_LEN};
 
 /// Longest run of non-zero bytes one COBS block carries.
-const MAX_RUN: usize = 254;
+pub(crate) const MAX_RUN: usize = 254;
 
 /// Where the encoder is in its output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

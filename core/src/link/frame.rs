@@ -65,6 +65,7 @@ pub const MIN_FRAME_LEN: usize = HEAD_LEN + CRC_LEN;
 /// use flightrec_core::link::FrameKind;
 /// assert_eq!(FrameKind::from_number(2), Some(FrameKind::FdrBuffer));
 /// assert_eq!(FrameKind::FdrBuffer.number(), 2);
+/// assert_eq!(FrameKind::from_number(7), Some(FrameKind::FdrPacked));
 /// assert_eq!(FrameKind::from_number(9), None);
 /// assert_eq!(FrameKind::Trace2Line.name(), "trace2-line");
 /// ```
@@ -87,6 +88,10 @@ pub enum FrameKind {
     /// One Trace2 event in its compact form (see [`trace2`](super::trace2)), which
     /// the receiver formats as git's line.
     Trace2Compact,
+    /// One finished FDR buffer of the source in its packed form: the compact form
+    /// with metadata records packed (see [`compact`](super::compact)), which the
+    /// receiver unpacks back to the buffer.
+    FdrPacked,
 }
 
 impl FrameKind {
@@ -99,6 +104,7 @@ impl FrameKind {
             FrameKind::Stats => 4,
             FrameKind::FdrCompact => 5,
             FrameKind::Trace2Compact => 6,
+            FrameKind::FdrPacked => 7,
         }
     }
 
@@ -111,6 +117,7 @@ impl FrameKind {
             4 => Some(FrameKind::Stats),
             5 => Some(FrameKind::FdrCompact),
             6 => Some(FrameKind::Trace2Compact),
+            7 => Some(FrameKind::FdrPacked),
             _ => None,
         }
     }
@@ -124,6 +131,7 @@ impl FrameKind {
             FrameKind::Stats => "stats",
             FrameKind::FdrCompact => "fdr-compact",
             FrameKind::Trace2Compact => "trace2-compact",
+            FrameKind::FdrPacked => "fdr-packed",
         }
     }
 }
@@ -312,8 +320,8 @@ mod tests {
             Err(HeadError::Version(2))
         );
         assert_eq!(
-            FrameHead::parse(&[0x17, 0, 0, 0, 0, 0, 0]),
-            Err(HeadError::Kind(7))
+            FrameHead::parse(&[0x18, 0, 0, 0, 0, 0, 0]),
+            Err(HeadError::Kind(8))
         );
         for n in 0..16 {
             if let Some(k) = FrameKind::from_number(n) {

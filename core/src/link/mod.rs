@@ -7,7 +7,8 @@
 //! * [`encoder`]: COBS byte stuffing into caller memory, a chunk at a time; every
 //!   frame ends with `0x00` and carries a CRC-32C ([`crc32`]).
 //! * [`compact`]: the compact form of an FDR buffer (varint function records), about
-//!   half the bytes, which [`LinkWriter::flush_one`] sends unless told not to.
+//!   a third of the bytes, and its packed form (metadata records packed too),
+//!   which [`LinkWriter::flush_one`] sends unless told not to.
 //! * [`trace2`]: compact Trace2 events (kind, clock reading, varints and interned
 //!   string ids), which the receiver formats as git's lines;
 //!   [`LinkWriter::send_trace2`] sends one.

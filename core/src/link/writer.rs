@@ -6,6 +6,7 @@ use embedded_io::Write;
 use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
 use super::encoder::FrameEncoder;
+use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
 use super::trace2::{emit, Put, Trace2Event};
 use crate::fdr::header::FileHeader;
@@ -37,6 +38,8 @@ pub struct Source {
     since_header: Option<u32>,
     /// Send buffers in their compact form.
     compact: bool,
+    /// The compact form with metadata packed.
+    packed: bool,
 }
 
 impl Source {
@@ -51,6 +54,7 @@ impl Source {
             header_every: 16,
             since_header: None,
             compact: true,
+            packed: true,
         }
     }
 
@@ -79,6 +83,31 @@ impl Source {
     /// [`with_compact`](Self::with_compact).
     pub const fn compact(&self) -> bool {
         self.compact
+    }
+
+    /// Whether the compact form of a buffer has its metadata records packed
+    /// ([`FrameKind::FdrPacked`]: a buffer's first metadata records, 80 bytes of
+    /// mostly zeros, in about 25): yes by default. `false` sends [`FrameKind::FdrCompact`],
+    /// for receivers older than the packed form. Has no effect with
+    /// [`with_compact(false)`](Self::with_compact).
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::link::Source;
+    /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 256);
+    /// assert!(Source::new(1, header).packed());
+    /// assert!(!Source::new(1, header).with_packed(false).packed());
+    /// ```
+    pub const fn with_packed(mut self, packed: bool) -> Self {
+        self.packed = packed;
+        self
+    }
+
+    /// Whether the compact form has its metadata packed. Example on
+    /// [`with_packed`](Self::with_packed).
+    pub const fn packed(&self) -> bool {
+        self.packed
     }
 
     /// Repeats the header (and the counters) every `n` buffers (at least 1).
@@ -309,15 +338,60 @@ impl<W: Write> LinkWriter<W> {
     /// assert_eq!(&back[..n], fdr);
     /// ```
     pub fn send_buffer_compact(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
+        self.send_compact::<false>(source, buffer)
+    }
+
+    /// Sends one finished FDR buffer in its packed form ([`FrameKind::FdrPacked`]:
+    /// the compact form with metadata records packed), produced and stuffed as it
+    /// goes.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    /// use flightrec_core::link::compact::unpack;
+    /// use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter};
+    ///
+    /// let mut buf = [0u8; 256];
+    /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(3).unwrap(), Timestamp { tsc: 10, cpu: 0 }).unwrap();
+    /// let fdr = w.finish();
+    ///
+    /// let mut wire = Vec::new();
+    /// LinkWriter::new(&mut wire).send_buffer_packed(1, fdr).unwrap();
+    /// let mut frame = [0u8; 256];
+    /// let mut dec = FrameDecoder::new(&mut frame);
+    /// let (_, ev) = dec.feed(&wire[1..]); // after the leading delimiter
+    /// let Some(Event::Frame(f)) = ev else { panic!() };
+    /// assert_eq!(f.head.kind, FrameKind::FdrPacked);
+    /// let mut back = [0u8; 256];
+    /// let n = unpack(f.payload, &mut back).unwrap();
+    /// assert_eq!(&back[..n], fdr);
+    /// ```
+    pub fn send_buffer_packed(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
+        self.send_compact::<true>(source, buffer)
+    }
+
+    /// The compact form, with metadata packed if `PACKED`.
+    fn send_compact<const PACKED: bool>(
+        &mut self,
+        source: u32,
+        buffer: &[u8],
+    ) -> Result<(), W::Error> {
         let head = FrameHead {
-            kind: FrameKind::FdrCompact,
+            kind: if PACKED {
+                FrameKind::FdrPacked
+            } else {
+                FrameKind::FdrCompact
+            },
             source,
             seq: self.seq,
         };
         self.seq = self.seq.wrapping_add(1);
-        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
         frame.push(&head.to_bytes());
-        compact_to(buffer, &mut frame);
+        compact_to::<PACKED>(buffer, &mut frame);
         let result = frame.finish();
         self.count(result)
     }
@@ -367,7 +441,8 @@ impl<W: Write> LinkWriter<W> {
             seq: self.seq,
         };
         self.seq = self.seq.wrapping_add(1);
-        let mut frame = Stuffer::new(&mut self.sink, self.resync);
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
         frame.push(&head.to_bytes());
         emit(ev, ticks, &mut frame);
         let result = frame.finish();
@@ -455,7 +530,9 @@ impl<W: Write> LinkWriter<W> {
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
         };
-        let sent = if source.compact {
+        let sent = if source.compact && source.packed {
+            self.send_buffer_packed(source.id, &buffer)
+        } else if source.compact {
             self.send_buffer_compact(source.id, &buffer)
         } else {
             self.send_buffer(source.id, &buffer)
@@ -530,23 +607,40 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// A function record's varints go straight into the current block: none of
     /// their bytes is zero (the first word has an id, so it is not 0; a varint
     /// byte is 0 only for the value 0), so there is nothing to stuff. A zero
-    /// delta, or a block too full for two varints, takes the byte-wise way.
+    /// word or delta, or a block too full for two varints, takes the byte-wise way.
     #[inline(always)]
     fn function(&mut self, word: u32, delta: u32) {
-        let start = self.len + 1;
-        if word == 0 || delta == 0 || start + 2 * VARINT_MAX > self.block.len() {
-            self.push_function_bytes(word, delta);
-            return;
-        }
-        let mid = put_varint(word, &mut self.block, start);
-        let end = put_varint(delta, &mut self.block, mid);
-        for &b in self.block.get(start..end).unwrap_or(&[]) {
-            self.crc.byte(b);
-        }
-        self.len = end - 1;
-        if self.len == 254 {
-            self.end_block();
-            self.after_full = true;
+        let mut bytes = [0u8; 2 * VARINT_MAX];
+        let n = put_varint(word, &mut bytes, 0);
+        let n = put_varint(delta, &mut bytes, n);
+        self.push(bytes.get(..n).unwrap_or(&[]));
+    }
+
+    /// The run of function records at the start of `records`, in one loop with
+    /// the block's end and the check in registers: what almost every byte of a
+    /// buffer is. It stops at a record whose varints could hold a zero byte (a
+    /// word or delta of 0) or might not fit the current block;
+    /// [`function`](Self::function) takes that one.
+    #[inline(never)]
+    fn functions(&mut self, records: &[u8]) -> usize {
+        // SAFETY: every bit pattern is a `u32`, so viewing the aligned middle of
+        // `records` as words is sound; `align_to` gives the prefix before it.
+        let (before, words, _) = unsafe { records.align_to::<u32>() };
+        if before.is_empty() {
+            // Buffers start aligned and records are 8 bytes: word loads (one
+            // instruction a word on a core without unaligned access too).
+            self.function_run(words.chunks_exact(2).map(|record| match *record {
+                [word, delta] => (u32::from_le(word), u32::from_le(delta)),
+                _ => (1, 0),
+            }))
+        } else {
+            // After an event whose payload is not a multiple of 4 bytes.
+            self.function_run(records.chunks_exact(FUNC).map(|record| {
+                match record.first_chunk::<FUNC>() {
+                    Some(record) => function_words(record),
+                    None => (1, 0),
+                }
+            }))
         }
     }
 
@@ -556,131 +650,237 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     }
 }
 
-/// Bytes of finished blocks a [`Stuffer`] gathers before writing them to the sink:
-/// few calls per frame, as with [`CHUNK`].
+/// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
+/// and the delimiter; and a [`WINDOW`] after the code) after at most [`GATHER`]
+/// bytes of finished blocks, so that the current block never has to move.
+const OUT: usize = GATHER + 1 + WINDOW;
+
+/// What the record loop sees of the current block: 256 bytes from its first data
+/// byte, so that an index masked to a byte is within it.
+const WINDOW: usize = 256;
+
+/// Finished blocks a [`Stuffer`] gathers before writing them to the sink: few
+/// calls per frame, as with [`CHUNK`].
 const GATHER: usize = 128;
 
-/// A frame stuffed (COBS) as its bytes come, for payloads made on the fly. The
-/// current block waits in `block` after a reserved code byte, filled in when the
-/// block ends (at a zero, or full at 254 bytes); finished blocks are gathered in
-/// `done` and written [`GATHER`] bytes at a time (a longer block is written as it
-/// is). The CRC follows the bytes. The first sink error ends the frame (nothing
-/// more is written). Nothing is moved within a buffer, which would link a
-/// `memmove` (1.5 KiB on Cortex-M).
+/// A frame stuffed (COBS) as its bytes come, for payloads made on the fly, in
+/// place: the current block's code byte is reserved at `code_at` in `out` and
+/// written when the block ends (at a zero, or full at 254 bytes); its bytes follow
+/// it. Once more than [`GATHER`] bytes of finished blocks are in `out`, they go to
+/// the sink and the next block starts at the front. The CRC follows the bytes. The
+/// first sink error ends the frame (nothing more is written). Nothing is copied
+/// or moved within `out`, which would link a `memmove` (1.5 KiB on Cortex-M).
 struct Stuffer<'w, W: Write> {
     sink: &'w mut W,
-    /// `block[0]` is the code byte, `block[1..=len]` the current block's bytes.
-    block: [u8; 255],
-    len: usize,
-    done: [u8; GATHER],
-    done_len: usize,
+    /// Finished blocks, then the current block: its code byte at `code_at`, its
+    /// bytes at `code_at + 1..w`. Always `code_at <= GATHER` (so
+    /// `code_at + 256 <= OUT`) and `code_at < w <= code_at + 255`. The caller's,
+    /// so that making a `Stuffer` copies none of it.
+    out: &'w mut [u8; OUT],
+    code_at: usize,
+    w: usize,
     /// The last block ended full and nothing came after it.
     after_full: bool,
     crc: crc::Crc32c,
     result: Result<(), W::Error>,
 }
 
+/// Bytes of a function record.
+const FUNC: usize = 8;
+
+/// A function record's two words.
+#[inline(always)]
+fn function_words(record: &[u8; FUNC]) -> (u32, u32) {
+    // Whole arrays, so that a core with unaligned loads reads each with one.
+    let (word, delta) = record.split_at(4);
+    match (word.first_chunk::<4>(), delta.first_chunk::<4>()) {
+        (Some(&word), Some(&delta)) => (u32::from_le_bytes(word), u32::from_le_bytes(delta)),
+        _ => (1, 0),
+    }
+}
+
+impl<W: Write> Stuffer<'_, W> {
+    /// The loop of [`Tokens::functions`] over the records' words, in order: (1, 0),
+    /// which is no function record, ends the run.
+    #[inline(always)]
+    fn function_run(&mut self, mut records: impl ExactSizeIterator<Item = (u32, u32)>) -> usize {
+        // A 256-byte window from the current block's first data byte: an index
+        // masked to a byte needs no check (the block's 254 bytes are within it).
+        let start = self.code_at + 1;
+        let Some(block) = self
+            .out
+            .get_mut(start..start + WINDOW)
+            .and_then(|b| <&mut [u8; WINDOW]>::try_from(b).ok())
+        else {
+            return 0;
+        };
+        // Bytes of the block used so far.
+        let mut at = self.w - start;
+        let mut crc = self.crc;
+        let total = records.len();
+        let mut stopped = false;
+        for (word, delta) in records.by_ref() {
+            if word & 1 != 0 || word == 0 || delta == 0 || at > MAX_RUN - 2 * VARINT_MAX {
+                stopped = true;
+                break;
+            }
+            if (word | delta) < 0x80 {
+                // A byte each: both in one go.
+                block[at % WINDOW] = word as u8;
+                block[(at + 1) % WINDOW] = delta as u8;
+                crc.byte(word as u8);
+                crc.byte(delta as u8);
+                at += 2;
+            } else {
+                at = put_varint_checked(block, at, word, &mut crc);
+                at = put_varint_checked(block, at, delta, &mut crc);
+            }
+        }
+        self.w = start + at;
+        self.crc = crc;
+        if at == MAX_RUN {
+            // A full block (ends no zero).
+            self.end_block(true);
+        }
+        (total - records.len() - usize::from(stopped)) * FUNC
+    }
+}
+
+/// Writes `v` as a varint at `at` (at most 249) in a block window, adding its
+/// bytes to `crc` as they are made; returns the position after it.
+#[inline(always)]
+fn put_varint_checked(
+    block: &mut [u8; WINDOW],
+    mut at: usize,
+    mut v: u32,
+    crc: &mut crc::Crc32c,
+) -> usize {
+    while v >= 0x80 {
+        let b = v as u8 | 0x80;
+        block[at % WINDOW] = b;
+        crc.byte(b);
+        v >>= 7;
+        at += 1;
+    }
+    let b = v as u8;
+    block[at % WINDOW] = b;
+    crc.byte(b);
+    at + 1
+}
+
 impl<'w, W: Write> Stuffer<'w, W> {
-    /// A frame, with a leading delimiter if `lead`.
-    fn new(sink: &'w mut W, lead: bool) -> Self {
+    /// A frame into `out`, with a leading delimiter if `lead`.
+    fn new(sink: &'w mut W, out: &'w mut [u8; OUT], lead: bool) -> Self {
+        // With `lead`, `out[0]` is the leading 0x00.
+        out[0] = 0;
+        let code_at = usize::from(lead);
         Self {
             sink,
-            block: [0; 255],
-            len: 0,
-            // With `lead`, `done[0]` is the leading 0x00.
-            done: [0; GATHER],
-            done_len: usize::from(lead),
+            out,
+            code_at,
+            w: code_at + 1,
             after_full: false,
             crc: crc::Crc32c::new(),
             result: Ok(()),
         }
     }
 
-    #[inline]
+    /// Adds `bytes` to the frame and to the check. One copy, called a few times
+    /// a frame (metadata records, the head), its loop with registers to itself.
+    #[inline(never)]
     fn push(&mut self, bytes: &[u8]) {
-        self.crc.update(bytes);
-        self.stuff(bytes);
+        self.stuff::<true>(bytes);
     }
 
-    #[inline]
-    fn stuff(&mut self, bytes: &[u8]) {
+    /// Stuffs `bytes` (adding them to the check if `CHECK`), in one pass with the
+    /// block in registers.
+    #[inline(always)]
+    fn stuff<const CHECK: bool>(&mut self, bytes: &[u8]) {
+        let mut w = self.w;
+        let mut code_at = self.code_at;
+        let mut crc = self.crc;
         for &b in bytes {
-            if b == 0 {
-                self.end_block();
-                continue;
+            if CHECK {
+                crc.byte(b);
             }
-            self.len += 1;
-            if let Some(slot) = self.block.get_mut(self.len) {
-                *slot = b;
+            if b != 0 {
+                if let Some(slot) = self.out.get_mut(w) {
+                    *slot = b;
+                }
+                w += 1;
+                if w - code_at < 255 {
+                    continue;
+                }
             }
-            if self.len == 254 {
-                self.end_block();
-                self.after_full = true;
+            // The block ends: at a zero (dropped), or full (a code of 255).
+            self.after_full = b != 0;
+            if let Some(code) = self.out.get_mut(code_at) {
+                // 1..=255: fits a byte.
+                *code = (w - code_at) as u8;
             }
+            code_at = w;
+            if code_at > GATHER {
+                self.write_finished(code_at);
+                code_at = 0;
+            }
+            w = code_at + 1;
         }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        if self.result.is_ok() {
-            self.result = self.sink.write_all(bytes);
-        }
-    }
-
-    /// Writes the gathered blocks (borrowing the fields apart: no copy of them).
-    fn write_done(&mut self) {
-        if self.result.is_ok() {
-            self.result = self
-                .sink
-                .write_all(self.done.get(..self.done_len).unwrap_or(&[]));
-        }
-        self.done_len = 0;
+        self.w = w;
+        self.code_at = code_at;
+        self.crc = crc;
     }
 
     /// Ends the current block: its code is its length with the code byte (255 for
-    /// a full block, which implies no zero; below, the zero that ended it).
+    /// a `full` block, which implies no zero; below, the zero that ended it).
     #[inline(never)]
-    fn end_block(&mut self) {
-        self.after_full = false;
-        let n = self.len + 1;
-        self.block[0] = n as u8;
-        self.len = 0;
-        if self.done_len + n > GATHER {
-            self.write_done();
+    fn end_block(&mut self, full: bool) {
+        self.after_full = full;
+        // 1..=255: fits a byte.
+        let n = self.w - self.code_at;
+        if let Some(code) = self.out.get_mut(self.code_at) {
+            *code = n as u8;
         }
-        if n > GATHER {
-            if self.result.is_ok() {
-                self.result = self.sink.write_all(self.block.get(..n).unwrap_or(&[]));
-            }
-        } else if let (Some(dst), Some(src)) = (
-            self.done.get_mut(self.done_len..self.done_len + n),
-            self.block.get(..n),
-        ) {
-            dst.copy_from_slice(src);
-            self.done_len += n;
+        self.code_at = self.w;
+        if self.code_at > GATHER {
+            self.write_finished(self.code_at);
+            self.code_at = 0;
         }
+        self.w = self.code_at + 1;
     }
 
-    /// The slow way for a function record: its varints through [`Stuffer::push`].
+    /// Writes the finished blocks, `out[..end]`, to the sink; the next block
+    /// starts at the front.
     #[inline(never)]
-    fn push_function_bytes(&mut self, word: u32, delta: u32) {
-        let mut bytes = [0u8; 2 * VARINT_MAX];
-        let n = put_varint(word, &mut bytes, 0);
-        let n = put_varint(delta, &mut bytes, n);
-        self.push(bytes.get(..n).unwrap_or(&[]));
+    fn write_finished(&mut self, end: usize) {
+        if self.result.is_ok() {
+            self.result = self.sink.write_all(self.out.get(..end).unwrap_or(&[]));
+        }
     }
 
     /// Appends the CRC, ends the last block (its implied zero dropped), and writes
     /// what is gathered with the delimiter.
     fn finish(mut self) -> Result<(), W::Error> {
         let crc = self.crc.finish().to_le_bytes();
-        self.stuff(&crc);
+        self.stuff::<false>(&crc);
         // A frame that ends with a full block needs no empty last block (as the
         // `cobs` crate encodes it).
-        if !(self.after_full && self.len == 0) {
-            self.end_block();
+        let end = if self.after_full && self.w == self.code_at + 1 {
+            self.code_at
+        } else {
+            // 1..=255: fits a byte.
+            let n = self.w - self.code_at;
+            if let Some(code) = self.out.get_mut(self.code_at) {
+                *code = n as u8;
+            }
+            self.w
+        };
+        // The delimiter: `end <= code_at + 255 < OUT`.
+        if let Some(d) = self.out.get_mut(end) {
+            *d = 0;
         }
-        self.write_done();
-        self.write(&[0]);
+        if self.result.is_ok() {
+            self.result = self.sink.write_all(self.out.get(..=end).unwrap_or(&[]));
+        }
         self.result
     }
 }
