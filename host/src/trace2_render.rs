@@ -390,18 +390,19 @@ fn parse_time(s: &[u8]) -> Option<WallTime> {
     if us.len() != 6
         || !(1..=12).contains(&month)
         || !(1..=31).contains(&day)
-        || h > 23
-        || m > 59
-        || sec > 60
+        || !(0..=23).contains(&h)
+        || !(0..=59).contains(&m)
+        || !(0..=60).contains(&sec)
     {
         return None;
     }
     let micros: u32 = us.parse().ok()?;
     let days = days_from_civil(year, month, day);
-    Some(WallTime::new(
-        days * 86_400 + h * 3600 + m * 60 + sec,
-        micros,
-    ))
+    // A year of many digits makes seconds past i64: not a time git writes.
+    let seconds = days
+        .checked_mul(86_400)?
+        .checked_add(h * 3600 + m * 60 + sec)?;
+    Some(WallTime::new(seconds, micros))
 }
 
 /// The source location git 2.47.3's own targets use for events raised inside
@@ -749,5 +750,23 @@ fn convert_line(
                 out.resize(grown, 0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_git_cannot_write_are_rejected_not_overflowed() {
+        assert!(parse_time(b"2026-11-21T21:55:43.554880Z").is_some());
+        // Found by the trace2_render fuzz target: a 17-digit year overflowed the
+        // seconds (a panic with overflow checks, a wrong time without).
+        assert_eq!(
+            parse_time(b"20111111111111126-11-21T21:55:43.554966Z"),
+            None
+        );
+        assert_eq!(parse_time(b"2026-11-21T-1:55:43.554966Z"), None);
+        assert_eq!(parse_time(b"2026-11-21T21:-5:43.554966Z"), None);
     }
 }
