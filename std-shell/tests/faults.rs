@@ -637,6 +637,11 @@ fn dump_on_signal(test: &str, scenario: &str, sig: i32, flag: bool) {
 fn signalled_child() {
     let flag = std::env::var("FAULTS_FLAG").is_ok_and(|v| v == "1");
     let sig: i32 = std::env::var("FAULTS_SIGNAL").unwrap().parse().unwrap();
+    // A program that does not handle the signal: its default action, whatever
+    // the test runner left (a shell's background job inherits SIGINT ignored,
+    // and flightrec rightly leaves an ignored signal alone).
+    // SAFETY: `signal` with SIG_DFL, before any other thread of this child runs.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
     flightrec::xray::init(
         xray_config(&base(), Mode::FlightRecorder)
             .dump_on_signal(flag)
