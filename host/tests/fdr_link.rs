@@ -15,24 +15,6 @@ use proptest::prelude::*;
 
 const BUFFER: usize = 2048;
 
-/// A link sink that keeps the bytes.
-struct Wire(Vec<u8>);
-
-impl embedded_io::ErrorType for Wire {
-    type Error = core::convert::Infallible;
-}
-
-impl embedded_io::Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
 /// FDR buffers from the writer: function records with the given ids and gaps
 /// (zero gaps, large ones), custom events now and then when `events`.
 fn buffers(calls: &[(u32, u32)], events: bool) -> Vec<Vec<u8>> {
@@ -113,7 +95,7 @@ proptest! {
         verify(&want).unwrap();
         let mut wire_bytes = Vec::new();
         for kind in [FrameKind::FdrBuffer, FrameKind::FdrCompact, FrameKind::FdrPacked] {
-            let mut link = LinkWriter::new(Wire(Vec::new()));
+            let mut link = LinkWriter::new(Vec::new());
             link.send_file_header(1, &header).unwrap();
             for b in &buffers {
                 match kind {
@@ -123,7 +105,7 @@ proptest! {
                 }
                 .unwrap();
             }
-            let wire = link.into_inner().0;
+            let wire = link.into_inner();
             prop_assert_eq!(received(&wire), want.clone(), "{}", kind.name());
             wire_bytes.push(wire.len());
         }

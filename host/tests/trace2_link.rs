@@ -16,24 +16,6 @@ use flightrec_host::collect::Collector;
 use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
 use proptest::prelude::*;
 
-/// A link sink that keeps the bytes.
-struct Wire(Vec<u8>);
-
-impl embedded_io::ErrorType for Wire {
-    type Error = core::convert::Infallible;
-}
-
-impl embedded_io::Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
 /// The interned strings of the tests' "ELF": ids are offsets in this section,
 /// which starts at address 0 behind a NUL (as LLD places it).
 const SECTION: &[u8] =
@@ -155,7 +137,7 @@ impl Ctx {
 
 /// Sends the run over a link; returns the wire bytes.
 fn send(c: &Ctx, r: &Run) -> Vec<u8> {
-    let mut link = LinkWriter::new(Wire(Vec::new()));
+    let mut link = LinkWriter::new(Vec::new());
     let session = Session {
         hz: r.hz,
         sid: c.wire(&r.sid),
@@ -189,7 +171,7 @@ fn send(c: &Ctx, r: &Run) -> Vec<u8> {
             .unwrap();
         });
     }
-    link.into_inner().0
+    link.into_inner()
 }
 
 /// The lines the core's formatters make for the run, as a program that formats
@@ -365,7 +347,7 @@ proptest! {
 /// The QEMU example's events, as its old firmware-formatted lines had them.
 #[test]
 fn the_example_s_events_are_git_s_lines() {
-    let mut link = LinkWriter::new(Wire(Vec::new()));
+    let mut link = LinkWriter::new(Vec::new());
     let hz = 12_500_000;
     let sid = Str::Bytes(b"20250101T000000.000000Z-Hqemu-P00000001");
     link.send_trace2(
@@ -419,7 +401,7 @@ fn the_example_s_events_are_git_s_lines() {
     )
     .unwrap();
     link.send_trace2(0, 9_600_013, &Exit { code: 0 }).unwrap();
-    let (file, problems) = received(&link.into_inner().0);
+    let (file, problems) = received(&link.into_inner());
     assert!(!problems);
     let head = r#"{"event":"#;
     let ctx = r#""sid":"20250101T000000.000000Z-Hqemu-P00000001","thread":"main","time":"1970-01-01T00:00:00.000000Z""#;
@@ -443,7 +425,7 @@ fn the_example_s_events_are_git_s_lines() {
 /// before the session and a payload that is not an event are left out and counted.
 #[test]
 fn what_cannot_be_rendered_is_counted() {
-    let mut link = LinkWriter::new(Wire(Vec::new()));
+    let mut link = LinkWriter::new(Vec::new());
     link.send_trace2(
         3,
         5,
@@ -475,7 +457,7 @@ fn what_cannot_be_rendered_is_counted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace2.txt");
     let mut c = Collector::new(dir.path(), path.clone()).unwrap();
-    let wire = link.into_inner().0;
+    let wire = link.into_inner();
     let mut buf = vec![0u8; 4096];
     let mut dec = FrameDecoder::new(&mut buf);
     let mut rest = &wire[..];

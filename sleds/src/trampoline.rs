@@ -522,15 +522,7 @@ macro_rules! restore_argument_vectors {
 macro_rules! save_all {
     () => {
         concat!(
-            "movq %rdi, 0(%rsp)\n",
-            "movq %rsi, 8(%rsp)\n",
-            "movq %rdx, 16(%rsp)\n",
-            "movq %rcx, 24(%rsp)\n",
-            "movq %r8, 32(%rsp)\n",
-            "movq %r9, 40(%rsp)\n",
-            "movq %rax, 48(%rsp)\n",
-            "movq %r10, 56(%rsp)\n",
-            "movq %r11, 64(%rsp)\n",
+            save_argument_gprs!("movq %r10, 56(%rsp)\nmovq %r11, 64(%rsp)\n"),
             "movaps %xmm0, 80(%rsp)\n",
             "movaps %xmm1, 96(%rsp)\n",
             "movaps %xmm2, 112(%rsp)\n",
@@ -554,15 +546,7 @@ macro_rules! save_all {
 macro_rules! restore_all {
     () => {
         concat!(
-            "movq 0(%rsp), %rdi\n",
-            "movq 8(%rsp), %rsi\n",
-            "movq 16(%rsp), %rdx\n",
-            "movq 24(%rsp), %rcx\n",
-            "movq 32(%rsp), %r8\n",
-            "movq 40(%rsp), %r9\n",
-            "movq 48(%rsp), %rax\n",
-            "movq 56(%rsp), %r10\n",
-            "movq 64(%rsp), %r11\n",
+            restore_argument_gprs!("movq 56(%rsp), %r10\nmovq 64(%rsp), %r11\n"),
             "movaps 80(%rsp), %xmm0\n",
             "movaps 96(%rsp), %xmm1\n",
             "movaps 112(%rsp), %xmm2\n",
