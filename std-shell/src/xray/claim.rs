@@ -60,12 +60,12 @@ impl Drop for ThreadExit {
 }
 
 #[cfg(target_os = "linux")]
-fn current_tid() -> i32 {
+pub(super) fn current_tid() -> i32 {
     // SAFETY: `gettid` has no preconditions.
     unsafe { libc::gettid() }
 }
 #[cfg(not(target_os = "linux"))]
-fn current_tid() -> i32 {
+pub(super) fn current_tid() -> i32 {
     static NEXT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }

@@ -9,9 +9,12 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use flightrec_core::fdr::end::{EndBlock, END_BLOCK_SIZE};
+use flightrec_core::fdr::records::Record;
+use flightrec_core::fdr::ring::LOSS_EVENT_TYPE;
 use flightrec_core::fdr::writer::Walltime;
 use flightrec_core::fdr::{FileHeader, Version};
 
+use super::claim::current_tid;
 use super::config::Mode;
 use super::names::{self, Sink};
 use super::output::{self, incomplete_path, names_path, reason, FdSink, RawFile};
@@ -63,28 +66,72 @@ impl Runtime {
         end.to_bytes(version).unwrap_or([0; END_BLOCK_SIZE])
     }
 
-    /// Streaming: ends the trace with its end block, after the last drain (no
-    /// buffer is written after it). `false` on a write error (its `errno` kept
-    /// for the message). Async-signal-safe.
-    fn end_stream(&self) -> bool {
+    /// Streaming, at the end: writes every buffer left and the end block under
+    /// one hold of the file lock (no buffer is written after the end block).
+    /// `false` on a write error (its `errno` kept for the message), and when the
+    /// file stays locked past `grace_period_ms` (a writer thread stuck in a
+    /// write): then the buffers left are taken out of the rings and their
+    /// records counted as unwritten (`ETIMEDOUT`), never lost in silence.
+    /// Async-signal-safe.
+    fn finish_stream(&self) -> bool {
         let Some((file, _)) = &self.stream else {
-            return true;
+            return self.drain_into(None, true);
         };
         if !self.lock_file() {
-            return true;
+            self.drain_into(None, true);
+            let _ = self.write_errno.compare_exchange(
+                0,
+                libc::ETIMEDOUT,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return false;
         }
-        let end = self.end_block(self.buffers_written.load(Ordering::Relaxed));
-        let ok = match file.write_all(&end) {
-            Ok(()) => true,
-            Err(e) => {
+        let mut ok = self.drain_into(Some(file), true);
+        if ok {
+            let end = self.end_block(self.buffers_written.load(Ordering::Relaxed));
+            if let Err(e) = file.write_all(&end) {
+                ok = false;
                 let _ =
                     self.write_errno
                         .compare_exchange(0, e, Ordering::Relaxed, Ordering::Relaxed);
-                false
             }
-        };
+        }
         self.file_lock.store(false, Ordering::Release);
         ok
+    }
+
+    /// Streaming, before the last drain: asks the writer thread to leave its
+    /// loop and waits until it has, so that the last drain finds the file and
+    /// every ring unlocked. The wait ends `grace_period_ms` after the writer
+    /// last finished a buffer: a writer that is writing a long backlog is
+    /// waited for, one stuck in a write is not. `false` when it did not leave
+    /// (or the caller is the writer thread, in a signal handler).
+    /// Async-signal-safe (atomics, `clock_gettime`, `sched_yield`, one `futex`
+    /// wake).
+    fn stop_writer(&self) -> bool {
+        if !self.writer_active.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.writer_tid.load(Ordering::Relaxed) == current_tid() {
+            return false;
+        }
+        self.writer_stop.store(true, Ordering::Release);
+        wake_writer();
+        let mut seen = self.buffers_written.load(Ordering::Relaxed);
+        let mut deadline = Instant::now() + self.grace();
+        while self.writer_active.load(Ordering::Acquire) {
+            let now = Instant::now();
+            let written = self.buffers_written.load(Ordering::Relaxed);
+            if written != seen {
+                seen = written;
+                deadline = now + self.grace();
+            } else if now >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        true
     }
 
     /// Takes the file lock, spinning at most `grace_period_ms`; `false` when it
@@ -132,21 +179,37 @@ impl Runtime {
     pub(crate) fn drain(&self) -> bool {
         let Some((file, _)) = &self.stream else {
             // no_file_flush: take the buffers and discard them.
-            return self.drain_into(None);
+            return self.drain_into(None, false);
         };
         if !self.lock_file() {
+            // The lock's holder is draining: what this drain would write, it
+            // writes (the last drain is `finish_stream`'s, which does not give up
+            // in silence).
             return true;
         }
-        let ok = self.drain_into(Some(file));
+        let ok = self.drain_into(Some(file), false);
         self.file_lock.store(false, Ordering::Release);
         ok
     }
 
-    fn drain_into(&self, file: Option<&RawFile>) -> bool {
+    /// Writes the finished buffers of every ring to `file`, or (no file)
+    /// takes them out and counts their records as unwritten. A ring whose lock
+    /// is held is skipped, except by the `last` drain, which waits for it up to
+    /// `grace_period_ms`.
+    fn drain_into(&self, file: Option<&RawFile>, last: bool) -> bool {
         let mut ok = true;
+        let deadline = Instant::now() + self.grace();
         for r in self.pool.rings.iter() {
             let s = r.state.load(Ordering::Acquire);
-            if s == FREE || !r.try_lock() {
+            if s == FREE {
+                continue;
+            }
+            let locked = if last {
+                r.lock_until(deadline)
+            } else {
+                r.try_lock()
+            };
+            if !locked {
                 continue;
             }
             let s = r.state.load(Ordering::Acquire);
@@ -174,8 +237,11 @@ impl Runtime {
                             }
                         }
                     }
-                    if ok {
+                    if ok && file.is_some() {
                         self.buffers_written.fetch_add(1, Ordering::Relaxed);
+                    } else if self.stream.is_some() {
+                        self.records_unwritten
+                            .fetch_add(records_in(&buf), Ordering::Relaxed);
                     }
                 }
                 if s == ORPHAN && cons.pending() == 0 {
@@ -344,13 +410,23 @@ impl Runtime {
     pub(super) fn dump_streaming(&self, finish: bool) -> Result<Option<PathBuf>, Error> {
         {
             let paused = self.pause(finish).ok_or(Error::Busy)?;
+            if finish {
+                // Recording has stopped; what the writer is writing now is the
+                // last of it, and the rings must be free for `flush_all`.
+                self.stop_writer();
+            }
             self.flush_all(&paused);
         }
         let Some((_, path)) = &self.stream else {
             self.drain();
             return Ok(None);
         };
-        if self.broken.load(Ordering::Relaxed) || !self.drain() || (finish && !self.end_stream()) {
+        let written = if finish {
+            self.finish_stream()
+        } else {
+            self.drain()
+        };
+        if self.broken.load(Ordering::Relaxed) || !written {
             self.stream_failed();
             return Err(Error::Io(format!(
                 "cannot write '{}': {}",
@@ -416,9 +492,10 @@ impl Runtime {
                 path
             }
             Mode::Streaming => {
+                self.stop_writer();
                 self.flush_all(&paused);
                 drop(paused);
-                if self.broken.load(Ordering::Relaxed) || !self.drain() || !self.end_stream() {
+                if self.broken.load(Ordering::Relaxed) || !self.finish_stream() {
                     // Says where and why, once.
                     return self.stream_failed();
                 }
@@ -439,6 +516,26 @@ impl Runtime {
             b"'\n",
         ]);
     }
+}
+
+/// The records a user recorded in an FDR buffer: function records and events,
+/// not the runtime's own loss markers. Stops at the first record that does not
+/// parse (a buffer's unused tail).
+fn records_in(buffer: &[u8]) -> u64 {
+    let mut n = 0;
+    let mut at = 0;
+    while let Some(rest) = buffer.get(at..) {
+        let Ok((record, len)) = Record::parse(Version::V5, rest) else {
+            break;
+        };
+        match record {
+            Record::Function { .. } | Record::CustomEvent { .. } => n += 1,
+            Record::TypedEvent { event_type, .. } if event_type != LOSS_EVENT_TYPE => n += 1,
+            _ => {}
+        }
+        at += len;
+    }
+    n
 }
 
 /// The line a fatal-signal dump prints when it cannot write `path`.
@@ -495,12 +592,20 @@ pub(super) fn wake_writer() {
 /// ([`wake_writer`]) and at least every `flush_interval_ms`, which also picks up
 /// the partly filled buffers of threads that exited.
 pub(super) fn writer_loop(rt: &'static Runtime) {
+    /// Says the writer has left its loop, however it leaves.
+    struct Leaving(&'static Runtime);
+    impl Drop for Leaving {
+        fn drop(&mut self) {
+            self.0.writer_active.store(false, Ordering::Release);
+        }
+    }
+    let _leaving = Leaving(rt);
     let interval = Duration::from_millis(u64::from(rt.config.flush_interval_ms));
     let mut names_written = 0;
+    rt.writer_tid.store(current_tid(), Ordering::Relaxed);
     let _ = WRITER.set(std::thread::current());
     loop {
-        let s = STATE.load(Ordering::Acquire);
-        if s == FINISHED {
+        if STATE.load(Ordering::Acquire) == FINISHED || rt.writer_stop.load(Ordering::Acquire) {
             return;
         }
         if !rt.drain() {
@@ -521,5 +626,138 @@ pub(crate) fn dump() -> Result<Option<PathBuf>, Error> {
     match rt.config.mode {
         Mode::FlightRecorder => rt.dump_flight_recorder(),
         Mode::Streaming => rt.dump_streaming(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+    use flightrec_core::fdr::writer::WriterConfig;
+    use flightrec_core::fdr::{FunctionAction, FunctionId};
+
+    use super::super::clock;
+    use super::super::config::{Config, Mode};
+    use super::super::output::RawFile;
+    use super::super::pool::{Pool, LIVE};
+    use super::super::runtime::Runtime;
+    use super::{writer_loop, END_BLOCK_SIZE};
+
+    /// A streaming runtime (not installed) writing to a file in `dir`, with one
+    /// live ring of two 256-byte buffers holding `pairs` enter/exit pairs, the
+    /// last buffer published (as `flush_all` would).
+    fn streaming_runtime(dir: &std::path::Path, pairs: usize) -> &'static Runtime {
+        let config = Config {
+            mode: Mode::Streaming,
+            grace_period_ms: 50,
+            ..Config::default()
+        };
+        let pool = Pool::new(1, 2, 256).unwrap();
+        let prefix = format!("{}/t.", dir.display());
+        let stream = RawFile::create_unique(&prefix).unwrap();
+        let frequency = clock::measure_frequency();
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime {
+            stream: Some(stream),
+            ..Runtime::new(config, frequency, pool, Policy::Streaming)
+        }));
+        let (ring, _) = rt.pool.take(false).unwrap();
+        let cfg = RecorderConfig::new(WriterConfig::new(7), frequency.hz.get());
+        // SAFETY: the ring is locked and free.
+        unsafe { ring.assign(Policy::Streaming, cfg, None) };
+        ring.state.store(LIVE, Ordering::Release);
+        // SAFETY: locked, no owner thread.
+        let rec = unsafe { ring.recorder() }.unwrap();
+        let id = FunctionId::new(3).unwrap();
+        for _ in 0..pairs {
+            rec.function(FunctionAction::Enter, id, clock::now())
+                .unwrap();
+            rec.function(FunctionAction::Exit, id, clock::now())
+                .unwrap();
+        }
+        rec.flush();
+        ring.unlock();
+        rt
+    }
+
+    fn trace_len(rt: &Runtime) -> u64 {
+        std::fs::metadata(&rt.stream.as_ref().unwrap().1)
+            .unwrap()
+            .len()
+    }
+
+    #[test]
+    fn the_last_drain_writes_every_buffer_and_the_end_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = streaming_runtime(dir.path(), 10);
+        assert!(rt.finish_stream());
+        assert_eq!(rt.buffers_written.load(Ordering::Relaxed), 1);
+        assert_eq!(rt.stats().records_unwritten, 0);
+        let trace = std::fs::read(&rt.stream.as_ref().unwrap().1).unwrap();
+        let (buffer, end) = trace.split_at(trace.len() - END_BLOCK_SIZE);
+        assert_eq!(super::records_in(buffer), 20, "the buffer, whole");
+        assert_eq!(end[0] & 1, 1, "then the end block's metadata records");
+        assert_eq!(super::records_in(end), 0);
+    }
+
+    #[test]
+    fn a_file_held_past_the_grace_period_counts_what_it_could_not_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = streaming_runtime(dir.path(), 10);
+        // A writer thread stuck in a write holds the file lock.
+        rt.file_lock.store(true, Ordering::Release);
+        let start = Instant::now();
+        assert!(
+            !rt.finish_stream(),
+            "the last drain did not write the trace"
+        );
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert_eq!(rt.write_errno.load(Ordering::Relaxed), libc::ETIMEDOUT);
+        let stats = rt.stats();
+        assert_eq!((stats.records_unwritten, stats.records_dropped), (20, 20));
+        assert_eq!(stats.buffers_written, 0);
+        assert_eq!(
+            trace_len(rt),
+            0,
+            "nothing written while another holds the file"
+        );
+    }
+
+    #[test]
+    fn stopping_the_writer_waits_for_it_to_leave_and_not_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = streaming_runtime(dir.path(), 3);
+        rt.writer_active.store(true, Ordering::Release);
+        let writer = std::thread::spawn(move || writer_loop(rt));
+        assert!(rt.stop_writer(), "the writer leaves its loop when asked");
+        writer.join().unwrap();
+        assert!(!rt.writer_active.load(Ordering::Acquire));
+        assert!(rt.finish_stream());
+        assert_eq!(rt.buffers_written.load(Ordering::Relaxed), 1);
+
+        // A writer that never leaves (stuck in a write) is given up on after
+        // the grace period, since it finishes no buffer meanwhile.
+        let rt = streaming_runtime(dir.path(), 3);
+        rt.writer_active.store(true, Ordering::Release);
+        let start = Instant::now();
+        assert!(!rt.stop_writer());
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+    }
+
+    #[test]
+    fn records_in_counts_what_a_user_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = streaming_runtime(dir.path(), 4);
+        let ring = &rt.pool.rings[0];
+        assert!(ring.try_lock());
+        // SAFETY: locked.
+        let cons = unsafe { ring.consumer() }.unwrap();
+        let buf = cons.pop().unwrap();
+        assert_eq!(super::records_in(&buf), 8);
+        assert_eq!(super::records_in(&buf[..40]), 0, "header records only");
+        assert_eq!(super::records_in(&[]), 0);
     }
 }

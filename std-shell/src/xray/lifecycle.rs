@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,7 +18,7 @@ use super::output::{self, incomplete_path, names_path, reason, RawFile};
 use super::pool::Pool;
 use super::runtime::{install, runtime, Runtime, Stats};
 use super::signal;
-use super::state::{PauseProtocol, ARMED, FINISHED, RECORDING, STATE};
+use super::state::{ARMED, FINISHED, RECORDING, STATE};
 use super::Error;
 
 /// Serialises `init`.
@@ -112,36 +112,17 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     }
     let stream_c = stream.as_ref().and_then(|(_, p)| output::c_path(p));
     let rt = Runtime {
-        frequency,
-        pool,
-        policy,
-        pid: std::process::id() as i32,
         threshold_ticks,
         epoch,
         epoch_tsc,
         header,
-        pause_protocol: PauseProtocol::new(),
-        file_lock: AtomicBool::new(false),
         stream,
         fatal_path,
         stream_names,
         fatal_names,
-        broken: AtomicBool::new(false),
-        write_errno: AtomicI32::new(0),
-        names_broken: AtomicBool::new(false),
         stream_c,
         incomplete,
-        shut_down: AtomicBool::new(false),
-        orphan_seq: AtomicU64::new(0),
-        threads: AtomicU64::new(0),
-        threads_without_ring: AtomicU64::new(0),
-        records_without_ring: AtomicU64::new(0),
-        records_paused: AtomicU64::new(0),
-        retired_dropped: AtomicU64::new(0),
-        buffers_written: AtomicU64::new(0),
-        retired_overwritten: AtomicU64::new(0),
-        rings_recycled: AtomicU64::new(0),
-        config,
+        ..Runtime::new(config, frequency, pool, policy)
     };
     let rt = install(rt).ok_or(Error::AlreadyInitialized)?;
     if rt.config.verbosity >= 1 {
@@ -160,10 +141,14 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
         }
     }
     if rt.config.mode == Mode::Streaming {
+        // Active from before the thread runs, so that a shutdown right after
+        // `init` waits for it to start and leave.
+        rt.writer_active.store(true, Ordering::Release);
         let spawned = std::thread::Builder::new()
             .name("flightrec-xray-writer".into())
             .spawn(move || writer_loop(rt));
         if let Err(e) = spawned {
+            rt.writer_active.store(false, Ordering::Release);
             rt.disable(&format!("cannot start the writer thread: {e}"));
             return Err(Error::Io(format!("cannot start the writer thread: {e}")));
         }
@@ -305,11 +290,12 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
             }
         }
         eprintln!(
-            "XRay: flightrec: {} threads, {} records dropped ({} without a ring, {} while paused), {} buffers overwritten",
+            "XRay: flightrec: {} threads, {} records dropped ({} without a ring, {} while paused, {} unwritten at the end), {} buffers overwritten",
             stats.threads,
             stats.records_dropped,
             stats.records_without_ring,
             stats.records_paused,
+            stats.records_unwritten,
             stats.buffers_overwritten
         );
     }

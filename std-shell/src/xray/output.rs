@@ -251,6 +251,9 @@ pub(crate) fn last_errno() -> i32 {
 
 /// The C library's text for `errno`, without Rust's " (os error N)".
 pub(crate) fn reason(errno: i32) -> String {
+    if errno == libc::ETIMEDOUT {
+        return String::from_utf8_lossy(reason_static(errno)).into_owned();
+    }
     let s = io::Error::from_raw_os_error(errno).to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -272,6 +275,9 @@ pub(crate) fn reason_static(errno: i32) -> &'static [u8] {
         libc::ENOTDIR => b"Not a directory",
         libc::EEXIST => b"File exists",
         libc::EMFILE | libc::ENFILE => b"Too many open files",
+        // What `finish_stream` records when the writer thread did not let go of
+        // the file.
+        libc::ETIMEDOUT => b"the writer thread did not finish a write within grace_period_ms",
         _ => b"write error",
     }
 }

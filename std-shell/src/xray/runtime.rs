@@ -67,6 +67,10 @@ pub struct Stats {
     /// Of those, records attempted while a dump or flush paused recording, or from
     /// a signal handler that interrupted a record on the same thread.
     pub records_paused: u64,
+    /// Of those, records in buffers that streaming's last drain could not write
+    /// because the writer thread was stuck in a write for longer than
+    /// `grace_period_ms`.
+    pub records_unwritten: u64,
     /// Buffers written to files.
     pub buffers_written: u64,
     /// Flight recorder: buffers overwritten by newer ones before a dump.
@@ -88,6 +92,13 @@ pub(crate) struct Runtime {
     pub(super) pause_protocol: PauseProtocol,
     /// Held while writing the streaming file.
     pub(super) file_lock: AtomicBool,
+    /// Streaming: the writer thread was started and has not left its loop.
+    pub(super) writer_active: AtomicBool,
+    /// Streaming: asks the writer thread to leave its loop (the last drain is
+    /// the shutdown's).
+    pub(super) writer_stop: AtomicBool,
+    /// Streaming: the writer thread's id (0 before it runs).
+    pub(super) writer_tid: AtomicI32,
     /// Streaming: the open trace and its path.
     pub(super) stream: Option<(RawFile, PathBuf)>,
     /// Flight recorder: the name a fatal-signal dump will create (not yet created).
@@ -114,6 +125,7 @@ pub(crate) struct Runtime {
     pub(super) threads_without_ring: AtomicU64,
     pub(super) records_without_ring: AtomicU64,
     pub(super) records_paused: AtomicU64,
+    pub(super) records_unwritten: AtomicU64,
     pub(super) retired_dropped: AtomicU64,
     pub(super) buffers_written: AtomicU64,
     pub(super) retired_overwritten: AtomicU64,
@@ -132,6 +144,47 @@ pub(super) fn install(rt: Runtime) -> Option<&'static Runtime> {
 }
 
 impl Runtime {
+    /// A runtime for `config` over `pool` with no files and every counter at zero;
+    /// `init` fills in the rest with struct-update syntax.
+    pub(super) fn new(config: Config, frequency: Frequency, pool: Pool, policy: Policy) -> Self {
+        Self {
+            config,
+            frequency,
+            pool,
+            policy,
+            pid: std::process::id() as i32,
+            threshold_ticks: 0,
+            epoch: Walltime::default(),
+            epoch_tsc: 0,
+            header: [0; HEADER_SIZE],
+            pause_protocol: PauseProtocol::new(),
+            file_lock: AtomicBool::new(false),
+            writer_active: AtomicBool::new(false),
+            writer_stop: AtomicBool::new(false),
+            writer_tid: AtomicI32::new(0),
+            stream: None,
+            fatal_path: None,
+            stream_names: None,
+            fatal_names: None,
+            broken: AtomicBool::new(false),
+            write_errno: AtomicI32::new(0),
+            names_broken: AtomicBool::new(false),
+            stream_c: None,
+            incomplete: None,
+            shut_down: AtomicBool::new(false),
+            orphan_seq: AtomicU64::new(0),
+            threads: AtomicU64::new(0),
+            threads_without_ring: AtomicU64::new(0),
+            records_without_ring: AtomicU64::new(0),
+            records_paused: AtomicU64::new(0),
+            records_unwritten: AtomicU64::new(0),
+            retired_dropped: AtomicU64::new(0),
+            buffers_written: AtomicU64::new(0),
+            retired_overwritten: AtomicU64::new(0),
+            rings_recycled: AtomicU64::new(0),
+        }
+    }
+
     pub(super) fn grace(&self) -> Duration {
         Duration::from_millis(u64::from(self.config.grace_period_ms))
     }
@@ -165,15 +218,18 @@ impl Runtime {
         }
         let without = self.records_without_ring.load(Ordering::Relaxed);
         let paused = self.records_paused.load(Ordering::Relaxed);
+        let unwritten = self.records_unwritten.load(Ordering::Relaxed);
         Stats {
             threads: self.threads.load(Ordering::Relaxed),
             threads_without_ring: self.threads_without_ring.load(Ordering::Relaxed),
             records_dropped: self.retired_dropped.load(Ordering::Relaxed)
                 + ring_dropped
                 + without
-                + paused,
+                + paused
+                + unwritten,
             records_without_ring: without,
             records_paused: paused,
+            records_unwritten: unwritten,
             buffers_written: self.buffers_written.load(Ordering::Relaxed),
             buffers_overwritten: overwritten + self.retired_overwritten.load(Ordering::Relaxed),
             rings_recycled: self.rings_recycled.load(Ordering::Relaxed),
