@@ -58,4 +58,5 @@ pub mod fdr;
 pub mod global;
 pub mod link;
 pub mod names;
+pub mod sled_map;
 pub mod trace2;

@@ -101,7 +101,7 @@ pub fn sleds() -> Result<&'static SledMap, Error> {
         Some((bytes, base)) => SledMap::parse(bytes, base),
     })
     .as_ref()
-    .map_err(|e| Error::Map(e.clone()))
+    .map_err(|e| Error::Map(*e))
 }
 
 /// [`sleds`], reporting a problem on stderr the first time.

@@ -4,7 +4,8 @@
 //! Code built with `-Zinstrument-xray=always` (or `clang -fxray-instrument`)
 //! starts every function with a 32-byte sled, `b #32` over seven `nop`s, and has
 //! one before every return and tail call; the `xray_instr_map` section lists them.
-//! [`SledMap`] reads that list and gives each function the id `llvm-xray` gives it
+//! [`SledMap`] (the core's reader, `flightrec_core::sled_map`, re-exported)
+//! reads that list and gives each function the id `llvm-xray` gives it
 //! (so `llvm-xray account -m firmware.elf` names the functions of a trace);
 //! [`patch`] rewrites the sleds to call this crate's trampolines, which call the
 //! [`Handler`] installed with [`set_handler`] with the function id and the kind.
@@ -32,13 +33,12 @@
 #![no_std]
 
 pub mod encode;
-pub mod map;
 
 #[cfg(all(target_arch = "aarch64", target_os = "none"))]
 mod runtime;
 
 pub use encode::PatchError;
-pub use map::{MapError, Sled, SledKind, SledMap, ENTRY_SIZE};
+pub use flightrec_core::sled_map::{MapError, Sled, SledKind, SledMap, ENTRY_SIZE};
 #[cfg(all(target_arch = "aarch64", target_os = "none"))]
 pub use runtime::{patch, set_handler, unpatch};
 

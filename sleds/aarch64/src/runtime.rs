@@ -14,8 +14,8 @@ use core::arch::{asm, global_asm};
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use crate::encode::{self, PatchError, B_OVER_SLED, SLED_WORDS};
-use crate::map::{Sled, SledKind, SledMap};
 use crate::Handler;
+use crate::{Sled, SledKind, SledMap};
 
 /// The installed handler, or null.
 static HANDLER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());

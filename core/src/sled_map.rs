@@ -1,10 +1,17 @@
-//! The instrumentation map (`xray_instr_map`), read in place without allocating.
+//! The XRay instrumentation map (`xray_instr_map`), read in place without
+//! allocating: the one reader of it, for the desktop sled runtime
+//! (`flightrec-sleds`) and the bare-metal one (`flightrec-sleds-aarch64`).
 //!
-//! One 32-byte entry per sled (compiler-rt's `XRaySledEntry`): the sled's
-//! address, its function's address, the kind, an "always instrument" flag and the
-//! version. From version 2 on both addresses are relative to the field holding
-//! them. Function ids follow `llvm-xray`'s `InstrumentationMap`: walking the
-//! entries in order, a new id (from 1) starts whenever the function changes.
+//! The compiler writes one 32-byte entry per sled (compiler-rt's
+//! `XRaySledEntry`): the sled's address, its function's address, the kind, an
+//! "always instrument" flag and the entry's version. From version 2 on both
+//! addresses are relative to the field that holds them (position-independent
+//! code needs no relocations); before, they are absolute.
+//!
+//! Function ids follow `llvm-xray`'s `InstrumentationMap`: walking the entries
+//! in order, a new id (from 1) starts whenever the function differs from the
+//! one before. Giving ids the same way lets `llvm-xray account -m ./binary`
+//! name every function of a trace with no names file.
 
 use core::fmt;
 
@@ -17,7 +24,7 @@ pub const MAX_VERSION: u8 = 2;
 /// What a sled marks (compiler-rt's `XRayEntryType` numbering).
 ///
 /// ```
-/// use flightrec_sleds_aarch64::SledKind;
+/// use flightrec_core::sled_map::SledKind;
 /// assert_eq!(SledKind::from_byte(1), Some(SledKind::Exit));
 /// assert_eq!(SledKind::from_byte(9), None);
 /// ```
@@ -50,21 +57,39 @@ impl SledKind {
             _ => return None,
         })
     }
+
+    /// The entry's kind byte: the inverse of [`from_byte`](Self::from_byte).
+    ///
+    /// ```
+    /// use flightrec_core::sled_map::SledKind;
+    /// assert_eq!(SledKind::TailExit.to_byte(), 2);
+    /// assert_eq!(SledKind::from_byte(SledKind::TypedEvent.to_byte()), Some(SledKind::TypedEvent));
+    /// ```
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Self::Entry => 0,
+            Self::Exit => 1,
+            Self::TailExit => 2,
+            Self::LogArgsEntry => 3,
+            Self::CustomEvent => 4,
+            Self::TypedEvent => 5,
+        }
+    }
 }
 
 /// One sled: where it is, what it marks, and its function's id.
 ///
 /// ```
-/// use flightrec_sleds_aarch64::{Sled, SledKind, SledMap, ENTRY_SIZE};
+/// use flightrec_core::sled_map::{Sled, SledKind, SledMap, ENTRY_SIZE};
 /// let mut entry = [0u8; ENTRY_SIZE];
 /// entry[0..8].copy_from_slice(&0x1020u64.to_le_bytes());
 /// entry[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
 /// entry[16] = 1; // exit
 /// entry[18] = 1; // version 1: absolute addresses
 /// let map = SledMap::parse(&entry, 0)?;
-/// let want = Sled { address: 0x1020, function: 0x1000, kind: SledKind::Exit, function_id: 1 };
+/// let want = Sled { address: 0x1020, function: 0x1000, kind: SledKind::Exit, function_id: 1, version: 1 };
 /// assert_eq!(map.iter().next(), Some(want));
-/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// # Ok::<(), flightrec_core::sled_map::MapError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sled {
@@ -76,12 +101,46 @@ pub struct Sled {
     pub kind: SledKind,
     /// The function's id (1-based, `llvm-xray`'s numbering).
     pub function_id: u32,
+    /// The map entry's version (0 to [`MAX_VERSION`]): custom event sleds of
+    /// version 0 are longer than later ones.
+    pub version: u8,
+}
+
+impl Sled {
+    /// The map entry for this sled as the compiler writes it, the entry being
+    /// at address `at` (version 2 and later store addresses relative to their
+    /// field; earlier versions, absolute). The function id is not stored: the
+    /// reader gives it. The inverse of reading one entry with [`SledMap`].
+    ///
+    /// ```
+    /// use flightrec_core::sled_map::{Sled, SledKind, SledMap};
+    /// let sled = Sled { address: 0x420, function: 0x400, kind: SledKind::Exit, function_id: 1, version: 2 };
+    /// let entry = sled.to_entry(0x9000);
+    /// assert_eq!(SledMap::parse(&entry, 0x9000)?.iter().next(), Some(sled));
+    /// # Ok::<(), flightrec_core::sled_map::MapError>(())
+    /// ```
+    pub fn to_entry(&self, at: usize) -> [u8; ENTRY_SIZE] {
+        let (address, function) = if self.version >= 2 {
+            (
+                self.address.wrapping_sub(at),
+                self.function.wrapping_sub(at.wrapping_add(8)),
+            )
+        } else {
+            (self.address, self.function)
+        };
+        let mut e = [0u8; ENTRY_SIZE];
+        e[0..8].copy_from_slice(&(address as u64).to_le_bytes());
+        e[8..16].copy_from_slice(&(function as u64).to_le_bytes());
+        e[16] = self.kind.to_byte();
+        e[18] = self.version;
+        e
+    }
 }
 
 /// Why the map cannot be used.
 ///
 /// ```
-/// use flightrec_sleds_aarch64::{map::MAX_VERSION, MapError, SledMap, ENTRY_SIZE};
+/// use flightrec_core::sled_map::{MapError, SledMap, ENTRY_SIZE, MAX_VERSION};
 /// assert_eq!(SledMap::parse(&[], 0).unwrap_err(), MapError::NoSleds);
 /// assert_eq!(SledMap::parse(&[0; 40], 0).unwrap_err(), MapError::Truncated(40));
 /// let mut entry = [0u8; ENTRY_SIZE];
@@ -114,14 +173,17 @@ pub enum MapError {
 impl fmt::Display for MapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MapError::NoSleds => f.write_str("no XRay sleds (xray_instr_map is empty)"),
+            MapError::NoSleds => f.write_str(
+                "no XRay sleds: the xray_instr_map section is empty or missing (build with \
+                 `clang -fxray-instrument` or `rustc -Zinstrument-xray=always`)",
+            ),
             MapError::Truncated(n) => write!(
                 f,
-                "xray_instr_map has {n} bytes, not a multiple of {ENTRY_SIZE}"
+                "the xray_instr_map section has {n} bytes, not a multiple of {ENTRY_SIZE}"
             ),
             MapError::UnknownVersion { index, version } => write!(
                 f,
-                "XRay sled entry {index} has version {version}; known: 0 to {MAX_VERSION}"
+                "XRay sled entry {index} has version {version}; this runtime knows versions 0 to {MAX_VERSION}"
             ),
             MapError::UnknownKind { index, kind } => {
                 write!(f, "XRay sled entry {index} has unknown kind {kind}")
@@ -135,7 +197,7 @@ impl core::error::Error for MapError {}
 /// A checked instrumentation map: its bytes and the address they are mapped at.
 ///
 /// ```
-/// use flightrec_sleds_aarch64::{SledKind, SledMap, ENTRY_SIZE};
+/// use flightrec_core::sled_map::{SledKind, SledMap, ENTRY_SIZE};
 /// // Version-2 entries at 0x9000: entry and exit sleds of a function at 0x400.
 /// let mut bytes = [0u8; 2 * ENTRY_SIZE];
 /// for (i, (sled, kind)) in [(0x400u64, 0u8), (0x420, 1)].into_iter().enumerate() {
@@ -152,7 +214,7 @@ impl core::error::Error for MapError {}
 /// assert_eq!(map.max_function_id(), 1);
 /// let exit = map.iter().nth(1).unwrap();
 /// assert_eq!((exit.address, exit.kind, exit.function_id), (0x420, SledKind::Exit, 1));
-/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// # Ok::<(), flightrec_core::sled_map::MapError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct SledMap<'a> {
@@ -168,7 +230,7 @@ impl<'a> SledMap<'a> {
         if bytes.is_empty() {
             return Err(MapError::NoSleds);
         }
-        if !bytes.len().is_multiple_of(ENTRY_SIZE) {
+        if bytes.len() % ENTRY_SIZE != 0 {
             return Err(MapError::Truncated(bytes.len()));
         }
         for (index, e) in bytes.chunks_exact(ENTRY_SIZE).enumerate() {
@@ -195,7 +257,7 @@ impl<'a> SledMap<'a> {
     /// # Safety
     /// The firmware's linker script must define both symbols around the
     /// `xray_instr_map` section, which nothing writes.
-    #[cfg(all(target_arch = "aarch64", target_os = "none"))]
+    #[cfg(target_os = "none")]
     pub unsafe fn from_linker() -> Result<SledMap<'static>, MapError> {
         extern "C" {
             static __start_xray_instr_map: u8;
@@ -239,7 +301,7 @@ impl<'a> SledMap<'a> {
 /// The sleds of a [`SledMap`], in map order (from [`SledMap::iter`]).
 ///
 /// ```
-/// use flightrec_sleds_aarch64::{SledMap, ENTRY_SIZE};
+/// use flightrec_core::sled_map::{SledMap, ENTRY_SIZE};
 /// // Version 1, functions A, B, A: A again after B gets a new id.
 /// let mut bytes = [0u8; 3 * ENTRY_SIZE];
 /// for (i, f) in [0xa0u64, 0xb0, 0xa0].into_iter().enumerate() {
@@ -248,7 +310,7 @@ impl<'a> SledMap<'a> {
 /// }
 /// let ids: Vec<u32> = SledMap::parse(&bytes, 0)?.iter().map(|s| s.function_id).collect();
 /// assert_eq!(ids, [1, 2, 3]);
-/// # Ok::<(), flightrec_sleds_aarch64::MapError>(())
+/// # Ok::<(), flightrec_core::sled_map::MapError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Sleds<'a> {
@@ -271,7 +333,8 @@ impl Iterator for Sleds<'_> {
             u64::from_le_bytes(w) as usize
         };
         let (raw_address, raw_function) = (word(0), word(8));
-        let (address, function) = if e[18] >= 2 {
+        let version = e[18];
+        let (address, function) = if version >= 2 {
             (
                 entry_at.wrapping_add(raw_address),
                 entry_at.wrapping_add(8).wrapping_add(raw_function),
@@ -289,6 +352,121 @@ impl Iterator for Sleds<'_> {
             // `parse` checked every kind byte.
             kind: SledKind::from_byte(e[16]).unwrap_or(SledKind::CustomEvent),
             function_id: self.id,
+            version,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry with these raw fields: absolute addresses written as they are,
+    /// then the kind and version bytes set as given (known or not).
+    fn entry(address: usize, function: usize, kind: u8, version: u8) -> [u8; ENTRY_SIZE] {
+        let (kind_byte, version_byte) = (kind, version);
+        let (kind, function_id, version) = (SledKind::Entry, 0, 1);
+        let mut e = Sled {
+            address,
+            function,
+            kind,
+            function_id,
+            version,
+        }
+        .to_entry(0);
+        e[16] = kind_byte;
+        e[18] = version_byte;
+        e
+    }
+
+    #[test]
+    fn ids_follow_changes_of_function_like_llvm_xray() {
+        // Absolute (version 1) entries: functions A, A, B, B, A (A again after B
+        // gets a new id, as in llvm-xray's walk).
+        let entries = [
+            entry(0x10, 0xa0, 0, 1),
+            entry(0x20, 0xa0, 1, 1),
+            entry(0x30, 0xb0, 0, 1),
+            entry(0x40, 0xb0, 2, 1),
+            entry(0x50, 0xa0, 1, 1),
+        ];
+        let bytes = entries.as_flattened();
+        let map = SledMap::parse(bytes, 0x9999).unwrap();
+        let mut ids = [0u32; 5];
+        for (id, s) in ids.iter_mut().zip(map.iter()) {
+            *id = s.function_id;
+        }
+        assert_eq!(ids, [1, 1, 2, 2, 3]);
+        assert_eq!(map.max_function_id(), 3);
+        assert_eq!(map.len(), 5);
+        let fourth = map.iter().nth(3).unwrap();
+        assert_eq!(
+            (fourth.kind, fourth.address, fourth.version),
+            (SledKind::TailExit, 0x40, 1)
+        );
+    }
+
+    #[test]
+    fn version_2_addresses_count_from_their_own_field() {
+        let base = 0x7000usize;
+        let e1_at = base + ENTRY_SIZE;
+        let (sled, func) = (0x1234usize, 0x1200usize);
+        let entries = [
+            entry(0, 0, 0, 2),
+            // Raw fields worked out by hand, not by `to_entry`.
+            entry(sled.wrapping_sub(e1_at), func.wrapping_sub(e1_at + 8), 1, 2),
+        ];
+        let map = SledMap::parse(entries.as_flattened(), base).unwrap();
+        let mut it = map.iter();
+        assert_eq!(it.next().unwrap().address, base);
+        let second = it.next().unwrap();
+        assert_eq!((second.address, second.function), (sled, func));
+    }
+
+    #[test]
+    fn entries_written_read_back_the_same() {
+        let base = 0xffff_8000_0000_1000usize;
+        for version in 0..=MAX_VERSION {
+            for (i, (address, function)) in
+                [(0x10usize, 0x8usize), (base, base - 0x40), (0, usize::MAX)]
+                    .into_iter()
+                    .enumerate()
+            {
+                let kind = SledKind::from_byte(i as u8).unwrap();
+                let sled = Sled {
+                    address,
+                    function,
+                    kind,
+                    function_id: 1,
+                    version,
+                };
+                let at = base.wrapping_add(i * 0x1000);
+                let read = SledMap::parse(&sled.to_entry(at), at)
+                    .unwrap()
+                    .iter()
+                    .next();
+                assert_eq!(read, Some(sled));
+            }
+        }
+    }
+
+    #[test]
+    fn unusable_maps_say_why() {
+        assert_eq!(SledMap::parse(&[], 0).unwrap_err(), MapError::NoSleds);
+        assert_eq!(
+            SledMap::parse(&[0; 40], 0).unwrap_err(),
+            MapError::Truncated(40)
+        );
+        let entries = [entry(0, 0, 0, 2), entry(0, 0, 0, 3)];
+        let err = SledMap::parse(entries.as_flattened(), 0).unwrap_err();
+        assert_eq!(
+            err,
+            MapError::UnknownVersion {
+                index: 1,
+                version: 3
+            }
+        );
+        let err = SledMap::parse(&entry(0, 0, 6, 2), 0).unwrap_err();
+        assert_eq!(err, MapError::UnknownKind { index: 0, kind: 6 });
     }
 }
