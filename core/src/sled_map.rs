@@ -251,25 +251,40 @@ impl<'a> SledMap<'a> {
         Ok(map)
     }
 
-    /// The map between the linker's `__start_xray_instr_map` and
-    /// `__stop_xray_instr_map`.
+    /// The map in the section from `start` to `stop` where the program runs,
+    /// such as between the linker's `__start_xray_instr_map` and
+    /// `__stop_xray_instr_map` (relative addresses count from `start`).
     ///
     /// # Safety
-    /// The firmware's linker script must define both symbols around the
-    /// `xray_instr_map` section, which nothing writes.
-    #[cfg(target_os = "none")]
-    pub unsafe fn from_linker() -> Result<SledMap<'static>, MapError> {
-        extern "C" {
-            static __start_xray_instr_map: u8;
-            static __stop_xray_instr_map: u8;
-        }
-        let start = core::ptr::addr_of!(__start_xray_instr_map) as usize;
-        let stop = core::ptr::addr_of!(__stop_xray_instr_map) as usize;
-        let len = stop.saturating_sub(start);
-        // SAFETY: the caller's promise: the linker bounds the section with these
-        // symbols and it stays in place, unwritten, for the program's life.
-        let bytes = unsafe { core::slice::from_raw_parts(start as *const u8, len) };
-        SledMap::parse(bytes, start)
+    /// `start..stop` is readable memory that nothing writes for the rest of
+    /// the program (an ELF section the linker bounds with these symbols is).
+    ///
+    /// ```
+    /// use flightrec_core::sled_map::{Sled, SledKind, SledMap, ENTRY_SIZE};
+    /// let sled = Sled {
+    ///     address: 0x4008_0000,
+    ///     function: 0x4008_0000,
+    ///     kind: SledKind::Entry,
+    ///     function_id: 1,
+    ///     version: 1,
+    /// };
+    /// // A section that lives as long as the program.
+    /// let section: &'static [u8; ENTRY_SIZE] = Box::leak(Box::new(sled.to_entry(0)));
+    /// let range = section.as_ptr_range();
+    /// // SAFETY: leaked memory nothing writes.
+    /// let map = unsafe { SledMap::from_section(range.start, range.end) }?;
+    /// assert_eq!(map.iter().next().map(|s| s.address), Some(0x4008_0000));
+    /// # Ok::<(), flightrec_core::sled_map::MapError>(())
+    /// ```
+    pub unsafe fn from_section(
+        start: *const u8,
+        stop: *const u8,
+    ) -> Result<SledMap<'static>, MapError> {
+        let len = (stop as usize).saturating_sub(start as usize);
+        // SAFETY: the caller's promise: `start..stop` stays readable and
+        // unwritten for the program's life.
+        let bytes = unsafe { core::slice::from_raw_parts(start, len) };
+        SledMap::parse(bytes, start as usize)
     }
 
     /// Number of sleds. Example on [`SledMap`].

@@ -11,7 +11,7 @@
 //! [`Handler`] installed with [`set_handler`] with the function id and the kind.
 //!
 //! The firmware's linker script keeps `xray_instr_map` and bounds it with
-//! `__start_xray_instr_map` and `__stop_xray_instr_map` ([`SledMap::from_linker`]).
+//! `__start_xray_instr_map` and `__stop_xray_instr_map` ([`map_from_linker`]).
 //! Single core: the trampolines' re-entry guard is one byte, not one per core.
 //! See `examples/aarch64-sleds` and `docs/firmware-guide.md`.
 //!
@@ -40,7 +40,7 @@ mod runtime;
 pub use encode::PatchError;
 pub use flightrec_core::sled_map::{MapError, Sled, SledKind, SledMap, ENTRY_SIZE};
 #[cfg(all(target_arch = "aarch64", target_os = "none"))]
-pub use runtime::{patch, set_handler, unpatch};
+pub use runtime::{map_from_linker, patch, set_handler, unpatch};
 
 /// What patched sleds call: the function id (from 1) and the kind
 /// (compiler-rt's `XRayEntryType`: 0 entry, 1 exit, 2 tail exit).

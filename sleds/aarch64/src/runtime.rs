@@ -17,6 +17,24 @@ use crate::encode::{self, PatchError, B_OVER_SLED, SLED_WORDS};
 use crate::Handler;
 use crate::{Sled, SledKind, SledMap};
 
+/// This program's instrumentation map: the `xray_instr_map` section between
+/// the linker's `__start_xray_instr_map` and `__stop_xray_instr_map`.
+///
+/// # Safety
+/// The firmware's linker script must define both symbols around the
+/// `xray_instr_map` section, which nothing writes.
+pub unsafe fn map_from_linker() -> Result<SledMap<'static>, crate::MapError> {
+    extern "C" {
+        static __start_xray_instr_map: u8;
+        static __stop_xray_instr_map: u8;
+    }
+    let start = core::ptr::addr_of!(__start_xray_instr_map);
+    let stop = core::ptr::addr_of!(__stop_xray_instr_map);
+    // SAFETY: the caller's promise: the linker bounds the section with these
+    // symbols and it stays in place, unwritten, for the program's life.
+    unsafe { SledMap::from_section(start, stop) }
+}
+
 /// The installed handler, or null.
 static HANDLER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -132,7 +150,7 @@ fn trampoline(kind: SledKind) -> Option<usize> {
 /// nothing where the first word is neither `b #32` nor a patched sled's.
 ///
 /// # Safety
-/// `map` must be this program's own map (from [`SledMap::from_linker`]) and its
+/// `map` must be this program's own map (from [`map_from_linker`]) and its
 /// code writable (the MMU off, or the code mapped writable). Single core: no
 /// other core may run the code meanwhile (this core may, between sleds).
 pub unsafe fn patch(map: &SledMap<'_>) -> Result<usize, PatchError> {

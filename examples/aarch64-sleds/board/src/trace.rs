@@ -84,7 +84,7 @@ pub fn start() -> Result<usize, Error> {
         });
     }
     // SAFETY: the linker script bounds the section with these symbols.
-    let map = unsafe { SledMap::from_linker() }.map_err(Error::Map)?;
+    let map = unsafe { flightrec_sleds_aarch64::map_from_linker() }.map_err(Error::Map)?;
     flightrec_sleds_aarch64::set_handler(Some(on_sled));
     // SAFETY: this program's own map; the MMU is off, so code is writable; one core.
     unsafe { flightrec_sleds_aarch64::patch(&map) }.map_err(Error::Patch)
@@ -123,7 +123,7 @@ pub fn flush_ready() {
 /// At the end: restores the sleds, hands over the current buffer, drains the ring
 /// and sends the final counters.
 pub fn finish() {
-    if let Ok(map) = unsafe { SledMap::from_linker() } {
+    if let Ok(map) = unsafe { flightrec_sleds_aarch64::map_from_linker() } {
         // SAFETY: as in `start`.
         unsafe { flightrec_sleds_aarch64::unpatch(&map) };
     }
