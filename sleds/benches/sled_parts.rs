@@ -264,6 +264,54 @@ global_asm!(
     "movq %rbp, %rsp",
     "popq %rbp",
     "retq",
+    ".p2align 4",
+    "parts_t_tlscheck_entry:",
+    "pushq %rbp",
+    "movq %rsp, %rbp",
+    "subq $208, %rsp",
+    "andq $-16, %rsp",
+    "movq %rdi, 0(%rsp)",
+    "movq %rsi, 8(%rsp)",
+    "movq %rdx, 16(%rsp)",
+    "movq %rcx, 24(%rsp)",
+    "movq %r8, 32(%rsp)",
+    "movq %r9, 40(%rsp)",
+    "movq %rax, 48(%rsp)",
+    "movq parts_busy@GOTTPOFF(%rip), %r11",
+    "cmpb $0, %fs:(%r11)",
+    "jne 2f",
+    "movl %r10d, 192(%rsp)",
+    "movl %r10d, %edi",
+    "2:",
+    "movq 0(%rsp), %rdi",
+    "movq 8(%rsp), %rsi",
+    "movq 16(%rsp), %rdx",
+    "movq 24(%rsp), %rcx",
+    "movq 32(%rsp), %r8",
+    "movq 40(%rsp), %r9",
+    "movq 48(%rsp), %rax",
+    "movq %rbp, %rsp",
+    "popq %rbp",
+    "retq",
+    ".p2align 4",
+    "parts_t_tlscheck_exit:",
+    "pushq %rbp",
+    "movq %rsp, %rbp",
+    "subq $64, %rsp",
+    "andq $-16, %rsp",
+    "movq %rax, 0(%rsp)",
+    "movq %rdx, 8(%rsp)",
+    "movq parts_busy@GOTTPOFF(%rip), %r11",
+    "cmpb $0, %fs:(%r11)",
+    "jne 2f",
+    "movl %r10d, 48(%rsp)",
+    "movl %r10d, %edi",
+    "2:",
+    "movq 0(%rsp), %rax",
+    "movq 8(%rsp), %rdx",
+    "movq %rbp, %rsp",
+    "popq %rbp",
+    "retq",
     ".popsection",
     ".pushsection .tbss.parts_busy,\"awT\",@nobits",
     ".hidden parts_busy",
@@ -573,6 +621,11 @@ sled_fn!(
     "parts_t_tpflag_entry",
     "parts_t_tpflag_exit"
 );
+sled_fn!(
+    "parts_sled_tlscheck",
+    "parts_t_tlscheck_entry",
+    "parts_t_tlscheck_exit"
+);
 sled_fn!("parts_sled_call", "parts_t_call_entry", "parts_t_call_exit");
 sled_fn!(
     "parts_sled_rdtsc",
@@ -749,6 +802,7 @@ extern "C" {
     fn parts_sled_tls(x: u64) -> u64;
     fn parts_sled_gflag(x: u64) -> u64;
     fn parts_sled_tpflag(x: u64) -> u64;
+    fn parts_sled_tlscheck(x: u64) -> u64;
     fn parts_sled_call(x: u64) -> u64;
     fn parts_sled_real_fast(x: u64) -> u64;
     fn parts_sled_rdtsc(x: u64) -> u64;
@@ -870,6 +924,10 @@ fn main() {
         (
             "   (the flag through the thread pointer)",
             Row::Fn(parts_sled_tpflag),
+        ),
+        (
+            "   (the flag tested, not set)",
+            Row::Fn(parts_sled_tlscheck),
         ),
         (" + call of an empty function", Row::Fn(parts_sled_call)),
         (" + a function reading rdtsc", Row::Fn(parts_sled_rdtsc)),
