@@ -138,6 +138,13 @@ fn handler() -> Option<Handler> {
 /// no call out of line, and so, as the sleds test checks in the linked program,
 /// without touching a vector register. `false`: nothing was recorded; the
 /// trampoline saves the vector registers and calls the full handler.
+///
+/// Nothing on it is locked or serialising (the sleds test checks that too):
+/// the handler test and the runtime's state and `busy` flag are `Relaxed`
+/// loads and stores (`Release` to clear `busy`), plain `mov`s on x86_64. The
+/// pause protocol needs no fence on this side: a compiler fence keeps the
+/// `busy` store before the second state load, and the pausing thread makes it
+/// visible with a process-wide barrier (`flightrec::xray`'s `state` module).
 #[cfg(sleds_fast_path)]
 #[inline(always)]
 fn record_fast(action: flightrec::core::fdr::FunctionAction, id: u32) -> bool {

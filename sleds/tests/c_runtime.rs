@@ -330,7 +330,8 @@ fn disassembly(prog: &Path, name: &str) -> Vec<String> {
 /// function's vector argument registers live and unsaved (saving them costs
 /// about 3 ns of the 27 a sled costs): in an optimised, linked program those
 /// functions must touch no vector register, call nothing and jump only inside
-/// themselves. They read the thread's ring with a single `%fs`-relative load
+/// themselves, with no locked or serialising instruction. They read the
+/// thread's ring with a single `%fs`-relative load
 /// (flightrec's initial-exec slot), with no load of the thread pointer
 /// (`%fs:0x0`): the general-dynamic `thread_local!` that did cost the entry
 /// path 3 pushes and pops besides. Then the same program runs with its sleds
@@ -365,6 +366,16 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
             assert!(
                 !insn.contains("%fs:0x0"),
                 "{name} loads the thread pointer: {insn}\n{body:#?}"
+            );
+            // Its atomics are plain loads and stores (`Relaxed`, `Release`).
+            assert!(
+                ![
+                    "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
+                    "popf", "cpuid",
+                ]
+                .iter()
+                .any(|s| op.starts_with(s)),
+                "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
             );
         }
         let tls = body.iter().filter(|i| i.contains("%fs:")).count();
