@@ -174,8 +174,9 @@ impl fmt::Display for MapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MapError::NoSleds => f.write_str(
-                "no XRay sleds: the xray_instr_map section is empty or missing (build with \
-                 `clang -fxray-instrument` or `rustc -Zinstrument-xray=always`)",
+                "this executable has no XRay sleds (its xray_instr_map section is empty or \
+                 missing: build it with `clang -fxray-instrument` or \
+                 `rustc -Zinstrument-xray=always`)",
             ),
             MapError::Truncated(n) => write!(
                 f,

@@ -138,6 +138,13 @@ fn handler() -> Option<Handler> {
 /// no call out of line, and so, as the sleds test checks in the linked program,
 /// without touching a vector register. `false`: nothing was recorded; the
 /// trampoline saves the vector registers and calls the full handler.
+///
+/// Nothing on it is locked or serialising (the sleds test checks that too):
+/// the handler test and the runtime's state and `busy` flag are `Relaxed`
+/// loads and stores (`Release` to clear `busy`), plain `mov`s on x86_64. The
+/// pause protocol needs no fence on this side: a compiler fence keeps the
+/// `busy` store before the second state load, and the pausing thread makes it
+/// visible with a process-wide barrier (`flightrec::xray`'s `state` module).
 #[cfg(sleds_fast_path)]
 #[inline(always)]
 fn record_fast(action: flightrec::core::fdr::FunctionAction, id: u32) -> bool {
@@ -379,7 +386,8 @@ macro_rules! trampoline {
 // Entry, exit and tail exit: the general registers first, then the fast path
 // (`$fast(id) -> bool`, which calls nothing and touches no vector register);
 // only when it returns false are the vector registers saved around the full
-// handler `$slow(id)`. The id is kept at `$id` in the frame across the first call.
+// handler `$slow(id)`, in a block after the `ret`, so that a recorded sled runs
+// straight through with no taken branch but the calls and returns. The id is kept at `$id` in the frame across the first call.
 // Built without optimisation (see build.rs), the same trampolines save every
 // register first and call only the full handler.
 #[cfg(not(sleds_fast_path))]
@@ -428,22 +436,27 @@ macro_rules! fast_trampoline {
             "movl %r10d, %edi",
             "call {fast}@PLT",
             "testb %al, %al",
-            "jnz 1f",
-            $save_vectors,
-            concat!("movl ", $id, "(%rsp), %edi"),
-            "call {slow}@PLT",
-            $restore_vectors,
+            "jz 3f",
             "1:",
             "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %r11",
             "movb $0, %fs:(%r11)",
             "2:",
             $restore,
             "movq %rbp, %rsp",
+            ".cfi_remember_state",
             ".cfi_def_cfa_register %rsp",
             "popq %rbp",
             ".cfi_adjust_cfa_offset -8",
             ".cfi_restore %rbp",
             "retq",
+            // The declined fast path, out of the recorded path's straight line.
+            ".cfi_restore_state",
+            "3:",
+            $save_vectors,
+            concat!("movl ", $id, "(%rsp), %edi"),
+            "call {slow}@PLT",
+            $restore_vectors,
+            "jmp 1b",
             ".cfi_endproc",
             concat!(".size ", $name, ", . - ", $name),
             ".popsection",

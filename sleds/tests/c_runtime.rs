@@ -330,8 +330,12 @@ fn disassembly(prog: &Path, name: &str) -> Vec<String> {
 /// function's vector argument registers live and unsaved (saving them costs
 /// about 3 ns of the 27 a sled costs): in an optimised, linked program those
 /// functions must touch no vector register, call nothing and jump only inside
-/// themselves. Then the same program runs with its sleds patched, with and
-/// without short-call elision, and its float results survive.
+/// themselves, with no locked or serialising instruction. They read the
+/// thread's ring with a single `%fs`-relative load
+/// (flightrec's initial-exec slot), with no load of the thread pointer
+/// (`%fs:0x0`): the general-dynamic `thread_local!` that did cost the entry
+/// path 3 pushes and pops besides. Then the same program runs with its sleds
+/// patched, with and without short-call elision, and its float results survive.
 #[test]
 fn fast_paths_touch_no_vector_register_and_call_nothing() {
     let Some(xray) = tools() else { return };
@@ -359,7 +363,23 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
                     "{name} jumps out: {insn}\n{body:#?}"
                 );
             }
+            assert!(
+                !insn.contains("%fs:0x0"),
+                "{name} loads the thread pointer: {insn}\n{body:#?}"
+            );
+            // Its atomics are plain loads and stores (`Relaxed`, `Release`).
+            assert!(
+                ![
+                    "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
+                    "popf", "cpuid",
+                ]
+                .iter()
+                .any(|s| op.starts_with(s)),
+                "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
+            );
         }
+        let tls = body.iter().filter(|i| i.contains("%fs:")).count();
+        assert_eq!(tls, 1, "{name}: {tls} thread-local accesses\n{body:#?}");
     }
     for threshold in ["0", "5"] {
         let opts = format!(

@@ -13,9 +13,107 @@ use super::pool::{ThreadRing, LIVE, ORPHAN};
 use super::runtime::runtime;
 use super::state::{ARMED, RECORDING, STATE};
 
+/// This thread's ring, once it has one: read by every record.
+///
+/// On x86_64 Linux an 8-byte slot of initial-exec TLS read with one `mov` from
+/// `%fs` (its offset from the thread pointer in the GOT, which the linker turns
+/// into a constant in an executable), not a `thread_local!`: Rust compiles
+/// those as general-dynamic in a library, which costs a load of the thread
+/// pointer and, worse, looks like a call to the compiler, so a record's fast
+/// path saved and restored registers around it (XRay sleds: about 2 to 3 ns of
+/// a 27 to 43 ns entry and exit pair; see docs/performance.md). A shared
+/// object that holds flightrec and is loaded with `dlopen` takes the 8 bytes
+/// from glibc's static TLS reserve (musl may refuse such a load, so musl
+/// targets keep the `thread_local!`, as do other targets). The slot's symbol
+/// is named by the crate's semver-compatible version, so that two versions of
+/// flightrec linked into one program keep one slot each.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+mod current_slot {
+    use super::ThreadRing;
+
+    /// The slot's symbol: `__flightrec_xray_current_<major>_<minor>`.
+    macro_rules! slot {
+        () => {
+            concat!(
+                "__flightrec_xray_current_",
+                env!("CARGO_PKG_VERSION_MAJOR"),
+                "_",
+                env!("CARGO_PKG_VERSION_MINOR")
+            )
+        };
+    }
+
+    std::arch::global_asm!(
+        ".pushsection .tbss.flightrec_xray_current,\"awT\",@nobits",
+        ".p2align 3",
+        concat!(".globl ", slot!()),
+        concat!(".hidden ", slot!()),
+        concat!(".type ", slot!(), ",@object"),
+        concat!(".size ", slot!(), ", 8"),
+        concat!(slot!(), ":"),
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub(crate) fn get() -> Option<&'static ThreadRing> {
+        let p: *const ThreadRing;
+        // SAFETY: reads this thread's slot, which only `set` writes: null or a
+        // `&'static ThreadRing`. TLS is never freed while its thread runs code.
+        unsafe {
+            std::arch::asm!(
+                concat!("movq ", slot!(), "@GOTTPOFF(%rip), {p}"),
+                "movq %fs:({p}), {p}",
+                p = out(reg) p,
+                options(att_syntax, nostack, preserves_flags, readonly),
+            );
+            p.as_ref()
+        }
+    }
+
+    #[inline]
+    pub(crate) fn set(ring: Option<&'static ThreadRing>) {
+        let p = ring.map_or(std::ptr::null(), |r| r as *const ThreadRing);
+        // SAFETY: writes this thread's 8-byte slot (see `get`).
+        unsafe {
+            std::arch::asm!(
+                concat!("movq ", slot!(), "@GOTTPOFF(%rip), {t}"),
+                "movq {p}, %fs:({t})",
+                t = out(reg) _,
+                p = in(reg) p,
+                options(att_syntax, nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
+mod current_slot {
+    use super::ThreadRing;
+    use std::cell::Cell;
+
+    thread_local! {
+        static CURRENT: Cell<Option<&'static ThreadRing>> = const { Cell::new(None) };
+    }
+
+    #[inline(always)]
+    pub(crate) fn get() -> Option<&'static ThreadRing> {
+        CURRENT.with(Cell::get)
+    }
+
+    #[inline]
+    pub(crate) fn set(ring: Option<&'static ThreadRing>) {
+        CURRENT.with(|c| c.set(ring));
+    }
+}
+
+/// This thread's ring, if it has one (see `current_slot`).
+#[inline(always)]
+pub(crate) fn current() -> Option<&'static ThreadRing> {
+    current_slot::get()
+}
+
 thread_local! {
-    /// This thread's ring, once it has one.
-    pub(crate) static CURRENT: Cell<Option<&'static ThreadRing>> = const { Cell::new(None) };
     /// The thread has no ring and must not try again (the pool was empty, or the
     /// thread is exiting).
     static NO_RING: Cell<bool> = const { Cell::new(false) };
@@ -29,9 +127,10 @@ struct ThreadExit;
 impl Drop for ThreadExit {
     fn drop(&mut self) {
         let _ = NO_RING.try_with(|n| n.set(true));
-        let Some(ring) = CURRENT.try_with(Cell::take).ok().flatten() else {
+        let Some(ring) = current() else {
             return;
         };
+        current_slot::set(None);
         let Some(rt) = runtime() else { return };
         // Streaming: publish the partial buffer so the writer takes it. Under the
         // pause protocol, like a record.
@@ -140,7 +239,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     ring.state.store(LIVE, Ordering::Release);
     ring.unlock();
     rt.threads.fetch_add(1, Ordering::Relaxed);
-    CURRENT.with(|c| c.set(Some(ring)));
+    current_slot::set(Some(ring));
     Some(ring)
 }
 
@@ -150,5 +249,30 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
 pub(crate) fn note_paused_drop() {
     if let Some(rt) = runtime() {
         rt.records_paused.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pool::Pool;
+    use super::*;
+
+    #[test]
+    fn each_thread_sees_only_its_own_ring() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(2, 1, 256).unwrap()));
+        std::thread::scope(|s| {
+            for ring in pool.rings.iter() {
+                s.spawn(move || {
+                    assert!(current().is_none(), "a new thread has no ring");
+                    current_slot::set(Some(ring));
+                    for _ in 0..100 {
+                        assert!(std::ptr::eq(current().unwrap(), ring));
+                        std::thread::yield_now();
+                    }
+                    current_slot::set(None);
+                    assert!(current().is_none());
+                });
+            }
+        });
     }
 }

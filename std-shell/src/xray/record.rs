@@ -6,7 +6,6 @@
 //! from a thread-local (taking a ring on the thread's first record), marks the ring
 //! busy, reads the clock and calls the core's [`Recorder`] directly.
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{compiler_fence, Ordering};
 use std::sync::OnceLock;
@@ -15,7 +14,7 @@ use flightrec_core::clock::Timestamp;
 use flightrec_core::fdr::ring::Recorder;
 use flightrec_core::fdr::{FunctionAction, FunctionId};
 
-use super::claim::{claim_ring, note_paused_drop, CURRENT};
+use super::claim::{claim_ring, current, note_paused_drop};
 use super::clock;
 use super::state::{PAUSED, RECORDING, STATE};
 
@@ -34,7 +33,7 @@ fn with_recorder(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
 
 #[inline(always)]
 fn record_on_ring(f: impl FnOnce(&mut Recorder<'static, 'static>, Timestamp)) {
-    let ring = match CURRENT.with(Cell::get) {
+    let ring = match current() {
         Some(r) => r,
         None => match claim_ring() {
             Some(r) => r,
@@ -98,7 +97,7 @@ pub fn try_record(action: FunctionAction, id: FunctionId) -> bool {
     if STATE.load(Ordering::Relaxed) != RECORDING {
         return false;
     }
-    let Some(ring) = CURRENT.with(Cell::get) else {
+    let Some(ring) = current() else {
         return false;
     };
     if ring.busy.load(Ordering::Relaxed) {
@@ -282,7 +281,7 @@ impl Drop for FunctionGuard {
 /// needs anyway; only without a ring does it take [`with_recorder`]'s path.
 #[inline(always)]
 fn record_guard_exit(id: FunctionId) {
-    let Some(ring) = CURRENT.with(Cell::get) else {
+    let Some(ring) = current() else {
         record_exit(id);
         return;
     };
