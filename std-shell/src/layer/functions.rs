@@ -104,6 +104,7 @@ mod tests {
 
     #[test]
     fn one_id_per_callsite_from_any_thread_named_target_name() {
+        let _serial = crate::xray::names::counter_test_lock();
         let (a, b) = (meta!("a"), meta!("b"));
         let ids: Vec<(FunctionId, FunctionId)> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..4)

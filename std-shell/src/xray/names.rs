@@ -250,12 +250,22 @@ pub fn write_names_elf(out: &mut dyn Sink, max_id: u32) -> bool {
     file::write(max_id.min(MAX_NAMED_ID), name_of, put).is_ok()
 }
 
+/// Held by the unit tests that take ids from the process-wide counter, since
+/// one test's expectations (consecutive ids, a name at the next id) break when
+/// another takes ids at the same time.
+#[cfg(test)]
+pub(crate) fn counter_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static COUNTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    COUNTER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn ids_count_up_and_skip_named_ones() {
+        let _serial = counter_test_lock();
         let a = function_id("a");
         assert!(set_function_name(
             FunctionId::new(a.get() + 1).unwrap(),
@@ -293,6 +303,7 @@ mod tests {
     #[test]
     fn names_file_holds_the_table_with_odd_bytes_replaced() {
         use flightrec_core::names::{elf, table, SECTION};
+        let _serial = counter_test_lock();
         let id = function_id("with \"quote\" and \0 nul");
         let mut names_file = Vec::new();
         assert!(write_names_elf(&mut names_file, id.get()));

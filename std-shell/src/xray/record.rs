@@ -652,6 +652,7 @@ mod tests {
 
     #[test]
     fn threads_reaching_a_new_site_at_once_share_one_id() {
+        let _serial = names::counter_test_lock();
         const THREADS: usize = 8;
         static SITE: CallSite = CallSite::new();
         let start = std::sync::Barrier::new(THREADS);
