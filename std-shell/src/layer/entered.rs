@@ -78,30 +78,47 @@ fn overflow_push(e: Entered) -> bool {
 /// `span`, innermost first, handing each entry to `leave`. Nothing happens if
 /// `span` is not on the stack (its enter was not kept, or an earlier exit of
 /// an outer span already left it).
-#[inline]
-pub(super) fn pop_through(span: u64, mut leave: impl FnMut(Entered)) {
-    let _ = INLINE_STACK.try_with(|s| {
+#[inline(always)]
+pub(super) fn pop_through(span: u64, leave: fn(Entered)) {
+    // The usual case, the innermost span exits, ends with `leave` called here,
+    // so that it is inlined into the caller.
+    let top = INLINE_STACK.try_with(|s| {
         let len = s.len.get();
         // Nothing entered on this thread (tracing off, or the span's enter was
         // not kept): no search, no call.
         if len == 0 {
-            return;
+            return Top::Empty;
         }
-        // The usual case: the innermost span exits.
         if len <= INLINE {
             let top = s.slots[len - 1].get();
             if top.span == span {
                 s.len.set(len - 1);
-                leave(top);
-                return;
+                return Top::Innermost(top);
             }
         }
-        pop_through_slow(s, span, &mut leave);
+        Top::Deeper
     });
+    match top {
+        Ok(Top::Innermost(e)) => leave(e),
+        Ok(Top::Deeper) => {
+            let _ = INLINE_STACK.try_with(|s| pop_through_slow(s, span, leave));
+        }
+        Ok(Top::Empty) | Err(_) => {}
+    }
+}
+
+/// What the top of this thread's stack says about an exiting span.
+enum Top {
+    Empty,
+    /// The span's entry, popped.
+    Innermost(Entered),
+    /// The span is deeper (or in the overflow, or not on the stack).
+    Deeper,
 }
 
 #[cold]
-fn pop_through_slow(s: &Inline, span: u64, leave: &mut dyn FnMut(Entered)) {
+#[inline(never)]
+fn pop_through_slow(s: &Inline, span: u64, leave: fn(Entered)) {
     let len = s.len.get();
     let Some(depth) = (0..len)
         .rev()
@@ -148,10 +165,13 @@ mod tests {
         }
     }
 
+    thread_local! {
+        static POPPED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    }
+
     fn popped(span: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        pop_through(span, |e| out.push(e.span));
-        out
+        pop_through(span, |e| POPPED.with(|p| p.borrow_mut().push(e.span)));
+        POPPED.with(|p| p.take())
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub mod names;
 pub mod options;
 mod output;
 mod pool;
-mod record;
+pub(crate) mod record;
 mod runtime;
 mod signal;
 mod state;
