@@ -65,8 +65,6 @@ mod fields;
 mod functions;
 mod spans;
 
-use std::sync::Arc;
-
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -108,14 +106,27 @@ use spans::SpanFunctions;
 /// assert_eq!(function_name(1), Some("rust_out::load")); // target::name
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FlightrecLayer {
     regions: bool,
     functions: bool,
     events: bool,
     /// The function ids of the live spans of the subscriber this layer is part
     /// of (made when it is added to one).
-    spans: Option<Arc<SpanFunctions>>,
+    spans: Option<Box<SpanFunctions>>,
+}
+
+/// A clone has the same settings and no span table of its own until it is
+/// added to a subscriber (span ids are unique only within one).
+impl Clone for FlightrecLayer {
+    fn clone(&self) -> Self {
+        FlightrecLayer {
+            regions: self.regions,
+            functions: self.functions,
+            events: self.events,
+            spans: None,
+        }
+    }
 }
 
 /// A [`FlightrecLayer`] with everything on: Trace2 regions and FDR function
@@ -225,7 +236,7 @@ where
 {
     fn on_layer(&mut self, _subscriber: &mut S) {
         // Span ids are unique within one registry: a table of its own.
-        self.spans = Some(Arc::new(SpanFunctions::new()));
+        self.spans = Some(SpanFunctions::new());
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
