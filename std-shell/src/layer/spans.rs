@@ -25,13 +25,6 @@ struct Slot {
     function: AtomicU32,
 }
 
-impl Slot {
-    const FREE: Slot = Slot {
-        span: AtomicU64::new(0),
-        function: AtomicU32::new(0),
-    };
-}
-
 /// Span id → function id for the live spans of one registry: a fixed array,
 /// so that a lookup is one load from the table's address and no bounds check.
 pub(crate) struct SpanFunctions {
@@ -48,7 +41,12 @@ impl SpanFunctions {
     /// A table with every slot free, on the heap (16 KiB).
     pub(crate) fn new() -> Box<Self> {
         Box::new(SpanFunctions {
-            slots: [Slot::FREE; SLOTS],
+            slots: [const {
+                Slot {
+                    span: AtomicU64::new(0),
+                    function: AtomicU32::new(0),
+                }
+            }; SLOTS],
         })
     }
 
