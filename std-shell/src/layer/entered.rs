@@ -80,40 +80,24 @@ fn overflow_push(e: Entered) -> bool {
 /// an outer span already left it).
 #[inline(always)]
 pub(super) fn pop_through(span: u64, leave: fn(Entered)) {
-    // The usual case, the innermost span exits, ends with `leave` called here,
-    // so that it is inlined into the caller.
-    let top = INLINE_STACK.try_with(|s| {
+    let _ = INLINE_STACK.try_with(|s| {
         let len = s.len.get();
         // Nothing entered on this thread (tracing off, or the span's enter was
         // not kept): no search, no call.
         if len == 0 {
-            return Top::Empty;
+            return;
         }
+        // The usual case: the innermost span exits (`leave` inlined here).
         if len <= INLINE {
             let top = s.slots[len - 1].get();
             if top.span == span {
                 s.len.set(len - 1);
-                return Top::Innermost(top);
+                leave(top);
+                return;
             }
         }
-        Top::Deeper
+        pop_through_slow(s, span, leave);
     });
-    match top {
-        Ok(Top::Innermost(e)) => leave(e),
-        Ok(Top::Deeper) => {
-            let _ = INLINE_STACK.try_with(|s| pop_through_slow(s, span, leave));
-        }
-        Ok(Top::Empty) | Err(_) => {}
-    }
-}
-
-/// What the top of this thread's stack says about an exiting span.
-enum Top {
-    Empty,
-    /// The span's entry, popped.
-    Innermost(Entered),
-    /// The span is deeper (or in the overflow, or not on the stack).
-    Deeper,
 }
 
 #[cold]
