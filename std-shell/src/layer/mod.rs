@@ -71,7 +71,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::trace2::at::{self, At};
-use crate::xray::record::record_function_on_ring;
+use crate::xray::record_function_on_ring;
 use entered::{pop_through, push, Entered};
 use fields::{EventFields, SpanFields};
 use flightrec_core::fdr::FunctionAction;
