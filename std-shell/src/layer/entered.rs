@@ -82,21 +82,22 @@ fn overflow_push(e: Entered) -> bool {
 pub(super) fn pop_through(span: u64, leave: fn(Entered)) {
     let _ = INLINE_STACK.try_with(|s| {
         let len = s.len.get();
-        // Nothing entered on this thread (tracing off, or the span's enter was
-        // not kept): no search, no call.
-        if len == 0 {
-            return;
-        }
         // The usual case: the innermost span exits (`leave` inlined here).
-        if len <= INLINE {
-            let top = s.slots[len - 1].get();
-            if top.span == span {
-                s.len.set(len - 1);
-                leave(top);
+        // One comparison for "not empty and the top is inline".
+        let top = len.wrapping_sub(1);
+        if let Some(slot) = s.slots.get(top) {
+            let e = slot.get();
+            if e.span == span {
+                s.len.set(top);
+                leave(e);
                 return;
             }
         }
-        pop_through_slow(s, span, leave);
+        // Nothing entered on this thread (tracing off, or the span's enter was
+        // not kept): no search, no call.
+        if len != 0 {
+            pop_through_slow(s, span, leave);
+        }
     });
 }
 
