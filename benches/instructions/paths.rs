@@ -70,6 +70,13 @@ pub const ALL: &[HotPath] = &[
         run: span_layer_fdr,
     },
     HotPath {
+        name: "span_layer_clock",
+        symbol: "ir_span_pair",
+        ops: 100_000,
+        what: "tracing span enter + exit, `Registry` + a layer that only reads the clock (the floor of a timestamping layer)",
+        run: span_layer_clock,
+    },
+    HotPath {
         name: "trace2_perf_region",
         symbol: "ir_trace2_perf_region",
         ops: 10_000,
@@ -217,6 +224,43 @@ fn span_layer_fdr(n: u64) {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(report.stats.records_dropped, 0);
     assert!(report.stats.buffers_overwritten > 0, "{:?}", report.stats);
+}
+
+/// The floor of a layer that timestamps a span's enter and exit: each reads
+/// the clock FDR records with and stores the reading (`ClockOnlyLayer` of
+/// `benches/benches/layer.rs`).
+struct ClockOnlyLayer;
+
+static LAST_READING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClockOnlyLayer {
+    fn on_enter(&self, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+        LAST_READING.store(
+            flightrec::xray::clock::now().tsc,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    fn on_exit(&self, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+        LAST_READING.store(
+            flightrec::xray::clock::now().tsc,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
+/// The clock-only layer with FDR recording, the clock chosen as in `span_layer_fdr`.
+fn span_layer_clock(n: u64) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let dir = std::env::temp_dir().join(format!("flightrec-ir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let mut config = xray_config(&dir.join("xray-").to_string_lossy()).expect("config");
+    config.cpu_ids = flightrec::xray::CpuIds::Never;
+    flightrec::xray::init(config).expect("xray init");
+    span_pair_on(tracing_subscriber::registry().with(ClockOnlyLayer), n);
+    let _ = flightrec::xray::shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_ne!(LAST_READING.load(std::sync::atomic::Ordering::Relaxed), 0);
 }
 
 #[no_mangle]

@@ -7,6 +7,8 @@
 
 mod layer_common;
 
+use std::collections::BTreeMap;
+
 use layer_common::*;
 use serde_json::json;
 use tracing_subscriber::prelude::*;
@@ -173,6 +175,69 @@ fn composes_with_per_layer_filters() {
     );
 }
 
+/// Each thread's FDR function records in file order, as `(action, name)`.
+fn fdr_calls_per_thread(trace: &std::path::Path) -> BTreeMap<i32, Vec<(String, String)>> {
+    use flightrec::core::fdr::decoder::Decoder;
+    use flightrec::core::fdr::records::Record;
+    use flightrec::core::names::{elf, table, SECTION};
+    let names_file = std::fs::read(flightrec_testkit::xray_tool::names_of(trace)).unwrap();
+    let section = elf::find_section(&names_file, SECTION).unwrap().unwrap();
+    let names: BTreeMap<u32, String> = table::entries(section)
+        .map(|e| e.unwrap())
+        .map(|e| (e.id, e.name.to_owned()))
+        .collect();
+    let bytes = std::fs::read(trace).unwrap();
+    let mut tid = 0;
+    let mut calls: BTreeMap<i32, Vec<(String, String)>> = BTreeMap::new();
+    for d in Decoder::new(&bytes).unwrap() {
+        match d.unwrap().record {
+            Record::NewBuffer { tid: t } => tid = t,
+            Record::Function { action, id, .. } => calls
+                .entry(tid)
+                .or_default()
+                .push((format!("{action:?}"), names[&id.get()].clone())),
+            _ => {}
+        }
+    }
+    calls
+}
+
+#[test]
+fn fdr_alone_takes_the_span_table_and_stays_balanced_per_thread() {
+    // Regions off: a span's enter finds its function id in the layer's span
+    // table and records inline, with no registry lookup.
+    let dir = run_scenario(CHILD, "fdr_only");
+    let trace = fdr_trace(&dir);
+    let calls = fdr_calls_per_thread(&trace);
+    assert_eq!(calls.len(), 2, "{calls:?}"); // main and `other`
+    let call = |action: &str, name: &str| (action.to_owned(), format!("tracing_layer::{name}"));
+    let main: Vec<_> = calls.values().find(|c| c.len() > 2).unwrap().clone();
+    assert_eq!(
+        main,
+        [
+            call("Enter", "handle"),
+            call("Enter", "inner"),
+            call("Exit", "inner"),
+            call("Exit", "handle"),
+            call("Enter", "moved"),
+            call("Exit", "moved"),
+            // `a` dropped first: `b` is left before it, and `b`'s own exit
+            // later records nothing.
+            call("Enter", "a"),
+            call("Enter", "b"),
+            call("Exit", "b"),
+            call("Exit", "a"),
+        ]
+    );
+    let other: Vec<_> = calls.values().find(|c| c.len() == 2).unwrap().clone();
+    assert_eq!(other, [call("Enter", "moved"), call("Exit", "moved")]);
+    if let Some(account) = judge_fdr(&trace) {
+        assert!(account.contains("tracing_layer::moved"), "{account}");
+    }
+    // No Trace2 region came from the layer.
+    assert!(named(&events(&dir), "region_enter").is_empty());
+}
+
 #[test]
 #[ignore = "a scenario child, run by the other tests"]
 fn child() {
@@ -185,6 +250,12 @@ fn child() {
         "basic" => {
             tracing_subscriber::registry()
                 .with(flightrec::layer::layer())
+                .init();
+            spans_and_events();
+        }
+        "fdr_only" => {
+            tracing_subscriber::registry()
+                .with(flightrec::layer::layer().with_regions(false))
                 .init();
             spans_and_events();
         }

@@ -78,30 +78,32 @@ fn overflow_push(e: Entered) -> bool {
 /// `span`, innermost first, handing each entry to `leave`. Nothing happens if
 /// `span` is not on the stack (its enter was not kept, or an earlier exit of
 /// an outer span already left it).
-#[inline]
-pub(super) fn pop_through(span: u64, mut leave: impl FnMut(Entered)) {
+#[inline(always)]
+pub(super) fn pop_through(span: u64, leave: fn(Entered)) {
     let _ = INLINE_STACK.try_with(|s| {
         let len = s.len.get();
-        // Nothing entered on this thread (tracing off, or the span's enter was
-        // not kept): no search, no call.
-        if len == 0 {
-            return;
-        }
-        // The usual case: the innermost span exits.
-        if len <= INLINE {
-            let top = s.slots[len - 1].get();
-            if top.span == span {
-                s.len.set(len - 1);
-                leave(top);
+        // The usual case: the innermost span exits (`leave` inlined here).
+        // One comparison for "not empty and the top is inline".
+        let top = len.wrapping_sub(1);
+        if let Some(slot) = s.slots.get(top) {
+            let e = slot.get();
+            if e.span == span {
+                s.len.set(top);
+                leave(e);
                 return;
             }
         }
-        pop_through_slow(s, span, &mut leave);
+        // Nothing entered on this thread (tracing off, or the span's enter was
+        // not kept): no search, no call.
+        if len != 0 {
+            pop_through_slow(s, span, leave);
+        }
     });
 }
 
 #[cold]
-fn pop_through_slow(s: &Inline, span: u64, leave: &mut dyn FnMut(Entered)) {
+#[inline(never)]
+fn pop_through_slow(s: &Inline, span: u64, leave: fn(Entered)) {
     let len = s.len.get();
     let Some(depth) = (0..len)
         .rev()
@@ -148,10 +150,13 @@ mod tests {
         }
     }
 
+    thread_local! {
+        static POPPED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    }
+
     fn popped(span: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        pop_through(span, |e| out.push(e.span));
-        out
+        pop_through(span, |e| POPPED.with(|p| p.borrow_mut().push(e.span)));
+        POPPED.with(|p| p.take())
     }
 
     #[test]

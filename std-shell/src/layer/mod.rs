@@ -65,16 +65,16 @@ mod fields;
 mod functions;
 mod spans;
 
-use std::sync::Arc;
-
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::trace2::at::{self, At};
+use crate::xray::record_function_on_ring;
 use entered::{pop_through, push, Entered};
 use fields::{EventFields, SpanFields};
+use flightrec_core::fdr::FunctionAction;
 use functions::function_of;
 use spans::SpanFunctions;
 
@@ -106,14 +106,27 @@ use spans::SpanFunctions;
 /// assert_eq!(function_name(1), Some("rust_out::load")); // target::name
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FlightrecLayer {
     regions: bool,
     functions: bool,
     events: bool,
     /// The function ids of the live spans of the subscriber this layer is part
     /// of (made when it is added to one).
-    spans: Option<Arc<SpanFunctions>>,
+    spans: Option<Box<SpanFunctions>>,
+}
+
+/// A clone has the same settings and no span table of its own until it is
+/// added to a subscriber (span ids are unique only within one).
+impl Clone for FlightrecLayer {
+    fn clone(&self) -> Self {
+        FlightrecLayer {
+            regions: self.regions,
+            functions: self.functions,
+            events: self.events,
+            spans: None,
+        }
+    }
 }
 
 /// A [`FlightrecLayer`] with everything on: Trace2 regions and FDR function
@@ -172,6 +185,44 @@ struct SpanData {
     fields: SpanFields,
 }
 
+impl FlightrecLayer {
+    /// A span's enter that needs the registry: a Trace2 region (its metadata
+    /// and fields), or a span the table does not know (made while not
+    /// recording, or its slot was taken).
+    #[inline(never)]
+    fn enter_looked_up<S>(&self, id: &Id, ctx: Context<'_, S>, region: bool)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let functions = self.functions && crate::xray::is_recording();
+        if !region && !functions {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let function = functions.then(|| function_of(meta));
+        let pushed = push(Entered {
+            span: id.into_u64(),
+            function,
+            region: region.then_some(meta),
+        });
+        if !pushed {
+            return;
+        }
+        if let Some(f) = function {
+            record_function_on_ring(FunctionAction::Enter, f);
+        }
+        if region {
+            let extensions = span.extensions();
+            let msg = extensions
+                .get::<SpanData>()
+                .map(|d| d.fields.0.as_bytes())
+                .filter(|m| !m.is_empty());
+            let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
+        }
+    }
+}
+
 fn at(meta: &'static Metadata<'static>) -> At<'static> {
     At {
         file: meta.file(),
@@ -185,7 +236,7 @@ where
 {
     fn on_layer(&mut self, _subscriber: &mut S) {
         // Span ids are unique within one registry: a table of its own.
-        self.spans = Some(Arc::new(SpanFunctions::new()));
+        self.spans = Some(SpanFunctions::new());
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
@@ -214,48 +265,28 @@ where
         }
     }
 
+    #[inline]
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let region = self.regions && crate::trace2::enabled();
-        let functions = self.functions && crate::xray::is_recording();
-        if !region && !functions {
-            return;
-        }
         // FDR only, the usual case on a hot path: the function id without a
-        // registry lookup when the span was made while recording.
+        // registry lookup when the span was made while recording, the record
+        // written inline.
         if !region {
+            if !(self.functions && crate::xray::is_recording()) {
+                return;
+            }
             if let Some(f) = self.spans.as_ref().and_then(|t| t.get(id.into_u64())) {
                 if push(Entered {
                     span: id.into_u64(),
                     function: Some(f),
                     region: None,
                 }) {
-                    crate::xray::record_enter(f);
+                    record_function_on_ring(FunctionAction::Enter, f);
                 }
                 return;
             }
         }
-        let Some(span) = ctx.span(id) else { return };
-        let meta = span.metadata();
-        let function = functions.then(|| function_of(meta));
-        let pushed = push(Entered {
-            span: id.into_u64(),
-            function,
-            region: region.then_some(meta),
-        });
-        if !pushed {
-            return;
-        }
-        if let Some(f) = function {
-            crate::xray::record_enter(f);
-        }
-        if region {
-            let extensions = span.extensions();
-            let msg = extensions
-                .get::<SpanData>()
-                .map(|d| d.fields.0.as_bytes())
-                .filter(|m| !m.is_empty());
-            let _ = at::region_enter(at(meta), meta.target(), meta.name(), msg);
-        }
+        self.enter_looked_up(id, ctx, region);
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
@@ -264,6 +295,7 @@ where
         }
     }
 
+    #[inline]
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         // Innermost first: what was entered after this span is left too.
         pop_through(id.into_u64(), leave);
@@ -301,13 +333,19 @@ where
     }
 }
 
-/// Records the exit of an entered span on this thread.
-#[inline]
+/// Records the exit of an entered span on this thread: the FDR record inline,
+/// the Trace2 region's end out of line.
+#[inline(always)]
 fn leave(e: Entered) {
     if let Some(meta) = e.region {
-        at::region_leave(at(meta), meta.target(), meta.name());
+        leave_region(meta);
     }
     if let Some(f) = e.function {
-        crate::xray::record_exit(f);
+        record_function_on_ring(FunctionAction::Exit, f);
     }
+}
+
+#[inline(never)]
+fn leave_region(meta: &'static Metadata<'static>) {
+    at::region_leave(at(meta), meta.target(), meta.name());
 }

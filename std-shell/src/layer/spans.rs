@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use flightrec_core::fdr::FunctionId;
 
-/// Slots of a table (16 KiB).
-const SLOTS: usize = 1024;
+/// Slots of a table: 2^SLOT_BITS (16 KiB).
+const SLOT_BITS: u32 = 10;
+const SLOTS: usize = 1 << SLOT_BITS;
 /// A slot being filled in. Span ids are never `u64::MAX` in practice; one that
 /// is is not cached.
 const CLAIMED: u64 = u64::MAX;
 
-#[derive(Default)]
 struct Slot {
     /// The span's id (0: free).
     span: AtomicU64,
@@ -25,9 +25,10 @@ struct Slot {
     function: AtomicU32,
 }
 
-/// Span id → function id for the live spans of one registry.
+/// Span id → function id for the live spans of one registry: a fixed array,
+/// so that a lookup is one load from the table's address and no bounds check.
 pub(crate) struct SpanFunctions {
-    slots: Box<[Slot]>,
+    slots: [Slot; SLOTS],
 }
 
 impl std::fmt::Debug for SpanFunctions {
@@ -37,15 +38,21 @@ impl std::fmt::Debug for SpanFunctions {
 }
 
 impl SpanFunctions {
-    pub(crate) fn new() -> Self {
-        SpanFunctions {
-            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
-        }
+    /// A table with every slot free, on the heap (16 KiB).
+    pub(crate) fn new() -> Box<Self> {
+        Box::new(SpanFunctions {
+            slots: [const {
+                Slot {
+                    span: AtomicU64::new(0),
+                    function: AtomicU32::new(0),
+                }
+            }; SLOTS],
+        })
     }
 
     fn slot(&self, span: u64) -> &Slot {
         // Registry ids are close together: a multiplicative hash spreads them.
-        let i = (span.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize;
+        let i = (span.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_BITS)) as usize;
         &self.slots[i % SLOTS]
     }
 

@@ -60,6 +60,8 @@ pub use names::{function_id, set_function_name};
 pub use output::{INCOMPLETE_SUFFIX, NAMES_SUFFIX};
 #[doc(hidden)]
 pub use record::enclosing_function_name;
+#[cfg(feature = "tracing")]
+pub(crate) use record::record_function_on_ring;
 pub use record::{
     custom_event, enter, enter_with_arg, is_recording, record_enter, record_enter_with_arg,
     record_exit, record_tail_exit, try_record, typed_event, CallSite, FunctionGuard,

@@ -276,13 +276,23 @@ impl Drop for FunctionGuard {
 }
 
 /// The exit of an active guard. Its entry was recorded (or attempted) while
-/// recording, so this thread almost always has a ring already: look it up first
-/// and read the state only once, after setting `busy`, which the pause protocol
-/// needs anyway; only without a ring does it take [`with_recorder`]'s path.
+/// recording, so this thread almost always has a ring already.
 #[inline(always)]
 fn record_guard_exit(id: FunctionId) {
+    record_function_on_ring(FunctionAction::Exit, id);
+}
+
+/// A function record for a caller that found the runtime recording already
+/// (a guard's exit, the `tracing` layer's span enter and exit): the thread's
+/// ring is looked up first and the state read only once, after setting `busy`,
+/// which the pause protocol needs anyway; the record is written inline. Only
+/// a thread without a ring takes [`with_recorder`]'s path, out of line. A
+/// pause drops the record and counts it; a runtime that stopped recording
+/// since the caller's check records nothing and counts nothing.
+#[inline(always)]
+pub(crate) fn record_function_on_ring(action: FunctionAction, id: FunctionId) {
     let Some(ring) = current() else {
-        record_exit(id);
+        record_function_first(action, id);
         return;
     };
     if ring.busy.load(Ordering::Relaxed) {
@@ -298,7 +308,7 @@ fn record_guard_exit(id: FunctionId) {
             // SAFETY: this thread owns the ring and recording is not paused, so no
             // one else touches the recorder until `busy` is cleared.
             if let Some(rec) = unsafe { ring.recorder() } {
-                let _ = rec.function(FunctionAction::Exit, id, clock::now());
+                let _ = rec.function(action, id, clock::now());
             }
         }
         // Counted like `with_recorder` counts it: a pause drops the record, a
@@ -307,6 +317,15 @@ fn record_guard_exit(id: FunctionId) {
         _ => {}
     }
     ring.busy.store(false, Ordering::Release);
+}
+
+/// [`record_function_on_ring`] on a thread without a ring yet: takes one.
+#[cold]
+#[inline(never)]
+fn record_function_first(action: FunctionAction, id: FunctionId) {
+    with_recorder(|r, ts| {
+        let _ = r.function(action, id, ts);
+    });
 }
 
 /// Records a function entry; the returned guard records the exit.
