@@ -1027,10 +1027,11 @@ impl<'b> BufferWriter<'b> {
 
     /// The split path's way out: a record on another high word, another CPU or
     /// backwards in time goes through the 64-bit path, which leaves `epoch` up
-    /// to date for the next.
+    /// to date for the next. Also what a recorder calls for the first record of
+    /// a new buffer, which never takes the split path.
     #[cold]
     #[inline(never)]
-    fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+    pub(crate) fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let result = self.function_word_wide(low, ts);
         self.refresh_epoch();
         result
