@@ -462,6 +462,11 @@ pub struct BufferWriter<'b> {
     /// otherwise, which sends every function record to the general path. Kept by
     /// [`refresh_fast_limit`](Self::refresh_fast_limit).
     fast_limit: usize,
+    /// `fast_limit` for an exit, tail exit or EnterArg (a record that may erase
+    /// its entry or end an erasable run): `fast_limit` without a short-call
+    /// threshold, 0 with one, so that the split path's exits test their room and
+    /// the threshold with one compare.
+    fast_limit_exit: usize,
     /// The high word of `latest_tsc` when `latest_cpu` is 0, [`NO_EPOCH`]
     /// otherwise (or when that word is `NO_EPOCH` itself): what the split record
     /// path compares a reading's high word with (see
@@ -538,6 +543,7 @@ impl<'b> BufferWriter<'b> {
             threshold: config.threshold_ticks,
             undo_start: pos,
             fast_limit: 0,
+            fast_limit_exit: 0,
             epoch: NO_EPOCH,
         };
         w.sync_extents();
@@ -563,6 +569,7 @@ impl<'b> BufferWriter<'b> {
             threshold: 0,
             undo_start: 0,
             fast_limit: 0,
+            fast_limit_exit: 0,
             epoch: NO_EPOCH,
         }
     }
@@ -593,6 +600,11 @@ impl<'b> BufferWriter<'b> {
             0
         } else {
             self.limit
+        };
+        self.fast_limit_exit = if self.threshold != 0 {
+            0
+        } else {
+            self.fast_limit
         };
     }
 
@@ -985,17 +997,19 @@ impl<'b> BufferWriter<'b> {
         if high != self.epoch || high == NO_EPOCH || ts.cpu != 0 || backwards {
             return self.function_word_across(low, ts);
         }
-        if low & 0b1110 != 0 && self.threshold != 0 {
-            return self.function_elidable(low, ts);
-        }
+        // Only an entry (action bits 0) is a plain store with a short-call
+        // threshold; every other action compares with `fast_limit_exit`, which
+        // is 0 then.
+        let fast_limit = if low & 0b1110 != 0 {
+            self.fast_limit_exit
+        } else {
+            self.fast_limit
+        };
         let word = (u64::from(delta) << 32) | u64::from(low);
         let pos = self.pos;
         let end = pos + FUNC;
-        if end > self.fast_limit {
-            if self.fast_limit == self.limit {
-                return Err(Full);
-            }
-            return self.function_general(word, ts.tsc);
+        if end > fast_limit {
+            return self.function_split_slow(low, ts, fast_limit);
         }
         let base = self.buf.as_mut_ptr();
         // SAFETY: as in `function_word_wide`: `end <= fast_limit <= limit <=
@@ -1023,6 +1037,27 @@ impl<'b> BufferWriter<'b> {
             self.latest_tsc = (u64::from(high) << 32) | u64::from(raw);
         }
         Ok(())
+    }
+
+    /// The split path's record that is not its store alone (`fast_limit`, the
+    /// limit it compared with, was too low): an exit with a short-call
+    /// threshold, a full buffer, or a record the general path writes.
+    #[inline(always)]
+    fn function_split_slow(
+        &mut self,
+        low: u32,
+        ts: Timestamp,
+        fast_limit: usize,
+    ) -> Result<(), Full> {
+        if low & 0b1110 != 0 && self.threshold != 0 {
+            return self.function_elidable(low, ts);
+        }
+        // A full buffer (or the detached writer) needs no general path.
+        if fast_limit == self.limit {
+            return Err(Full);
+        }
+        let delta = (ts.tsc as u32).wrapping_sub(self.latest_tsc as u32);
+        self.function_general((u64::from(delta) << 32) | u64::from(low), ts.tsc)
     }
 
     /// The split path's way out: a record on another high word, another CPU or
@@ -1674,7 +1709,12 @@ mod tests {
                     assert_eq!(a, b);
                 }
                 assert_eq!(
-                    (split.pos, split.latest_tsc, split.latest_cpu, split.undo_start),
+                    (
+                        split.pos,
+                        split.latest_tsc,
+                        split.latest_cpu,
+                        split.undo_start
+                    ),
                     (wide.pos, wide.latest_tsc, wide.latest_cpu, wide.undo_start),
                     "round {round}, record {i}"
                 );
