@@ -1064,7 +1064,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // A new buffer's first record needs a NewCPUId: straight to the path that
         // writes it.
         self.slow_path(ts, move |w| {
-            w.function_word_across(low, ts).map_err(RecordError::from)
+            w.function_word_first(low, ts).map_err(RecordError::from)
         })
     }
 

@@ -1041,8 +1041,10 @@ impl<'b> BufferWriter<'b> {
 
     /// The split path's record that is not its store alone (`fast_limit`, the
     /// limit it compared with, was too low): an exit with a short-call
-    /// threshold, a full buffer, or a record the general path writes.
-    #[inline(always)]
+    /// threshold, a full buffer, or a record the general path writes. Out of
+    /// line, so that the store is the straight path for exits too.
+    #[cold]
+    #[inline(never)]
     fn function_split_slow(
         &mut self,
         low: u32,
@@ -1062,11 +1064,18 @@ impl<'b> BufferWriter<'b> {
 
     /// The split path's way out: a record on another high word, another CPU or
     /// backwards in time goes through the 64-bit path, which leaves `epoch` up
-    /// to date for the next. Also what a recorder calls for the first record of
-    /// a new buffer, which never takes the split path.
+    /// to date for the next.
     #[cold]
     #[inline(never)]
-    pub(crate) fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+    fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        self.function_word_first(low, ts)
+    }
+
+    /// [`function_word_across`](Self::function_word_across) inlined: what a
+    /// recorder calls, out of line already, for the first record of a new
+    /// buffer, which never takes the split path.
+    #[inline(always)]
+    pub(crate) fn function_word_first(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let result = self.function_word_wide(low, ts);
         self.refresh_epoch();
         result
