@@ -1061,8 +1061,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
     #[cold]
     #[inline(never)]
     fn function_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
+        // A new buffer's first record needs a NewCPUId: straight to the path that
+        // writes it.
         self.slow_path(ts, move |w| {
-            w.function_word(low, ts).map_err(RecordError::from)
+            w.function_word_first(low, ts).map_err(RecordError::from)
         })
     }
 

@@ -62,6 +62,13 @@ const FUNC: usize = FUNCTION_RECORD_SIZE;
 /// `latest_cpu` before the first event: no CPU id matches it, so the first event
 /// writes NewCPUId.
 const NO_CPU: u32 = u32::MAX;
+/// [`BufferWriter`]'s `epoch` when the split record path may not be taken.
+const NO_EPOCH: u32 = u32::MAX;
+/// Whether function records take the split path (the time's two 32-bit halves
+/// apart, see [`BufferWriter::function_word`]): on 32-bit targets, where a 64-bit
+/// subtraction, test and store are two of each, and in this module's tests, which
+/// compare its bytes with the 64-bit path's.
+const SPLIT: bool = cfg!(any(test, target_pointer_width = "32"));
 
 /// Targets whose unaligned stores are split into byte stores (ARMv6-M, the ARM
 /// cores without compare-and-swap; RISC-V without the unaligned-access extension):
@@ -455,6 +462,19 @@ pub struct BufferWriter<'b> {
     /// otherwise, which sends every function record to the general path. Kept by
     /// [`refresh_fast_limit`](Self::refresh_fast_limit).
     fast_limit: usize,
+    /// `fast_limit` for an exit, tail exit or EnterArg (a record that may erase
+    /// its entry or end an erasable run): `fast_limit` without a short-call
+    /// threshold, 0 with one, so that the split path's exits test their room and
+    /// the threshold with one compare.
+    fast_limit_exit: usize,
+    /// The high word of `latest_tsc` when `latest_cpu` is 0, [`NO_EPOCH`]
+    /// otherwise (or when that word is `NO_EPOCH` itself): what the split record
+    /// path compares a reading's high word with (see
+    /// [`function_word`](Self::function_word)). Kept by
+    /// [`refresh_epoch`](Self::refresh_epoch) wherever `latest_tsc` or
+    /// `latest_cpu` changes, except by the split path itself, which changes
+    /// neither the high word nor the CPU; only where [`SPLIT`].
+    epoch: u32,
 }
 
 impl<'b> BufferWriter<'b> {
@@ -497,7 +517,13 @@ impl<'b> BufferWriter<'b> {
         pos = put_metadata(buf, pos, &NewBuffer { tid });
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
-            micros: walltime.micros % 1_000_000,
+            // A ring's recorder counts its buffers' micros below 10^6 already: the
+            // division (a library call on a Cortex-M0) only for other callers.
+            micros: if walltime.micros < 1_000_000 {
+                walltime.micros
+            } else {
+                micros_in_second(walltime.micros)
+            },
         };
         pos = put_metadata(buf, pos, &walltime);
         if let Some(pid) = config.pid {
@@ -517,6 +543,8 @@ impl<'b> BufferWriter<'b> {
             threshold: config.threshold_ticks,
             undo_start: pos,
             fast_limit: 0,
+            fast_limit_exit: 0,
+            epoch: NO_EPOCH,
         };
         w.sync_extents();
         w.refresh_fast_limit();
@@ -541,6 +569,21 @@ impl<'b> BufferWriter<'b> {
             threshold: 0,
             undo_start: 0,
             fast_limit: 0,
+            fast_limit_exit: 0,
+            epoch: NO_EPOCH,
+        }
+    }
+
+    /// Sets `epoch` from `latest_tsc` and `latest_cpu` (see the field); nothing
+    /// where the split path is not used.
+    #[inline(always)]
+    fn refresh_epoch(&mut self) {
+        if SPLIT {
+            self.epoch = if self.latest_cpu == 0 {
+                (self.latest_tsc >> 32) as u32
+            } else {
+                NO_EPOCH
+            };
         }
     }
 
@@ -557,6 +600,11 @@ impl<'b> BufferWriter<'b> {
             0
         } else {
             self.limit
+        };
+        self.fast_limit_exit = if self.threshold != 0 {
+            0
+        } else {
+            self.fast_limit
         };
     }
 
@@ -768,6 +816,7 @@ impl<'b> BufferWriter<'b> {
             Preamble::Wrap => {
                 self.pos = put_metadata(self.buf, self.pos, &TscWrap { tsc: ts.tsc });
                 self.latest_tsc = ts.tsc;
+                self.refresh_epoch();
             }
         }
         // Metadata cannot be erased, nor can anything before it.
@@ -778,6 +827,7 @@ impl<'b> BufferWriter<'b> {
         self.pos = put_metadata(self.buf, self.pos, &NewCpuId { cpu, tsc });
         self.latest_cpu = u32::from(cpu);
         self.latest_tsc = tsc;
+        self.refresh_epoch();
         self.undo_start = self.pos;
     }
 
@@ -791,6 +841,7 @@ impl<'b> BufferWriter<'b> {
             dst.copy_from_slice(&word.to_le_bytes());
             self.pos = end;
             self.latest_tsc = tsc;
+            self.refresh_epoch();
         }
     }
 
@@ -915,8 +966,125 @@ impl<'b> BufferWriter<'b> {
     /// [`function`](Self::function) with the action and id as the record's low
     /// word ([`FunctionRecord::low_word`]): one value instead of two on the record
     /// path, where registers are few (eight low ones on a Cortex-M0).
+    ///
+    /// On 32-bit targets it takes the split path: the time's high word compared
+    /// with `epoch` (the last record's high word, on CPU 0) and the delta taken
+    /// from the low words, a 32-bit subtraction whose borrow says the clock went
+    /// backwards; only the low word of the time is stored. No 64-bit arithmetic,
+    /// and the bytes are those of the 64-bit path: a record whose high word
+    /// differs from the last one's (once per 2^32 ticks, and at a buffer's
+    /// first record) takes the 64-bit path, out of line, which writes a TSCWrap
+    /// when the gap does not fit 32 bits, as before.
     #[inline(always)]
     pub(crate) fn function_word(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        if cfg!(target_pointer_width = "32") {
+            self.function_word_split(low, ts)
+        } else {
+            self.function_word_wide(low, ts)
+        }
+    }
+
+    /// [`function_word`](Self::function_word) with the time's halves apart: the
+    /// fast path of 32-bit targets (see there).
+    #[inline(always)]
+    fn function_word_split(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        let high = (ts.tsc >> 32) as u32;
+        let raw = ts.tsc as u32;
+        let (delta, backwards) = raw.overflowing_sub(self.latest_tsc as u32);
+        // Same high word as the last record, on CPU 0 (`epoch` is NO_EPOCH
+        // otherwise, and a high word equal to NO_EPOCH never takes this path), and
+        // a clock that did not go backwards: the delta is exact and fits.
+        if high != self.epoch || high == NO_EPOCH || ts.cpu != 0 || backwards {
+            return self.function_word_across(low, ts);
+        }
+        // Only an entry (action bits 0) is a plain store with a short-call
+        // threshold; every other action compares with `fast_limit_exit`, which
+        // is 0 then.
+        let fast_limit = if low & 0b1110 != 0 {
+            self.fast_limit_exit
+        } else {
+            self.fast_limit
+        };
+        let word = (u64::from(delta) << 32) | u64::from(low);
+        let pos = self.pos;
+        let end = pos + FUNC;
+        if end > fast_limit {
+            return self.function_split_slow(low, ts, fast_limit);
+        }
+        let base = self.buf.as_mut_ptr();
+        // SAFETY: as in `function_word_wide`: `end <= fast_limit <= limit <=
+        // buf.len()`, `&mut self` borrows `buf` exclusively, and on
+        // `STRICT_ALIGNMENT` targets a non-zero `fast_limit` means `base` and
+        // `pos` are multiples of 4.
+        unsafe {
+            if STRICT_ALIGNMENT {
+                store_aligned(base, pos, word, false);
+            } else {
+                base.add(pos)
+                    .cast::<[u8; FUNC]>()
+                    .write_unaligned(word.to_le_bytes());
+            }
+        }
+        self.pos = end;
+        // The high word is `high` already: only the low word changes, one store.
+        if cfg!(target_endian = "little") {
+            let latest: *mut u64 = &mut self.latest_tsc;
+            // SAFETY: on a little-endian target the low word of the `u64` is its
+            // first four bytes, inside the field, which `&mut self` borrows
+            // exclusively, and aligned (a `u64` is at least 4-aligned).
+            unsafe { latest.cast::<u32>().write(raw) };
+        } else {
+            self.latest_tsc = (u64::from(high) << 32) | u64::from(raw);
+        }
+        Ok(())
+    }
+
+    /// The split path's record that is not its store alone (`fast_limit`, the
+    /// limit it compared with, was too low): an exit with a short-call
+    /// threshold, a full buffer, or a record the general path writes. Out of
+    /// line, so that the store is the straight path for exits too.
+    #[cold]
+    #[inline(never)]
+    fn function_split_slow(
+        &mut self,
+        low: u32,
+        ts: Timestamp,
+        fast_limit: usize,
+    ) -> Result<(), Full> {
+        if low & 0b1110 != 0 && self.threshold != 0 {
+            return self.function_elidable(low, ts);
+        }
+        // A full buffer (or the detached writer) needs no general path.
+        if fast_limit == self.limit {
+            return Err(Full);
+        }
+        let delta = (ts.tsc as u32).wrapping_sub(self.latest_tsc as u32);
+        self.function_general((u64::from(delta) << 32) | u64::from(low), ts.tsc)
+    }
+
+    /// The split path's way out: a record on another high word, another CPU or
+    /// backwards in time goes through the 64-bit path, which leaves `epoch` up
+    /// to date for the next.
+    #[cold]
+    #[inline(never)]
+    fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        self.function_word_first(low, ts)
+    }
+
+    /// [`function_word_across`](Self::function_word_across) inlined: what a
+    /// recorder calls, out of line already, for the first record of a new
+    /// buffer, which never takes the split path.
+    #[inline(always)]
+    pub(crate) fn function_word_first(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        let result = self.function_word_wide(low, ts);
+        self.refresh_epoch();
+        result
+    }
+
+    /// [`function_word`](Self::function_word) on a 64-bit time: the fast path of
+    /// 64-bit targets.
+    #[inline(always)]
+    fn function_word_wide(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let delta = ts.tsc.wrapping_sub(self.latest_tsc);
         // One test for the common case, same CPU and a delta that fits 32 bits: a
         // clock that went backwards makes the wrapping delta huge, so it fails too.
@@ -1077,6 +1245,7 @@ impl<'b> BufferWriter<'b> {
             unsafe { store_aligned(base, pos, word, self.extents_every_record) };
             self.pos = end;
             self.latest_tsc = tsc;
+            self.refresh_epoch();
             return Ok(());
         }
         // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
@@ -1100,6 +1269,7 @@ impl<'b> BufferWriter<'b> {
         }
         self.pos = end;
         self.latest_tsc = tsc;
+        self.refresh_epoch();
         Ok(())
     }
 
@@ -1144,6 +1314,7 @@ impl<'b> BufferWriter<'b> {
         }
         self.pos -= FUNC;
         self.latest_tsc = self.latest_tsc.wrapping_sub(u64::from(delta));
+        self.refresh_epoch();
         true
     }
 
@@ -1250,6 +1421,7 @@ impl<'b> BufferWriter<'b> {
             self.write_preamble(p, ts);
             let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
             self.latest_tsc = ts.tsc;
+            self.refresh_epoch();
             CustomEventTime::Delta(delta)
         } else {
             // The absolute form does not move the base TSC, so only a CPU change (or
@@ -1309,6 +1481,7 @@ impl<'b> BufferWriter<'b> {
         };
         self.pos = put_metadata(self.buf, self.pos, &marker);
         self.latest_tsc = ts.tsc;
+        self.refresh_epoch();
         self.put_payload(payload);
         Ok(())
     }
@@ -1323,6 +1496,14 @@ impl<'b> BufferWriter<'b> {
         self.sync_extents();
         self.refresh_fast_limit();
     }
+}
+
+/// `micros mod 10^6`, out of line: inlined, the compiler computes it whether or
+/// not it is needed (a select instead of a branch).
+#[cold]
+#[inline(never)]
+fn micros_in_second(micros: u32) -> u32 {
+    micros % 1_000_000
 }
 
 /// Writes a metadata record at `pos` and returns the position after it. The caller
@@ -1486,6 +1667,77 @@ mod tests {
                     "payloads of {payload_len}"
                 );
             }
+        }
+    }
+
+    /// The split path of 32-bit targets writes the bytes of the 64-bit path, and
+    /// leaves the writer in the same state, for times that cross high words with
+    /// small steps, jump far, go backwards, start near `u64::MAX` (high word
+    /// `NO_EPOCH`), change CPU, interleave events and fill the buffer.
+    #[test]
+    fn split_and_wide_paths_write_the_same_bytes() {
+        #[repr(align(8))]
+        struct Aligned([u8; 640]);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..400u32 {
+            let threshold = [0, 5, 40][(round % 3) as usize];
+            let cfg = WriterConfig::new(1)
+                .with_pid(2)
+                .with_threshold_ticks(threshold);
+            let mut split_buf = Aligned([0; 640]);
+            let mut wide_buf = Aligned([0; 640]);
+            let mut split = BufferWriter::new(&mut split_buf.0, &cfg, W0).unwrap();
+            let mut wide = BufferWriter::new(&mut wide_buf.0, &cfg, W0).unwrap();
+            if round % 2 == 0 {
+                split.defer_extents();
+                wide.defer_extents();
+            }
+            let start = [0, (1 << 32) - 300, u64::MAX - 2_000, next()][(round % 4) as usize];
+            let mut tsc = start;
+            for i in 0..90u32 {
+                let r = next();
+                let cpu = if r % 29 == 0 { (r >> 8) as u16 % 3 } else { 0 };
+                let t = Timestamp { tsc, cpu };
+                let action = FunctionAction::from_bits(((r >> 16) % 4) as u8).unwrap();
+                let id = fid(((r >> 20) % 3) as u32 + 1);
+                let low = FunctionRecord::low_word(action, id);
+                let a = split.function_word_split(low, t);
+                let b = wide.function_word_wide(low, t);
+                assert_eq!(a, b, "round {round}, record {i}");
+                if r % 31 == 1 {
+                    let len = ((r >> 24) % 9) as usize;
+                    let payload = [0x5a; 8];
+                    let a = split.custom_event(t, &payload[..len]);
+                    let b = wide.custom_event(t, &payload[..len]);
+                    assert_eq!(a, b);
+                }
+                assert_eq!(
+                    (
+                        split.pos,
+                        split.latest_tsc,
+                        split.latest_cpu,
+                        split.undo_start
+                    ),
+                    (wide.pos, wide.latest_tsc, wide.latest_cpu, wide.undo_start),
+                    "round {round}, record {i}"
+                );
+                tsc = match (r >> 32) % 16 {
+                    0 => tsc.wrapping_add(1 << 32),
+                    1 => tsc.wrapping_add(u64::from(u32::MAX)),
+                    2 => tsc.wrapping_sub((r >> 40) % 100),
+                    3 => tsc.wrapping_add((r >> 36) % (1 << 28)),
+                    _ => tsc.wrapping_add((r >> 40) % 60),
+                };
+            }
+            split.sync_extents();
+            wide.sync_extents();
+            assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
         }
     }
 
