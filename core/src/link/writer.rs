@@ -5,16 +5,11 @@ use embedded_io::Write;
 
 use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
-use super::encoder::FrameEncoder;
 use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
 use super::trace2::{emit, Put, Trace2Event};
 use crate::fdr::header::FileHeader;
 use crate::fdr::ring::Consumer;
-
-/// Bytes encoded per call to the sink: small enough for any stack, large enough
-/// that the call overhead does not matter.
-const CHUNK: usize = 64;
 
 /// One recording context as the link names it: its source id, its file header, and
 /// when to repeat that header.
@@ -276,6 +271,13 @@ impl<W: Write> LinkWriter<W> {
     /// Sends one frame. Blocks as long as the sink's `write` blocks. Example on
     /// [`LinkWriter`].
     pub fn send(&mut self, kind: FrameKind, source: u32, payload: &[u8]) -> Result<(), W::Error> {
+        self.send_frame(kind, source, Body::Bytes(payload))
+    }
+
+    /// Every frame but the compact Trace2 events: one copy in a firmware, stuffed
+    /// in place by the same [`Stuffer`] (one COBS encoder linked, not two).
+    #[inline(never)]
+    fn send_frame(&mut self, kind: FrameKind, source: u32, body: Body<'_>) -> Result<(), W::Error> {
         let head = FrameHead {
             kind,
             source,
@@ -283,22 +285,15 @@ impl<W: Write> LinkWriter<W> {
         };
         // Counted even when it fails, so the receiver sees the gap.
         self.seq = self.seq.wrapping_add(1);
-        let mut enc = FrameEncoder::new(head, payload).with_leading_delimiter(self.resync);
-        let mut chunk = [0u8; CHUNK];
-        loop {
-            let n = enc.fill(&mut chunk);
-            if n == 0 {
-                break;
-            }
-            if let Err(e) = self.sink.write_all(chunk.get(..n).unwrap_or(&[])) {
-                self.frames_failed = self.frames_failed.wrapping_add(1);
-                self.resync = true;
-                return Err(e);
-            }
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
+        frame.push(&head.to_bytes());
+        match body {
+            Body::Bytes(payload) => frame.push(payload),
+            Body::Compact { buffer, packed } => compact_to(buffer, packed, &mut frame),
         }
-        self.resync = false;
-        self.frames_sent = self.frames_sent.wrapping_add(1);
-        Ok(())
+        let result = frame.finish();
+        self.count(result)
     }
 
     /// Sends a source's file header. Example on [`LinkWriter`].
@@ -338,7 +333,14 @@ impl<W: Write> LinkWriter<W> {
     /// assert_eq!(&back[..n], fdr);
     /// ```
     pub fn send_buffer_compact(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
-        self.send_compact::<false>(source, buffer)
+        self.send_frame(
+            FrameKind::FdrCompact,
+            source,
+            Body::Compact {
+                buffer,
+                packed: false,
+            },
+        )
     }
 
     /// Sends one finished FDR buffer in its packed form ([`FrameKind::FdrPacked`]:
@@ -369,31 +371,14 @@ impl<W: Write> LinkWriter<W> {
     /// assert_eq!(&back[..n], fdr);
     /// ```
     pub fn send_buffer_packed(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
-        self.send_compact::<true>(source, buffer)
-    }
-
-    /// The compact form, with metadata packed if `PACKED`.
-    fn send_compact<const PACKED: bool>(
-        &mut self,
-        source: u32,
-        buffer: &[u8],
-    ) -> Result<(), W::Error> {
-        let head = FrameHead {
-            kind: if PACKED {
-                FrameKind::FdrPacked
-            } else {
-                FrameKind::FdrCompact
-            },
+        self.send_frame(
+            FrameKind::FdrPacked,
             source,
-            seq: self.seq,
-        };
-        self.seq = self.seq.wrapping_add(1);
-        let mut out = [0; OUT];
-        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
-        frame.push(&head.to_bytes());
-        compact_to::<PACKED>(buffer, &mut frame);
-        let result = frame.finish();
-        self.count(result)
+            Body::Compact {
+                buffer,
+                packed: true,
+            },
+        )
     }
 
     /// Sends one Trace2 event in its compact form ([`FrameKind::Trace2Compact`]):
@@ -530,13 +515,19 @@ impl<W: Write> LinkWriter<W> {
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
         };
-        let sent = if source.compact && source.packed {
-            self.send_buffer_packed(source.id, &buffer)
-        } else if source.compact {
-            self.send_buffer_compact(source.id, &buffer)
+        let (kind, body) = if source.compact {
+            let packed = source.packed;
+            let kind = if packed {
+                FrameKind::FdrPacked
+            } else {
+                FrameKind::FdrCompact
+            };
+            let buffer = &buffer[..];
+            (kind, Body::Compact { buffer, packed })
         } else {
-            self.send_buffer(source.id, &buffer)
+            (FrameKind::FdrBuffer, Body::Bytes(&buffer))
         };
+        let sent = self.send_frame(kind, source.id, body);
         drop(buffer);
         source.since_header = source.since_header.map(|n| n.saturating_add(1));
         sent.map(|()| true)
@@ -650,6 +641,14 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     }
 }
 
+/// What a frame carries after its head.
+enum Body<'b> {
+    /// These bytes as they are.
+    Bytes(&'b [u8]),
+    /// An FDR buffer in its compact form, with its metadata packed if `packed`.
+    Compact { buffer: &'b [u8], packed: bool },
+}
+
 /// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
 /// and the delimiter; and a [`WINDOW`] after the code) after at most [`GATHER`]
 /// bytes of finished blocks, so that the current block never has to move.
@@ -660,7 +659,7 @@ const OUT: usize = GATHER + 1 + WINDOW;
 const WINDOW: usize = 256;
 
 /// Finished blocks a [`Stuffer`] gathers before writing them to the sink: few
-/// calls per frame, as with [`CHUNK`].
+/// calls per frame.
 const GATHER: usize = 128;
 
 /// A frame stuffed (COBS) as its bytes come, for payloads made on the fly, in
