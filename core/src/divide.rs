@@ -21,9 +21,15 @@ pub(crate) fn div_rem(n: u64, d: NonZeroU64) -> (u64, u64) {
     if n < d {
         return (0, n);
     }
-    // `d << shift` has as many leading zeros as `n`, so nothing is shifted out.
-    let shift = d.leading_zeros() - n.leading_zeros();
-    let mut divisor = d << shift;
+    // The divisor shifted up to the highest place where it still fits `n`, a
+    // bit at a time: a 64-bit shift by a run-time count and `leading_zeros` are
+    // each a library routine on thumbv6m (`__aeabi_llsl`, `__clzsi2`).
+    let mut divisor = d;
+    let mut shift = 0u32;
+    while divisor >> 63 == 0 && divisor << 1 <= n {
+        divisor <<= 1;
+        shift += 1;
+    }
     let mut rem = n;
     let mut quotient = 0u64;
     for _ in 0..=shift {

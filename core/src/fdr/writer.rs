@@ -495,9 +495,16 @@ impl<'b> BufferWriter<'b> {
         // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
         let tid = config.tid as i32;
         pos = put_metadata(buf, pos, &NewBuffer { tid });
+        // No `%` (a library division on thumbv6m, on every buffer switch): the
+        // micros are below a second but for a caller's public field set past it.
+        let micros = if walltime.micros < 1_000_000 {
+            walltime.micros
+        } else {
+            crate::divide::div_rem(u64::from(walltime.micros), crate::divide::MILLION).1 as u32
+        };
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
-            micros: walltime.micros % 1_000_000,
+            micros,
         };
         pos = put_metadata(buf, pos, &walltime);
         if let Some(pid) = config.pid {
@@ -721,7 +728,9 @@ impl<'b> BufferWriter<'b> {
         }
         self.sync_extents();
         let Self { buf, pos, .. } = self;
-        &buf[..pos]
+        // `pos <= buf.len()` always; `get` only spares a panic path.
+        let buf: &'b [u8] = buf;
+        buf.get(..pos).unwrap_or(buf)
     }
 
     /// Stops updating the BufferExtents count with every function record: the

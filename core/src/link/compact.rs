@@ -116,8 +116,9 @@ fn walk<'b>(buffer: &'b [u8], mut f: impl FnMut(Piece<'b>)) {
                 continue;
             }
         } else if first != REST {
-            if let Some(len) = metadata_len(rest) {
-                let (record, after) = rest.split_at(len);
+            if let Some((record, after)) =
+                metadata_len(rest).and_then(|len| rest.split_at_checked(len))
+            {
                 f(Piece::Verbatim(record));
                 rest = after;
                 continue;
@@ -253,8 +254,9 @@ pub(crate) fn compact_to(buffer: &[u8], packed: bool, out: &mut impl Tokens) {
                 continue;
             }
         } else if first != REST {
-            if let Some(len) = metadata_len(rest) {
-                let (record, after) = rest.split_at(len);
+            if let Some((record, after)) =
+                metadata_len(rest).and_then(|len| rest.split_at_checked(len))
+            {
                 if packed {
                     let mut bytes = [0u8; PACKED_MAX];
                     let n = pack_metadata(record, &mut bytes);
