@@ -504,13 +504,7 @@ impl<W: Write> LinkWriter<W> {
             return Ok(false);
         }
         if source.header_due() {
-            self.send_file_header(source.id, &source.header)?;
-            let stats = LinkStats {
-                ring: consumer.stats(),
-                frames_failed: self.frames_failed,
-            };
-            self.send_stats(source.id, &stats)?;
-            source.since_header = Some(0);
+            self.send_source_status(source, consumer)?;
         }
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
@@ -571,6 +565,7 @@ impl<W: Write> LinkWriter<W> {
     /// let ring = RingStats { buffers_finished: 1, buffers_consumed: 1, records_dropped: 0, buffers_overwritten: 0 };
     /// assert_eq!(last, Some((FrameKind::Stats, Some(LinkStats { ring, frames_failed: 0 }))));
     /// ```
+    #[inline(never)]
     pub fn send_source_status(
         &mut self,
         source: &mut Source,
@@ -779,20 +774,12 @@ impl<'w, W: Write> Stuffer<'w, W> {
     /// a frame (metadata records, the head), its loop with registers to itself.
     #[inline(never)]
     fn push(&mut self, bytes: &[u8]) {
-        self.stuff::<true>(bytes);
-    }
-
-    /// Stuffs `bytes` (adding them to the check if `CHECK`), in one pass with the
-    /// block in registers.
-    #[inline(always)]
-    fn stuff<const CHECK: bool>(&mut self, bytes: &[u8]) {
+        // In one pass with the block in registers.
         let mut w = self.w;
         let mut code_at = self.code_at;
         let mut crc = self.crc;
         for &b in bytes {
-            if CHECK {
-                crc.byte(b);
-            }
+            crc.byte(b);
             if b != 0 {
                 if let Some(slot) = self.out.get_mut(w) {
                     *slot = b;
@@ -851,7 +838,9 @@ impl<'w, W: Write> Stuffer<'w, W> {
     /// what is gathered with the delimiter.
     fn finish(mut self) -> Result<(), W::Error> {
         let crc = self.crc.finish().to_le_bytes();
-        self.stuff::<false>(&crc);
+        // Through `push` (its one copy of the stuffing loop): it also adds these
+        // bytes to the check, which nothing reads any more.
+        self.push(&crc);
         // A frame that ends with a full block needs no empty last block (as the
         // `cobs` crate encodes it).
         let end = if self.after_full && self.w == self.code_at + 1 {
