@@ -5,7 +5,7 @@
 //! built at compile time) was chosen by measurement over the bitwise form and the
 //! 16-table one (16 KiB, too large for small firmware); see `docs/performance.md`.
 //! With the feature `crc-nibble` the table has 16 entries (64 bytes) and a byte
-//! takes two lookups: 820 bytes less flash on thumbv6m, about a fifth more
+//! takes two lookups: about 880 bytes less flash on thumbv6m, about a fifth more
 //! cycles per record on the link (measured in `docs/performance.md`).
 //! It is written here rather than taken from the `crc` crate (which computes the
 //! same table and is the judge in this module's tests) so that the link's hot
