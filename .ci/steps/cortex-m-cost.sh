@@ -7,8 +7,9 @@
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
 # firmware example (examples/firmware-qemu, thumbv7m and thumbv6m), their flash by
 # crate and what FDR + the link add to the example, and
-# fails when their rings or per-context recorders are not in .bss (zero_init.py)
-# or when FDR and the link bring in a 64-bit division routine.
+# fails when their rings or per-context recorders are not in .bss (zero_init.py),
+# when FDR and the link bring in a 64-bit division routine, or when the core
+# brings in a panic path (a bounds check, a slice index failure, core::fmt).
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.
 set -euo pipefail
 
@@ -87,6 +88,23 @@ echo "--- no 64-bit division linked with FDR and the link (a library routine of 
 for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf" "$work/fw-fdr.elf" "$work/fw6-fdr.elf"; do
   if "$nm" "$f" | grep -E ' (__aeabi_uldivmod|__aeabi_ldivmod|__udivmoddi4|__divmoddi4|__udivti3|__umodti3)$'; then
     echo "$f links a 64-bit division" >&2
+    exit 1
+  fi
+done
+echo "none"
+
+echo "--- no panic path from the core (bounds checks, slice index failures, formatting)"
+# The bench firmware has no panic path at all; the example's own `expect`s at
+# start-up bring `unwrap_failed` and `panic_fmt`, nothing else may.
+for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf"; do
+  if "$nm" -C "$f" | grep -E ' core::panicking::| core::fmt::'; then
+    echo "$f links a panic path" >&2
+    exit 1
+  fi
+done
+for f in "$work/fw-fdr.elf" "$work/fw-full.elf" "$work/fw6-fdr.elf"; do
+  if "$nm" -C "$f" | grep -E 'panic_bounds_check|_fail$|_fail |core::fmt::' | grep -v 'core::result::unwrap_failed'; then
+    echo "$f links a panic path of the core" >&2
     exit 1
   fi
 done
