@@ -5,9 +5,11 @@
 # and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
 # each entry's stack high-water mark (lowest SP of its run). Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
-# firmware example (examples/firmware-qemu, thumbv7m), and their flash by crate, and
-# fails when their rings or per-context recorders are not in .bss (zero_init.py)
-# or when FDR and the link bring in a 64-bit division routine.
+# firmware example (examples/firmware-qemu, thumbv7m and thumbv6m), their flash by
+# crate and what FDR + the link add to the example, and
+# fails when their rings or per-context recorders are not in .bss (zero_init.py),
+# when FDR and the link bring in a 64-bit division routine, or when the core
+# brings in a panic path (a bounds check, a slice index failure, core::fmt).
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.
 set -euo pipefail
 
@@ -62,6 +64,15 @@ echo "--- build the firmware example (with and without flightrec)"
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-lines.elf"
   cargo build -q --release
   cp target/thumbv7m-none-eabi/release/flightrec-firmware-qemu "$work/fw-full.elf"
+  # The same workload for thumbv6m (Cortex-M0, the flash goal's target; built,
+  # not run: QEMU's lm3s6965evb is a Cortex-M3).
+  t=thumbv6m-none-eabi
+  cargo build -q --release --target $t --no-default-features
+  cp target/$t/release/flightrec-firmware-qemu "$work/fw6-none.elf"
+  cargo build -q --release --target $t --no-default-features --features trace
+  cp target/$t/release/flightrec-firmware-qemu "$work/fw6-fdr.elf"
+  cargo build -q --release --target $t --no-default-features --features trace,crc-nibble
+  cp target/$t/release/flightrec-firmware-qemu "$work/fw6-fdr-nibble.elf"
 )
 
 echo "--- the trace statics are zero-initialised (.bss, no flash image)"
@@ -74,9 +85,26 @@ done
 
 nm=$(command -v llvm-nm)
 echo "--- no 64-bit division linked with FDR and the link (a library routine of ~870 B)"
-for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf" "$work/fw-fdr.elf"; do
+for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf" "$work/fw-fdr.elf" "$work/fw6-fdr.elf"; do
   if "$nm" "$f" | grep -E ' (__aeabi_uldivmod|__aeabi_ldivmod|__udivmoddi4|__divmoddi4|__udivti3|__umodti3)$'; then
     echo "$f links a 64-bit division" >&2
+    exit 1
+  fi
+done
+echo "none"
+
+echo "--- no panic path from the core (bounds checks, slice index failures, formatting)"
+# The bench firmware has no panic path at all; the example's own `expect`s at
+# start-up bring `unwrap_failed` and `panic_fmt`, nothing else may.
+for f in "$bench/target/thumbv6m-none-eabi/$elf" "$bench/target/thumbv7em-none-eabihf/$elf"; do
+  if "$nm" -C "$f" | grep -E ' core::panicking::| core::fmt::'; then
+    echo "$f links a panic path" >&2
+    exit 1
+  fi
+done
+for f in "$work/fw-fdr.elf" "$work/fw-full.elf" "$work/fw6-fdr.elf"; do
+  if "$nm" -C "$f" | grep -E 'panic_bounds_check|_fail$|_fail |core::fmt::' | grep -v 'core::result::unwrap_failed'; then
+    echo "$f links a panic path of the core" >&2
     exit 1
   fi
 done
@@ -91,4 +119,23 @@ echo "--- flash and RAM (release builds)"
   "firmware-qemu thumbv7m, no tracing=$work/fw-none.elf" \
   "firmware-qemu thumbv7m, FDR + link (trace)=$work/fw-fdr.elf" \
   "firmware-qemu thumbv7m, FDR + link + compact Trace2 (default)=$work/fw-full.elf" \
-  "firmware-qemu thumbv7m, FDR + link + Trace2 lines formatted on the firmware (trace2-lines)=$work/fw-lines.elf"
+  "firmware-qemu thumbv7m, FDR + link + Trace2 lines formatted on the firmware (trace2-lines)=$work/fw-lines.elf" \
+  "firmware-qemu thumbv6m, no tracing=$work/fw6-none.elf" \
+  "firmware-qemu thumbv6m, FDR + link (trace)=$work/fw6-fdr.elf" \
+  "firmware-qemu thumbv6m, FDR + link with the 64-byte CRC table (trace, crc-nibble)=$work/fw6-fdr-nibble.elf"
+
+echo
+echo "--- flash that FDR rings + the link add to the example (issue 13's goal: 3 KiB on thumbv6m)"
+"$py" - "$work" <<'PY'
+import sys
+sys.path.insert(0, "benches/cortex-m")
+from sizes import flash_ram
+work = sys.argv[1]
+for target, none, builds in [
+    ("thumbv6m", "fw6-none", [("FDR + link", "fw6-fdr"), ("FDR + link, crc-nibble", "fw6-fdr-nibble")]),
+    ("thumbv7m", "fw-none", [("FDR + link", "fw-fdr"), ("FDR + link + compact Trace2", "fw-full")]),
+]:
+    base = flash_ram(f"{work}/{none}.elf")[0]
+    for name, elf in builds:
+        print(f"{target}, {name}: +{flash_ram(f'{work}/{elf}.elf')[0] - base} B over no tracing ({base} B)")
+PY

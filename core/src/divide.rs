@@ -21,9 +21,15 @@ pub(crate) fn div_rem(n: u64, d: NonZeroU64) -> (u64, u64) {
     if n < d {
         return (0, n);
     }
-    // `d << shift` has as many leading zeros as `n`, so nothing is shifted out.
-    let shift = d.leading_zeros() - n.leading_zeros();
-    let mut divisor = d << shift;
+    // The divisor shifted up to the highest place where it still fits `n`, a
+    // bit at a time: a 64-bit shift by a run-time count and `leading_zeros` are
+    // each a library routine on thumbv6m (`__aeabi_llsl`, `__clzsi2`).
+    let mut divisor = d;
+    let mut shift = 0u32;
+    while divisor >> 63 == 0 && divisor << 1 <= n {
+        divisor <<= 1;
+        shift += 1;
+    }
     let mut rem = n;
     let mut quotient = 0u64;
     for _ in 0..=shift {
@@ -38,18 +44,27 @@ pub(crate) fn div_rem(n: u64, d: NonZeroU64) -> (u64, u64) {
 }
 
 /// `floor(rem * 10^6 / d)` for `rem < d`: the microseconds in `rem` ticks of a
-/// `d`-tick second, one decimal digit at a time (no product wider than `10 * d`).
+/// `d`-tick second, one decimal digit at a time. Each digit adds `r` ten times
+/// modulo `d`, counting the wraps: 64-bit additions and compares only (no
+/// 128-bit product, which is a library multiply on 32-bit cores).
 pub(crate) fn micros_of(rem: u64, d: NonZeroU64) -> u32 {
-    let d = u128::from(d.get());
-    let mut r = u128::from(rem);
+    let d = d.get();
+    // Outside the contract, a remainder from a second that is not full.
+    let mut r = if rem < d { rem } else { d - 1 };
     let mut micros = 0u32;
     for _ in 0..6 {
-        r *= 10;
+        // `acc < d` throughout; `acc + r >= d` exactly when `acc >= d - r`.
+        let mut acc = 0u64;
         let mut digit = 0u32;
-        while r >= d && digit < 9 {
-            r -= d;
-            digit += 1;
+        for _ in 0..10 {
+            if acc >= d - r {
+                acc -= d - r;
+                digit += 1;
+            } else {
+                acc += r;
+            }
         }
+        r = acc;
         micros = micros * 10 + digit;
     }
     micros
@@ -119,6 +134,16 @@ mod tests {
                 let expected = (u128::from(rem) * 1_000_000 / u128::from(d)) as u32;
                 assert_eq!(micros_of(rem, nz(d)), expected, "{rem} of {d}");
             }
+        }
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = (x >> (x % 64)).max(1);
+            let rem = x.rotate_left(17) % d;
+            let expected = (u128::from(rem) * 1_000_000 / u128::from(d)) as u32;
+            assert_eq!(micros_of(rem, nz(d)), expected, "{rem} of {d}");
         }
     }
 }

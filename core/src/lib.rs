@@ -14,7 +14,9 @@
 //!
 //! Time comes from a [`clock::Clock`]; the core never reads a clock of its own.
 //!
-//! The `defmt` feature derives `defmt::Format` for the public types.
+//! The `defmt` feature derives `defmt::Format` for the public types. The
+//! `crc-nibble` feature gives the link's CRC-32C a 64-byte table instead of
+//! 1 KiB (less flash, more cycles per byte sent).
 //!
 //! # Example
 //!

@@ -1291,8 +1291,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 }
             }
             Policy::FlightRecorder => {
-                let slot = &self.ring.slots[self.slot];
-                if slot.len.load(Ordering::Relaxed) > 0 {
+                // Slot indexes are below N (`next_slot`): `get` only spares a
+                // panic path.
+                let slot = self.ring.slots.get(self.slot);
+                if let Some(slot) = slot.filter(|s| s.len.load(Ordering::Relaxed) > 0) {
                     // The slot still holds the buffer from `n` buffers ago: it is lost.
                     let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
                     self.ring
@@ -1328,9 +1330,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
         let mut text = [0u8; 48];
         let len = loss_text(self.unmarked_loss, &mut text);
         let marked = if self.config.writer.version.events_use_delta() {
-            self.writer.typed_event(ts, LOSS_EVENT_TYPE, &text[..len])
+            self.writer
+                .typed_event(ts, LOSS_EVENT_TYPE, text.get(..len).unwrap_or(&[]))
         } else {
-            self.writer.custom_event(ts, &text[..len])
+            self.writer.custom_event(ts, text.get(..len).unwrap_or(&[]))
         };
         if marked.is_ok() {
             self.unmarked_loss = 0;
@@ -1372,9 +1375,9 @@ impl<'r, 'a> Recorder<'r, 'a> {
             return;
         }
         let len = w.finish().len();
-        self.ring.slots[self.slot]
-            .len
-            .store(len as u32, Ordering::Relaxed);
+        if let Some(slot) = self.ring.slots.get(self.slot) {
+            slot.len.store(len as u32, Ordering::Relaxed);
+        }
         self.seq = self.seq.wrapping_add(1);
         self.slot = self.ring.next_slot(self.slot);
         self.seq_wrapped |= self.seq == 0;
@@ -1510,26 +1513,33 @@ impl<'r, 'a> Recorder<'r, 'a> {
 fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
     const PREFIX: &[u8] = b"flightrec: lost ";
     const SUFFIX: &[u8] = b" records";
-    out[..PREFIX.len()].copy_from_slice(PREFIX);
+    // 16 + at most 20 digits + 8 bytes fit 48: no write below is refused.
+    let mut pos = 0;
+    let mut put = |b: u8| {
+        if let Some(o) = out.get_mut(pos) {
+            *o = b;
+        }
+        pos += 1;
+    };
+    PREFIX.iter().for_each(|&b| put(b));
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = n;
-    loop {
+    while i > 0 {
         i -= 1;
         // No 64-bit `/` (a library call on 32-bit cores): see `crate::divide`.
         let (q, r) = crate::divide::div_rem(v, crate::divide::TEN);
-        digits[i] = b'0' + r as u8;
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + r as u8;
+        }
         v = q;
         if v == 0 {
             break;
         }
     }
-    let mut pos = PREFIX.len();
-    let d = &digits[i..];
-    out[pos..pos + d.len()].copy_from_slice(d);
-    pos += d.len();
-    out[pos..pos + SUFFIX.len()].copy_from_slice(SUFFIX);
-    pos + SUFFIX.len()
+    digits.iter().skip(i).for_each(|&b| put(b));
+    SUFFIX.iter().for_each(|&b| put(b));
+    pos
 }
 
 /// The consuming side of a streaming ring: takes finished buffers from the
@@ -1638,7 +1648,7 @@ impl<'r, 'a> Consumer<'r, 'a> {
         if head == self.tail {
             return None;
         }
-        let len = self.ring.slots[self.slot].len.load(Ordering::Relaxed);
+        let len = self.ring.slots.get(self.slot)?.len.load(Ordering::Relaxed);
         // SAFETY: buffer `tail` was published by the recorder's release store of
         // `head`, read above with acquire; the recorder does not reuse it until the
         // guard's drop stores the new tail.

@@ -769,7 +769,9 @@ impl<'b> BufferWriter<'b> {
         }
         self.sync_extents();
         let Self { buf, pos, .. } = self;
-        &buf[..pos]
+        // `pos <= buf.len()` always; `get` only spares a panic path.
+        let buf: &'b [u8] = buf;
+        buf.get(..pos).unwrap_or(buf)
     }
 
     /// Stops updating the BufferExtents count with every function record: the
@@ -1503,7 +1505,8 @@ impl<'b> BufferWriter<'b> {
 #[cold]
 #[inline(never)]
 fn micros_in_second(micros: u32) -> u32 {
-    micros % 1_000_000
+    // Not `%`: a library division on thumbv6m, linked for this alone.
+    crate::divide::div_rem(u64::from(micros), crate::divide::MILLION).1 as u32
 }
 
 /// Writes a metadata record at `pos` and returns the position after it. The caller

@@ -116,8 +116,9 @@ fn walk<'b>(buffer: &'b [u8], mut f: impl FnMut(Piece<'b>)) {
                 continue;
             }
         } else if first != REST {
-            if let Some(len) = metadata_len(rest) {
-                let (record, after) = rest.split_at(len);
+            if let Some((record, after)) =
+                metadata_len(rest).and_then(|len| rest.split_at_checked(len))
+            {
                 f(Piece::Verbatim(record));
                 rest = after;
                 continue;
@@ -232,9 +233,9 @@ fn pack_metadata(record: &[u8], out: &mut [u8; PACKED_MAX]) -> usize {
 
 /// The compact form of `buffer` into `out`, in order: the same tokens as
 /// [`walk`] gives, with runs of function records handed over whole; with
-/// `PACKED`, metadata records packed.
+/// `packed`, metadata records packed.
 #[inline(always)]
-pub(crate) fn compact_to<const PACKED: bool>(buffer: &[u8], out: &mut impl Tokens) {
+pub(crate) fn compact_to(buffer: &[u8], packed: bool, out: &mut impl Tokens) {
     let mut rest = buffer;
     while let Some(&first) = rest.first() {
         if first & 1 == 0 {
@@ -253,12 +254,13 @@ pub(crate) fn compact_to<const PACKED: bool>(buffer: &[u8], out: &mut impl Token
                 continue;
             }
         } else if first != REST {
-            if let Some(len) = metadata_len(rest) {
-                let (record, after) = rest.split_at(len);
-                if PACKED {
-                    let mut packed = [0u8; PACKED_MAX];
-                    let n = pack_metadata(record, &mut packed);
-                    out.bytes(packed.get(..n).unwrap_or(&[]));
+            if let Some((record, after)) =
+                metadata_len(rest).and_then(|len| rest.split_at_checked(len))
+            {
+                if packed {
+                    let mut bytes = [0u8; PACKED_MAX];
+                    let n = pack_metadata(record, &mut bytes);
+                    out.bytes(bytes.get(..n).unwrap_or(&[]));
                     out.bytes(record.get(META..).unwrap_or(&[]));
                 } else {
                     out.bytes(record);
@@ -351,7 +353,7 @@ pub fn pack(buffer: &[u8], mut out: impl FnMut(&[u8])) {
             (self.0)(bytes);
         }
     }
-    compact_to::<true>(buffer, &mut Parts(&mut out));
+    compact_to(buffer, true, &mut Parts(&mut out));
 }
 
 /// Why a compact payload could not be expanded.

@@ -5,16 +5,11 @@ use embedded_io::Write;
 
 use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
 use super::crc;
-use super::encoder::FrameEncoder;
 use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
 use super::trace2::{emit, Put, Trace2Event};
 use crate::fdr::header::FileHeader;
 use crate::fdr::ring::Consumer;
-
-/// Bytes encoded per call to the sink: small enough for any stack, large enough
-/// that the call overhead does not matter.
-const CHUNK: usize = 64;
 
 /// One recording context as the link names it: its source id, its file header, and
 /// when to repeat that header.
@@ -276,6 +271,13 @@ impl<W: Write> LinkWriter<W> {
     /// Sends one frame. Blocks as long as the sink's `write` blocks. Example on
     /// [`LinkWriter`].
     pub fn send(&mut self, kind: FrameKind, source: u32, payload: &[u8]) -> Result<(), W::Error> {
+        self.send_frame(kind, source, Body::Bytes(payload))
+    }
+
+    /// Every frame but the compact Trace2 events: one copy in a firmware, stuffed
+    /// in place by the same [`Stuffer`] (one COBS encoder linked, not two).
+    #[inline(never)]
+    fn send_frame(&mut self, kind: FrameKind, source: u32, body: Body<'_>) -> Result<(), W::Error> {
         let head = FrameHead {
             kind,
             source,
@@ -283,22 +285,15 @@ impl<W: Write> LinkWriter<W> {
         };
         // Counted even when it fails, so the receiver sees the gap.
         self.seq = self.seq.wrapping_add(1);
-        let mut enc = FrameEncoder::new(head, payload).with_leading_delimiter(self.resync);
-        let mut chunk = [0u8; CHUNK];
-        loop {
-            let n = enc.fill(&mut chunk);
-            if n == 0 {
-                break;
-            }
-            if let Err(e) = self.sink.write_all(chunk.get(..n).unwrap_or(&[])) {
-                self.frames_failed = self.frames_failed.wrapping_add(1);
-                self.resync = true;
-                return Err(e);
-            }
+        let mut out = [0; OUT];
+        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
+        frame.push(&head.to_bytes());
+        match body {
+            Body::Bytes(payload) => frame.push(payload),
+            Body::Compact { buffer, packed } => compact_to(buffer, packed, &mut frame),
         }
-        self.resync = false;
-        self.frames_sent = self.frames_sent.wrapping_add(1);
-        Ok(())
+        let result = frame.finish();
+        self.count(result)
     }
 
     /// Sends a source's file header. Example on [`LinkWriter`].
@@ -338,7 +333,14 @@ impl<W: Write> LinkWriter<W> {
     /// assert_eq!(&back[..n], fdr);
     /// ```
     pub fn send_buffer_compact(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
-        self.send_compact::<false>(source, buffer)
+        self.send_frame(
+            FrameKind::FdrCompact,
+            source,
+            Body::Compact {
+                buffer,
+                packed: false,
+            },
+        )
     }
 
     /// Sends one finished FDR buffer in its packed form ([`FrameKind::FdrPacked`]:
@@ -369,31 +371,14 @@ impl<W: Write> LinkWriter<W> {
     /// assert_eq!(&back[..n], fdr);
     /// ```
     pub fn send_buffer_packed(&mut self, source: u32, buffer: &[u8]) -> Result<(), W::Error> {
-        self.send_compact::<true>(source, buffer)
-    }
-
-    /// The compact form, with metadata packed if `PACKED`.
-    fn send_compact<const PACKED: bool>(
-        &mut self,
-        source: u32,
-        buffer: &[u8],
-    ) -> Result<(), W::Error> {
-        let head = FrameHead {
-            kind: if PACKED {
-                FrameKind::FdrPacked
-            } else {
-                FrameKind::FdrCompact
-            },
+        self.send_frame(
+            FrameKind::FdrPacked,
             source,
-            seq: self.seq,
-        };
-        self.seq = self.seq.wrapping_add(1);
-        let mut out = [0; OUT];
-        let mut frame = Stuffer::new(&mut self.sink, &mut out, self.resync);
-        frame.push(&head.to_bytes());
-        compact_to::<PACKED>(buffer, &mut frame);
-        let result = frame.finish();
-        self.count(result)
+            Body::Compact {
+                buffer,
+                packed: true,
+            },
+        )
     }
 
     /// Sends one Trace2 event in its compact form ([`FrameKind::Trace2Compact`]):
@@ -519,24 +504,24 @@ impl<W: Write> LinkWriter<W> {
             return Ok(false);
         }
         if source.header_due() {
-            self.send_file_header(source.id, &source.header)?;
-            let stats = LinkStats {
-                ring: consumer.stats(),
-                frames_failed: self.frames_failed,
-            };
-            self.send_stats(source.id, &stats)?;
-            source.since_header = Some(0);
+            self.send_source_status(source, consumer)?;
         }
         let Some(buffer) = consumer.pop() else {
             return Ok(false);
         };
-        let sent = if source.compact && source.packed {
-            self.send_buffer_packed(source.id, &buffer)
-        } else if source.compact {
-            self.send_buffer_compact(source.id, &buffer)
+        let (kind, body) = if source.compact {
+            let packed = source.packed;
+            let kind = if packed {
+                FrameKind::FdrPacked
+            } else {
+                FrameKind::FdrCompact
+            };
+            let buffer = &buffer[..];
+            (kind, Body::Compact { buffer, packed })
         } else {
-            self.send_buffer(source.id, &buffer)
+            (FrameKind::FdrBuffer, Body::Bytes(&buffer))
         };
+        let sent = self.send_frame(kind, source.id, body);
         drop(buffer);
         source.since_header = source.since_header.map(|n| n.saturating_add(1));
         sent.map(|()| true)
@@ -580,6 +565,7 @@ impl<W: Write> LinkWriter<W> {
     /// let ring = RingStats { buffers_finished: 1, buffers_consumed: 1, records_dropped: 0, buffers_overwritten: 0 };
     /// assert_eq!(last, Some((FrameKind::Stats, Some(LinkStats { ring, frames_failed: 0 }))));
     /// ```
+    #[inline(never)]
     pub fn send_source_status(
         &mut self,
         source: &mut Source,
@@ -623,31 +609,21 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// [`function`](Self::function) takes that one.
     #[inline(never)]
     fn functions(&mut self, records: &[u8]) -> usize {
-        // SAFETY: every bit pattern is a `u32`, so viewing the aligned middle of
-        // `records` as words is sound; `align_to` gives the prefix before it.
-        let (before, words, _) = unsafe { records.align_to::<u32>() };
-        if before.is_empty() {
-            // Buffers start aligned and records are 8 bytes: word loads (one
-            // instruction a word on a core without unaligned access too).
-            self.function_run(words.chunks_exact(2).map(|record| match *record {
-                [word, delta] => (u32::from_le(word), u32::from_le(delta)),
-                _ => (1, 0),
-            }))
-        } else {
-            // After an event whose payload is not a multiple of 4 bytes.
-            self.function_run(records.chunks_exact(FUNC).map(|record| {
-                match record.first_chunk::<FUNC>() {
-                    Some(record) => function_words(record),
-                    None => (1, 0),
-                }
-            }))
-        }
+        self.aligned_functions(records)
     }
 
     #[inline(always)]
     fn bytes(&mut self, bytes: &[u8]) {
         self.push(bytes);
     }
+}
+
+/// What a frame carries after its head.
+enum Body<'b> {
+    /// These bytes as they are.
+    Bytes(&'b [u8]),
+    /// An FDR buffer in its compact form, with its metadata packed if `packed`.
+    Compact { buffer: &'b [u8], packed: bool },
 }
 
 /// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
@@ -660,7 +636,7 @@ const OUT: usize = GATHER + 1 + WINDOW;
 const WINDOW: usize = 256;
 
 /// Finished blocks a [`Stuffer`] gathers before writing them to the sink: few
-/// calls per frame, as with [`CHUNK`].
+/// calls per frame.
 const GATHER: usize = 128;
 
 /// A frame stuffed (COBS) as its bytes come, for payloads made on the fly, in
@@ -688,18 +664,27 @@ struct Stuffer<'w, W: Write> {
 /// Bytes of a function record.
 const FUNC: usize = 8;
 
-/// A function record's two words.
-#[inline(always)]
-fn function_words(record: &[u8; FUNC]) -> (u32, u32) {
-    // Whole arrays, so that a core with unaligned loads reads each with one.
-    let (word, delta) = record.split_at(4);
-    match (word.first_chunk::<4>(), delta.first_chunk::<4>()) {
-        (Some(&word), Some(&delta)) => (u32::from_le_bytes(word), u32::from_le_bytes(delta)),
-        _ => (1, 0),
-    }
-}
-
 impl<W: Write> Stuffer<'_, W> {
+    /// [`Tokens::functions`], one copy of the record loop: word loads of a run
+    /// that starts 4-byte aligned (buffers do; only an event payload whose
+    /// length is not a multiple of 4 shifts what follows), one instruction a
+    /// word on a core without unaligned access too; 0 for an unaligned run, which
+    /// then goes a record at a time the byte-wise way. A second copy of the loop
+    /// for unaligned runs was 350 bytes of flash on thumbv6m.
+    #[inline(always)]
+    fn aligned_functions(&mut self, records: &[u8]) -> usize {
+        // SAFETY: every bit pattern is a `u32`, so viewing the aligned middle of
+        // `records` as words is sound; `align_to` gives the prefix before it.
+        let (before, words, _) = unsafe { records.align_to::<u32>() };
+        if !before.is_empty() {
+            return 0;
+        }
+        self.function_run(words.chunks_exact(2).map(|record| match *record {
+            [word, delta] => (u32::from_le(word), u32::from_le(delta)),
+            _ => (1, 0),
+        }))
+    }
+
     /// The loop of [`Tokens::functions`] over the records' words, in order: (1, 0),
     /// which is no function record, ends the run.
     #[inline(always)]
@@ -789,20 +774,12 @@ impl<'w, W: Write> Stuffer<'w, W> {
     /// a frame (metadata records, the head), its loop with registers to itself.
     #[inline(never)]
     fn push(&mut self, bytes: &[u8]) {
-        self.stuff::<true>(bytes);
-    }
-
-    /// Stuffs `bytes` (adding them to the check if `CHECK`), in one pass with the
-    /// block in registers.
-    #[inline(always)]
-    fn stuff<const CHECK: bool>(&mut self, bytes: &[u8]) {
+        // In one pass with the block in registers.
         let mut w = self.w;
         let mut code_at = self.code_at;
         let mut crc = self.crc;
         for &b in bytes {
-            if CHECK {
-                crc.byte(b);
-            }
+            crc.byte(b);
             if b != 0 {
                 if let Some(slot) = self.out.get_mut(w) {
                     *slot = b;
@@ -861,7 +838,9 @@ impl<'w, W: Write> Stuffer<'w, W> {
     /// what is gathered with the delimiter.
     fn finish(mut self) -> Result<(), W::Error> {
         let crc = self.crc.finish().to_le_bytes();
-        self.stuff::<false>(&crc);
+        // Through `push` (its one copy of the stuffing loop): it also adds these
+        // bytes to the check, which nothing reads any more.
+        self.push(&crc);
         // A frame that ends with a full block needs no empty last block (as the
         // `cobs` crate encodes it).
         let end = if self.after_full && self.w == self.code_at + 1 {
@@ -878,9 +857,8 @@ impl<'w, W: Write> Stuffer<'w, W> {
         if let Some(d) = self.out.get_mut(end) {
             *d = 0;
         }
-        if self.result.is_ok() {
-            self.result = self.sink.write_all(self.out.get(..=end).unwrap_or(&[]));
-        }
+        // The one out-of-line copy of the sink's write.
+        self.write_finished(end + 1);
         self.result
     }
 }

@@ -35,7 +35,12 @@ pub fn tick() {
     #[cfg(feature = "trace")]
     CLOCK.tick();
     #[cfg(not(feature = "trace"))]
-    TICKS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    {
+        // Only this handler writes TICKS: a load and a store, which thumbv6m
+        // (no read-modify-write atomics) has too.
+        use core::sync::atomic::Ordering::Relaxed;
+        TICKS.store(TICKS.load(Relaxed).wrapping_add(1), Relaxed);
+    }
 }
 
 /// Cycles since `start`, from any context.

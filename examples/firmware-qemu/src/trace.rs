@@ -30,14 +30,17 @@ const SYSTICK: Context = Context::priority(0);
 /// thread mode.
 /// Each ring's outlet is its link source (the FDR thread id) and its consumer.
 pub fn start() -> [Outlet<'static, 'static>; 2] {
-    let rings = [(1, Context::THREAD_MODE, &MAIN), (2, SYSTICK, &IRQ)];
-    rings.map(|(id, context, ring)| {
-        let cfg = RecorderConfig::new(WriterConfig::new(id), u64::from(CLOCK_HZ));
-        let (recorder, consumer) = ring.split(cfg).expect("split once");
-        TRACE.install(context, recorder).expect("install");
-        let header = cfg.file_header(ring.buffer_size());
-        Outlet::new(Source::new(id, header), consumer)
-    })
+    [start_one(1, Context::THREAD_MODE, &MAIN), start_one(2, SYSTICK, &IRQ)]
+}
+
+/// One ring's start: one copy in flash for both rings.
+#[inline(never)]
+fn start_one(id: u32, context: Context, ring: &'static StaticRing<4, 1024>) -> Outlet<'static, 'static> {
+    let cfg = RecorderConfig::new(WriterConfig::new(id), u64::from(CLOCK_HZ));
+    let (recorder, consumer) = ring.split(cfg).expect("split once");
+    TRACE.install(context, recorder).expect("install");
+    let header = cfg.file_header(ring.buffer_size());
+    Outlet::new(Source::new(id, header), consumer)
 }
 
 /// The idle loop's flush: at most one buffer per ring.
