@@ -116,6 +116,26 @@ unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: bool) {
     }
 }
 
+/// A fast path's function record: `word` stored at `pos`, as two aligned words
+/// on `STRICT_ALIGNMENT` targets, else as 8 unaligned bytes.
+///
+/// # Safety
+/// `base + pos .. base + pos + FUNC` is inside one buffer the caller borrows
+/// exclusively; on `STRICT_ALIGNMENT` targets `base` and `pos` are multiples of 4.
+#[inline(always)]
+unsafe fn store_fast(base: *mut u8, pos: usize, word: u64) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if STRICT_ALIGNMENT {
+            store_aligned(base, pos, word, false);
+        } else {
+            base.add(pos)
+                .cast::<[u8; FUNC]>()
+                .write_unaligned(word.to_le_bytes());
+        }
+    }
+}
+
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
 ///
 /// ```
@@ -1013,20 +1033,10 @@ impl<'b> BufferWriter<'b> {
         if end > fast_limit {
             return self.function_split_slow(low, ts, fast_limit);
         }
-        let base = self.buf.as_mut_ptr();
         // SAFETY: as in `function_word_wide`: `end <= fast_limit <= limit <=
-        // buf.len()`, `&mut self` borrows `buf` exclusively, and on
-        // `STRICT_ALIGNMENT` targets a non-zero `fast_limit` means `base` and
-        // `pos` are multiples of 4.
-        unsafe {
-            if STRICT_ALIGNMENT {
-                store_aligned(base, pos, word, false);
-            } else {
-                base.add(pos)
-                    .cast::<[u8; FUNC]>()
-                    .write_unaligned(word.to_le_bytes());
-            }
-        }
+        // buf.len()`, and a non-zero `fast_limit` means 4-aligned on
+        // `STRICT_ALIGNMENT` targets.
+        unsafe { store_fast(self.buf.as_mut_ptr(), pos, word) };
         self.pos = end;
         // The high word is `high` already: only the low word changes, one store.
         if cfg!(target_endian = "little") {
@@ -1112,21 +1122,12 @@ impl<'b> BufferWriter<'b> {
             }
             return self.function_general(word, ts.tsc);
         }
-        let base = self.buf.as_mut_ptr();
         // SAFETY: `end <= fast_limit <= limit <= buf.len()` (the struct's
         // invariants; `fast_limit` is `limit` or 0), so the 8 bytes at `pos` are
         // inside `buf`, which `&mut self` borrows exclusively; `pos + FUNC` cannot
         // overflow (`pos <= limit <= isize::MAX`). On `STRICT_ALIGNMENT` targets a
         // non-zero `fast_limit` means `base` and `pos` are multiples of 4.
-        unsafe {
-            if STRICT_ALIGNMENT {
-                store_aligned(base, pos, word, false);
-            } else {
-                base.add(pos)
-                    .cast::<[u8; FUNC]>()
-                    .write_unaligned(word.to_le_bytes());
-            }
-        }
+        unsafe { store_fast(self.buf.as_mut_ptr(), pos, word) };
         self.pos = end;
         self.latest_tsc = ts.tsc;
         Ok(())
