@@ -5,7 +5,7 @@ use core::fmt;
 
 use embedded_io::Write;
 
-use super::compact::{compact_to, put_varint, Tokens, VARINT_MAX};
+use super::compact::{compact_to, pack_metadata, put_varint, Tokens, META, PACKED_MAX, VARINT_MAX};
 use super::crc;
 use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
@@ -633,7 +633,100 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     fn bytes(&mut self, bytes: &[u8]) {
         self.push(bytes);
     }
+
+    /// Packs the record straight into the frame, a word at a time: the mask of
+    /// its non-zero bytes from its four words without a branch, then its first
+    /// byte and the mask's two, stuffed and checked, then the non-zero bytes of
+    /// each word that is not 0, which need no stuffing, stored and checked as they
+    /// are found. No copy of the packed record, one call. A block with no room
+    /// left for the most a packed record takes goes the byte-wise way.
+    #[inline(never)]
+    fn packed_metadata(&mut self, record: &[u8; META]) {
+        // Bytes of the current block so far, its code byte included.
+        if self.w - self.code_at > MAX_RUN + 1 - PACKED_LONGEST {
+            let mut bytes = [0u8; PACKED_MAX];
+            let n = pack_metadata(record, &mut bytes);
+            self.push(bytes.get(..n).unwrap_or(&[]));
+            return;
+        }
+        let [w0, w1, w2, w3] = le_words(record);
+        // The first byte is not data: it goes first, and it is never 0 (bit 0 is
+        // set). Bit i of `mask`: byte 1 + i is not 0.
+        let w0 = w0 & !0xFF;
+        let mask = (nonzero_bytes(w0)
+            | nonzero_bytes(w1) << 4
+            | nonzero_bytes(w2) << 8
+            | nonzero_bytes(w3) << 12)
+            >> 1;
+        let [lo, hi, ..] = mask.to_le_bytes();
+        let mut crc = self.crc;
+        // Either byte of the mask may be 0, which ends the block.
+        let mut w = self.w;
+        for b in [record[0], lo, hi] {
+            crc.byte(b);
+            if b == 0 {
+                // The block ends at the zero (as `end_block` ends it; in line,
+                // which the record loop's code measures better with).
+                self.after_full = false;
+                if let Some(code) = self.out.get_mut(self.code_at) {
+                    // 1..=254: the room test above.
+                    *code = (w - self.code_at) as u8;
+                }
+                self.code_at = w;
+                if w > GATHER {
+                    self.write_finished(w);
+                    self.code_at = 0;
+                }
+                w = self.code_at + 1;
+            } else {
+                if let Some(slot) = self.out.get_mut(w) {
+                    *slot = b;
+                }
+                w += 1;
+            }
+        }
+        // The block has room for them: checked above, or it has just begun.
+        for mut x in [w0, w1, w2, w3] {
+            // Up to the word's last non-zero byte.
+            while x != 0 {
+                let b = x as u8;
+                if b != 0 {
+                    if let Some(slot) = self.out.get_mut(w) {
+                        *slot = b;
+                    }
+                    crc.byte(b);
+                    w += 1;
+                }
+                x >>= 8;
+            }
+        }
+        self.w = w;
+        self.crc = crc;
+    }
 }
+
+/// The record's four words, little-endian.
+#[inline(always)]
+fn le_words(record: &[u8; META]) -> [u32; 4] {
+    let word =
+        |i: usize| u32::from_le_bytes([record[i], record[i + 1], record[i + 2], record[i + 3]]);
+    [word(0), word(4), word(8), word(12)]
+}
+
+/// Bit i: byte i of `x` (little-endian) is not 0. Without a branch: bit 7 of
+/// each byte of `t` is set when the byte is not 0 (its low seven bits plus 0x7F
+/// carry into bit 7 when they are not 0, and no byte carries into the next),
+/// and the multiplication gathers those four bits, each to a place of its own
+/// (bits 21 to 24; no two partial products overlap, so nothing carries).
+#[inline(always)]
+fn nonzero_bytes(x: u32) -> u32 {
+    let t = (((x & 0x7F7F_7F7F) + 0x7F7F_7F7F) | x) & 0x8080_8080;
+    ((t >> 7).wrapping_mul(0x0020_4081) >> 21) & 0xF
+}
+
+/// The most bytes a packed metadata record takes: its first byte, the mask and
+/// 15 non-zero bytes.
+const PACKED_LONGEST: usize = 3 + META - 1;
 
 /// What a frame carries after its head.
 enum Body<'b> {
