@@ -5,6 +5,8 @@ checks them against baseline.txt.
 
     run.py ELF_V6M ELF_V7EM              # check against baseline.txt
     run.py ELF_V6M ELF_V7EM --update     # rewrite baseline.txt
+    run.py ELF_V6M ELF_V7EM --profile bench_flush_one_dma
+                                         # where one entry's counted cycles go
 
 Each ELF is the bench firmware (src/) built for thumbv6m-none-eabi (run as a
 Cortex-M0) or thumbv7em-none-eabihf (run as a Cortex-M4). Every run starts from a
@@ -29,6 +31,7 @@ Cycle model (in-order, no wait states, no pipelining of neighbouring loads):
 
 import argparse
 import os
+import subprocess
 import sys
 
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
@@ -174,6 +177,28 @@ def cycles(insn, executed, taken):
     return executed, executed
 
 
+def by_symbol(machine, cs, symbols):
+    """{symbol: (instructions, M0 cycles, M4 cycles)} of what `machine` counted,
+    each address charged to the function symbol it lies in."""
+    starts = sorted(symbols)
+    out = {}
+    for addr, n in machine.counts.items():
+        code = bytes(machine.uc.mem_read(addr, machine.sizes[addr]))
+        insn = next(cs.disasm(code, addr, 1))
+        c0, c4 = cycles(insn, n, machine.taken.get(addr, 0))
+        lo, hi = 0, len(starts)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if starts[mid] <= addr:
+                lo = mid
+            else:
+                hi = mid
+        name = symbols[starts[lo]] if starts and starts[lo] <= addr else "?"
+        i, a, b = out.get(name, (0, 0, 0))
+        out[name] = (i + n, a + c0, b + c4)
+    return out
+
+
 def tally(machine, cs):
     """(instructions, M0 cycles, M4 cycles) counted by `machine`."""
     insns = m0 = m4 = 0
@@ -196,6 +221,8 @@ class Target:
             symtab = ELFFile(f).get_section_by_name(".symtab")
             self.symbols = {s.name: s["st_value"] & ~1 for s in symtab.iter_symbols()
                             if s.name.startswith("bench_")}
+            self.functions = {s["st_value"] & ~1: s.name for s in symtab.iter_symbols()
+                              if s["st_info"]["type"] == "STT_FUNC" and s["st_size"]}
 
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
@@ -204,6 +231,22 @@ class Target:
         # Stack high-water mark of the run: bytes below the SP the entry started with.
         self.stack[entry] = max(self.stack.get(entry, 0), RAM + RAM_SIZE - m.min_sp)
         return tally(m, self.cs), ret
+
+    def profile(self, entry, n, marked):
+        """Per operation of `entry` (n and 2n as `per_op`; `marked`: n buffers sent,
+        per record): {symbol: (instructions, M0 cycles, M4 cycles)}."""
+        runs = []
+        for k in (n, 2 * n):
+            m = Machine(self.elf, self.cpu)
+            ret = m.call(self.symbols[entry], k, marked)
+            runs.append((by_symbol(m, self.cs, self.functions), ret))
+        (a, ra), (b, rb) = runs
+        per = (rb - ra) if marked else n
+        out = {}
+        for name in set(a) | set(b):
+            x, y = a.get(name, (0, 0, 0)), b.get(name, (0, 0, 0))
+            out[name] = tuple((q - p) / per for p, q in zip(x, y))
+        return out
 
     def per_op(self, entry, n):
         """Per-operation (instructions, M0, M4) from runs of n and 2n, with both r0s."""
@@ -261,6 +304,16 @@ def measure(t):
     return out, per_buffer, len(wire) / records
 
 
+def demangle(names):
+    """`names` demangled by llvm-cxxfilt, hashes dropped (as they are if it is missing)."""
+    try:
+        out = subprocess.run(["llvm-cxxfilt"], input="\n".join(names), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return names
+    return [n.rsplit("::h", 1)[0] if "::h" in n else n for n in out]
+
+
 def read_baseline():
     base = {}
     if os.path.exists(BASELINE):
@@ -278,7 +331,26 @@ def main():
     p.add_argument("v7em_elf")
     p.add_argument("--update", action="store_true", help="rewrite baseline.txt")
     p.add_argument("--tolerance", type=float, default=3.0, help="percent (default 3)")
+    p.add_argument("--profile", metavar="ENTRY",
+                   help="print where ENTRY's counted cycles go, by function, and exit")
     args = p.parse_args()
+    if args.profile:
+        marked = args.profile.startswith("bench_flush_one")
+        unit = "function record sent" if marked else "operation"
+        for name, elf, cpu in (("thumbv6m", args.v6m_elf, A.UC_CPU_ARM_CORTEX_M0),
+                               ("thumbv7em", args.v7em_elf, A.UC_CPU_ARM_CORTEX_M4)):
+            prof = Target(name, elf, cpu).profile(args.profile, 16 if marked else 256, marked)
+            core = "M0" if name == "thumbv6m" else "M4"
+            col = 1 if core == "M0" else 2
+            print(f"\n{name}: {args.profile}, per {unit}\n")
+            print(f"| function | instructions | {core} cycles |\n|---|---:|---:|")
+            rows = [(s, v) for s, v in sorted(prof.items(), key=lambda kv: -kv[1][col])
+                    if abs(v[col]) >= 0.005]
+            for (_, v), sym in zip(rows, demangle([s for s, _ in rows])):
+                print(f"| `{sym}` | {v[0]:.2f} | {v[col]:.2f} |")
+            total = [sum(v[i] for v in prof.values()) for i in range(3)]
+            print(f"| total | {total[0]:.2f} | {total[col]:.2f} |")
+        return 0
 
     base = read_baseline()
     measured = {}

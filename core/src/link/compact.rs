@@ -65,7 +65,7 @@
 use core::fmt;
 
 /// Bytes of a metadata record.
-const META: usize = 16;
+pub(crate) const META: usize = 16;
 /// Bytes of a function record.
 const FUNC: usize = 8;
 /// Metadata kinds whose record is followed by a payload of `size` bytes.
@@ -197,19 +197,25 @@ pub(crate) trait Tokens {
     fn functions(&mut self, records: &[u8]) -> usize;
     /// Bytes as they are.
     fn bytes(&mut self, bytes: &[u8]);
+    /// A metadata record (without its event payload) in its packed form: what
+    /// [`pack_metadata`] makes of it, as bytes. A sender may write it straight
+    /// where it goes instead.
+    #[inline(always)]
+    fn packed_metadata(&mut self, record: &[u8; META]) {
+        let mut bytes = [0u8; PACKED_MAX];
+        let n = pack_metadata(record, &mut bytes);
+        self.bytes(bytes.get(..n).unwrap_or(&[]));
+    }
 }
 
 /// Room for a packed metadata record (its first byte, the mask and at most 15
 /// non-zero bytes: 18), a power of two so that an index is masked, not checked.
-const PACKED_MAX: usize = 32;
+pub(crate) const PACKED_MAX: usize = 32;
 
 /// The packed form of a metadata record (the first 16 bytes of `record`) into
 /// `out`; returns its length. Out of line: a few calls a buffer.
 #[inline(never)]
-fn pack_metadata(record: &[u8], out: &mut [u8; PACKED_MAX]) -> usize {
-    let Some(record) = record.first_chunk::<META>() else {
-        return 0;
-    };
+pub(crate) fn pack_metadata(record: &[u8; META], out: &mut [u8; PACKED_MAX]) -> usize {
     let mut mask = 0u32;
     let mut n = 3;
     // Without branches: every byte is stored, and kept if it is not 0.
@@ -257,11 +263,12 @@ pub(crate) fn compact_to(buffer: &[u8], packed: bool, out: &mut impl Tokens) {
             if let Some((record, after)) =
                 metadata_len(rest).and_then(|len| rest.split_at_checked(len))
             {
-                if packed {
-                    let mut bytes = [0u8; PACKED_MAX];
-                    let n = pack_metadata(record, &mut bytes);
-                    out.bytes(bytes.get(..n).unwrap_or(&[]));
-                    out.bytes(record.get(META..).unwrap_or(&[]));
+                if let (true, Some((head, payload))) = (packed, record.split_first_chunk::<META>())
+                {
+                    out.packed_metadata(head);
+                    if !payload.is_empty() {
+                        out.bytes(payload);
+                    }
                 } else {
                     out.bytes(record);
                 }
