@@ -37,6 +37,27 @@ ASSERT(SIZEOF(.flightrec) < 0xFFFF, \"flightrec.x: over 64 KiB of function names
 the ids of #[flightrec::instrument] on Thumb-2 have 16 bits\");
 ";
 
+/// With feature `small-ids` (Thumb targets): each site's id is the address of
+/// a byte of its own in `.flightrec.id`, made by one `movs` of 8 bits, and
+/// `.flightrec.map` pairs each id with its name for the host.
+const SMALL_IDS: &str = "\
+SECTIONS
+{
+  .flightrec.id 0 (INFO) :
+  {
+    BYTE(0);
+    KEEP(*(.flightrec.id .flightrec.id.*));
+  }
+  .flightrec.map 0 (INFO) :
+  {
+    KEEP(*(.flightrec.map .flightrec.map.*));
+  }
+}
+ASSERT(ADDR(.flightrec.id) + SIZEOF(.flightrec.id) <= 256, \"flightrec.x: more than 255 \
+instrumented functions and scopes: the ids of feature small-ids have 8 bits; turn the \
+feature off\");
+";
+
 /// Targets with `movw` (Thumb-2: ARMv7-M, ARMv7E-M, ARMv8-M), where a site's id
 /// is one `movw` of its low 16 bits.
 fn has_movw(target: &str) -> bool {
@@ -46,6 +67,7 @@ fn has_movw(target: &str) -> bool {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rustc-check-cfg=cfg(flightrec_movw)");
+    println!("cargo:rustc-check-cfg=cfg(flightrec_small_ids)");
     // Only firmware builds (no `std`) link it.
     if std::env::var_os("CARGO_FEATURE_STD").is_some() {
         return;
@@ -55,6 +77,10 @@ fn main() {
     if has_movw(&target) {
         println!("cargo:rustc-cfg=flightrec_movw");
         script.push_str(MOVW_ASSERT);
+    }
+    if std::env::var_os("CARGO_FEATURE_SMALL_IDS").is_some() && target.starts_with("thumb") {
+        println!("cargo:rustc-cfg=flightrec_small_ids");
+        script.push_str(SMALL_IDS);
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("flightrec.x"), script).expect("write flightrec.x");

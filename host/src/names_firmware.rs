@@ -10,6 +10,11 @@
 //! An entry starts at each address that is the section's start or follows a NUL,
 //! and runs to the next NUL. Problems are warnings, never failures: the trace is
 //! written with numeric ids for whatever cannot be named.
+//!
+//! With the `flightrec` feature `small-ids` a site's id is instead the address
+//! of a byte of its own in `.flightrec.id` (below 256), and `.flightrec.map`
+//! pairs each id with its name: for each site two addresses (words of the ELF's
+//! class and byte order), its id's, then its name static's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -24,6 +29,10 @@ use crate::names::Names;
 
 /// The ELF section that holds the names. Example on [`FirmwareNames`].
 pub const SECTION: &str = ".flightrec";
+
+/// The ELF section that pairs small ids with names (feature `small-ids`).
+/// Example on [`FirmwareNames::with_id_map`].
+pub const MAP_SECTION: &str = ".flightrec.map";
 
 /// One instrumented function of the firmware. Example on [`FirmwareNames`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,7 +130,89 @@ impl FirmwareNames {
         let addr = section_addr(image, data).ok_or(FirmwareNamesError::Malformed(
             ElfError::SectionHeadersOutOfBounds,
         ))?;
-        Ok(Self::from_section(addr, data))
+        let names = Self::from_section(addr, data);
+        match find_section(image, MAP_SECTION).map_err(FirmwareNamesError::Malformed)? {
+            // `is_elf` held: bytes 4 and 5 are there.
+            Some(map) => Ok(names.with_id_map(map, image[4] == 2, image[5] == 2)),
+            None => Ok(names),
+        }
+    }
+
+    /// The same names keyed by the ids that `map` (the bytes of
+    /// [`MAP_SECTION`]: pairs of addresses, 8-byte words if `wide`, big-endian
+    /// if `big`) gives them instead of by their addresses. A pair whose name is
+    /// not an entry, an id that is not a function id or is given twice, a name
+    /// without an id and a map cut short are warnings.
+    ///
+    /// ```
+    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// let fw = FirmwareNames::from_section(0, b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
+    /// // Id 1 names the entry at 25, id 2 the one at 1.
+    /// let map = [1u32, 25, 2, 1].map(u32::to_le_bytes).concat();
+    /// let fw = fw.with_id_map(&map, false, false);
+    /// assert_eq!(fw.entries[&1].name, "app::fib");
+    /// assert_eq!(fw.entries[&2].name, "app::main");
+    /// assert!(fw.warnings.is_empty(), "{:?}", fw.warnings);
+    /// ```
+    pub fn with_id_map(mut self, map: &[u8], wide: bool, big: bool) -> Self {
+        let word = if wide { 8 } else { 4 };
+        let read = |b: &[u8]| {
+            let mut v = 0u64;
+            for i in 0..b.len() {
+                v = (v << 8) | u64::from(if big { b[i] } else { b[b.len() - 1 - i] });
+            }
+            v
+        };
+        let by_addr = std::mem::take(&mut self.entries);
+        let mut named = std::collections::BTreeSet::new();
+        let mut problems = Vec::new();
+        let pairs = map.chunks_exact(2 * word);
+        if !pairs.remainder().is_empty() {
+            problems.push(format!(
+                "the {MAP_SECTION} section is {} bytes, not a whole number of pairs of \
+                 {word}-byte addresses (its last {} bytes are ignored)",
+                map.len(),
+                pairs.remainder().len()
+            ));
+        }
+        for pair in pairs {
+            let (id, name) = (read(&pair[..word]), read(&pair[word..]));
+            let entry = u32::try_from(name).ok().and_then(|n| by_addr.get(&n));
+            let valid = u32::try_from(id)
+                .ok()
+                .and_then(|id| FunctionId::new(id).ok());
+            match (valid, entry) {
+                (Some(id), Some(entry)) => {
+                    named.insert(name);
+                    if self.entries.insert(id.get(), entry.clone()).is_some() {
+                        problems.push(format!(
+                            "id {} is given to more than one function",
+                            id.get()
+                        ));
+                    }
+                }
+                (None, _) => problems.push(format!(
+                    "{MAP_SECTION} gives an id that is no function id ({id:#x})"
+                )),
+                (_, None) => problems.push(format!(
+                    "{MAP_SECTION} gives id {id} a name at {name:#x}, where {SECTION} has none"
+                )),
+            }
+        }
+        let unnamed: Vec<&str> = by_addr
+            .iter()
+            .filter(|(addr, _)| !named.contains(&u64::from(**addr)))
+            .map(|(_, e)| e.name.as_str())
+            .collect();
+        if !unnamed.is_empty() {
+            problems.push(format!(
+                "{} functions in {SECTION} have no id in {MAP_SECTION} (the first: `{}`)",
+                unnamed.len(),
+                unnamed[0]
+            ));
+        }
+        self.warnings.extend(problems);
+        self
     }
 
     /// Reads a firmware ELF file; errors name the file.
@@ -401,6 +492,32 @@ mod tests {
         e.extend(header(1, 1, addr, data_at, section.len() as u32));
         e.extend(header(12, 3, 0, names_at, names.len() as u32));
         e
+    }
+
+    #[test]
+    fn an_id_map_renames_and_reports_what_does_not_fit() {
+        let section = b"\0a\tm.rs:1\0b\tm.rs:2\0c\tm.rs:3\0";
+        // Entries at 1 ("a"), 10 ("b"), 19 ("c").
+        let fw = FirmwareNames::from_section(0, section);
+        assert_eq!(fw.entries.keys().copied().collect::<Vec<_>>(), [1, 10, 19]);
+        let be = |v: &[u64]| v.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>();
+        // 64-bit big-endian words: id 3 names "b", 2^28 is no id, id 4 points
+        // nowhere, id 3 again names "a"; "c" has none; three bytes left over.
+        let mut map = be(&[3, 10, 1 << 28, 19, 4, 99, 3, 1]);
+        map.extend_from_slice(&[1, 2, 3]);
+        let fw = fw.with_id_map(&map, true, true);
+        assert_eq!(fw.entries.len(), 1);
+        assert_eq!(fw.entries[&3].name, "a");
+        let w = fw.warnings.join("\n");
+        for want in [
+            "not a whole number of pairs of 8-byte addresses (its last 3 bytes",
+            "no function id (0x10000000)",
+            "id 4 a name at 0x63, where .flightrec has none",
+            "id 3 is given to more than one function",
+            "1 functions in .flightrec have no id in .flightrec.map (the first: `c`)",
+        ] {
+            assert!(w.contains(want), "{want:?} not in {w}");
+        }
     }
 
     #[test]

@@ -72,6 +72,20 @@ pub const fn name_bytes<const N: usize>(s: &str) -> [u8; N] {
     out
 }
 
+/// One pair of `.flightrec.map` (feature `small-ids`): a site's id static (its
+/// address is the id) and its name static, both addresses, so that the host
+/// names the id.
+#[cfg(not(feature = "std"))]
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Debug)]
+pub struct IdName(pub *const u8, pub *const u8);
+
+// SAFETY: the pointers are only addresses for the host to read from the ELF; the
+// firmware never dereferences them (the section is not loaded).
+#[cfg(not(feature = "std"))]
+unsafe impl Sync for IdName {}
+
 /// On firmware: records the entry of the function or scope whose id (the address
 /// of its name static, see `__site_id!`) is `id`. One call per instrumented
 /// entry, not inlined: a few bytes at each site.
