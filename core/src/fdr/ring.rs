@@ -1064,7 +1064,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // A new buffer's first record needs a NewCPUId: straight to the path that
         // writes it.
         self.slow_path(ts, move |w| {
-            w.function_word_first(low, ts).map_err(RecordError::from)
+            w.function_word_new_buffer(low, ts)
+                .map_err(RecordError::from)
         })
     }
 
@@ -1369,12 +1370,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
         if self.writer.is_detached() {
             return;
         }
-        let w = core::mem::replace(&mut self.writer, BufferWriter::detached());
-        if !w.has_events() {
+        if !self.writer.has_events() {
             // Keep the buffer for the next acquire; an empty buffer is invalid.
+            self.writer.detach();
             return;
         }
-        let len = w.finish().len();
+        let len = self.writer.finish_and_detach();
         if let Some(slot) = self.ring.slots.get(self.slot) {
             slot.len.store(len as u32, Ordering::Relaxed);
         }

@@ -136,6 +136,44 @@ unsafe fn store_fast(at: *mut u8, word: u64) {
     }
 }
 
+/// Stores a metadata record, given as its little-endian value
+/// ([`MetadataRecord::to_le_u128`]), at `at`: as words, zeros included (two
+/// 8-byte stores on 64-bit targets, four 4-byte ones on 32-bit targets), or on
+/// [`STRICT_ALIGNMENT`] targets as 16 byte stores when `at` is not 4-aligned (only
+/// after a payload whose length is not a multiple of 4; buffers start aligned).
+///
+/// # Safety
+/// `at .. at + META` is inside one buffer the caller borrows exclusively.
+#[inline(always)]
+unsafe fn store_meta(at: *mut u8, value: u128) {
+    // SAFETY: in bounds and exclusive (the caller's contract); the word stores
+    // are unaligned, or aligned where `at` was just tested to be 4-aligned.
+    unsafe {
+        if cfg!(target_pointer_width = "64") {
+            at.cast::<u64>().write_unaligned((value as u64).to_le());
+            at.add(8)
+                .cast::<u64>()
+                .write_unaligned(((value >> 64) as u64).to_le());
+            return;
+        }
+        // Four constant shifts, written out: a loop over them is not unrolled at
+        // opt-level "s" and shifts the 128-bit value in memory.
+        let words = [
+            (value as u32).to_le(),
+            ((value >> 32) as u32).to_le(),
+            ((value >> 64) as u32).to_le(),
+            ((value >> 96) as u32).to_le(),
+        ];
+        if !STRICT_ALIGNMENT {
+            at.cast::<[u32; 4]>().write_unaligned(words);
+        } else if at.addr() & 3 == 0 {
+            at.cast::<[u32; 4]>().write(words);
+        } else {
+            at.cast::<[u8; META]>().write_unaligned(value.to_le_bytes());
+        }
+    }
+}
+
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
 ///
 /// ```
@@ -552,14 +590,38 @@ impl<'b> BufferWriter<'b> {
                 needed,
             });
         }
-        let mut pos = 0;
+        let limit = buf.len() - config.tail_reserve();
+        let len = buf.len();
+        let base = buf.as_mut_ptr();
+        let preamble = config.preamble_len();
+        let mut w = Self {
+            base,
+            cur: base,
+            len,
+            limit,
+            version: config.version,
+            extents_every_record: config.version.has_extents(),
+            body_start: preamble,
+            latest_cpu: NO_CPU,
+            latest_tsc: 0,
+            threshold: config.threshold_ticks,
+            undo_start: preamble,
+            fast_end: 0,
+            fast_end_exit: 0,
+            fast_end_zero: 0,
+            fast_end_zero_exit: 0,
+            epoch: NO_EPOCH,
+            _buf: PhantomData,
+        };
+        // The preamble as whole records (`put_meta`); the BufferExtents count is
+        // the bytes after it, the rest of the preamble.
         if config.version.has_extents() {
-            // The value is set by `sync_extents` below.
-            pos = put_metadata(buf, pos, &BufferExtents { size: 0 });
+            let size = (preamble - META) as u64;
+            w.put_meta(&BufferExtents { size });
         }
         // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
         let tid = config.tid as i32;
-        pos = put_metadata(buf, pos, &NewBuffer { tid });
+        w.put_meta(&NewBuffer { tid });
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
             // A ring's recorder counts its buffers' micros below 10^6 already: the
@@ -570,34 +632,11 @@ impl<'b> BufferWriter<'b> {
                 micros_in_second(walltime.micros)
             },
         };
-        pos = put_metadata(buf, pos, &walltime);
+        w.put_meta(&walltime);
         if let Some(pid) = config.pid {
             let pid = pid as i32;
-            pos = put_metadata(buf, pos, &Pid { pid });
+            w.put_meta(&Pid { pid });
         }
-        let limit = buf.len() - config.tail_reserve();
-        let len = buf.len();
-        let base = buf.as_mut_ptr();
-        let mut w = Self {
-            base,
-            cur: base.wrapping_add(pos),
-            len,
-            limit,
-            version: config.version,
-            extents_every_record: config.version.has_extents(),
-            body_start: pos,
-            latest_cpu: NO_CPU,
-            latest_tsc: 0,
-            threshold: config.threshold_ticks,
-            undo_start: pos,
-            fast_end: 0,
-            fast_end_exit: 0,
-            fast_end_zero: 0,
-            fast_end_zero_exit: 0,
-            epoch: NO_EPOCH,
-            _buf: PhantomData,
-        };
-        w.sync_extents();
         w.refresh_fast_end();
         Ok(w)
     }
@@ -863,6 +902,18 @@ impl<'b> BufferWriter<'b> {
     /// assert_eq!(decode_record(Version::V5, &bytes[48..]).unwrap().0, Record::NewCpuId { cpu: 0, tsc: 0 });
     /// ```
     pub fn finish(mut self) -> &'b [u8] {
+        let pos = self.finish_in_place();
+        // SAFETY: `base` and `len` are those of the `&'b mut [u8]` given to `new`
+        // (or an empty slice), which `self`, consumed here, no longer uses.
+        let buf: &'b [u8] = unsafe { core::slice::from_raw_parts(self.base, self.len) };
+        // `pos <= len` always; `get` only spares a panic path.
+        buf.get(..pos).unwrap_or(buf)
+    }
+
+    /// What [`finish`](Self::finish) writes, in place; returns the buffer's
+    /// length.
+    #[inline(always)]
+    fn finish_in_place(&mut self) -> usize {
         if !self.has_events() {
             // Room is guaranteed by `min_buffer_len`.
             self.write_new_cpu(0, 0);
@@ -871,12 +922,35 @@ impl<'b> BufferWriter<'b> {
             self.put_meta(&EndOfBuffer);
         }
         self.sync_extents();
-        let pos = self.pos();
-        // SAFETY: `base` and `len` are those of the `&'b mut [u8]` given to `new`
-        // (or an empty slice), which `self`, consumed here, no longer uses.
-        let buf: &'b [u8] = unsafe { core::slice::from_raw_parts(self.base, self.len) };
-        // `pos <= len` always; `get` only spares a panic path.
-        buf.get(..pos).unwrap_or(buf)
+        self.pos()
+    }
+
+    /// [`finish`](Self::finish) for a recorder, which then has no current buffer:
+    /// ends the buffer and [`detach`](Self::detach)es the writer from it; returns
+    /// the buffer's length.
+    pub(crate) fn finish_and_detach(&mut self) -> usize {
+        let len = self.finish_in_place();
+        self.detach();
+        len
+    }
+
+    /// Makes this writer [`detached`](Self::detached) (no buffer, every record
+    /// refused) by setting only the fields that make it so, rather than storing
+    /// a whole new writer: a buffer switch does it once per buffer.
+    #[inline]
+    pub(crate) fn detach(&mut self) {
+        self.len = 0;
+        self.limit = 0;
+        self.cur = self.base;
+        self.body_start = 0;
+        self.undo_start = 0;
+        self.extents_every_record = false;
+        self.latest_cpu = NO_CPU;
+        self.epoch = NO_EPOCH;
+        self.fast_end = 0;
+        self.fast_end_exit = 0;
+        self.fast_end_zero = 0;
+        self.fast_end_zero_exit = 0;
     }
 
     /// Stops updating the BufferExtents count with every function record: the
@@ -1188,6 +1262,55 @@ impl<'b> BufferWriter<'b> {
         let result = self.function_word_wide(low, ts);
         self.refresh_epoch();
         result
+    }
+
+    /// [`function_word_first`](Self::function_word_first) for the first event of
+    /// a buffer, which a recorder's buffer switch writes: a NewCPUId and the
+    /// record with delta 0, each stored whole, with no test of what came before
+    /// (the same bytes and state as `function_word_first`, see
+    /// `first_record_paths_write_the_same_bytes`). After another event (a loss
+    /// marker a recorder wrote first) it is `function_word_first`.
+    #[inline(always)]
+    pub(crate) fn function_word_new_buffer(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        if self.latest_cpu != NO_CPU {
+            return self.function_word_first(low, ts);
+        }
+        let pos = self.pos();
+        if pos + META + FUNC > self.limit {
+            return Err(Full);
+        }
+        self.put_meta(&NewCpuId {
+            cpu: ts.cpu,
+            tsc: ts.tsc,
+        });
+        let at = self.cur;
+        // SAFETY: `pos + META + FUNC <= limit <= len`, so the 8 bytes after the
+        // NewCPUId are inside the buffer, which `&mut self` borrows exclusively;
+        // on `STRICT_ALIGNMENT` targets the aligned stores only where `at` is a
+        // multiple of 4 (just tested).
+        unsafe {
+            if !STRICT_ALIGNMENT || at.addr() & 3 == 0 {
+                store_fast(at, u64::from(low));
+            } else {
+                at.cast::<[u8; FUNC]>()
+                    .write_unaligned(u64::from(low).to_le_bytes());
+            }
+        }
+        self.cur = at.wrapping_add(FUNC);
+        self.latest_cpu = u32::from(ts.cpu);
+        self.latest_tsc = ts.tsc;
+        // Nothing before the NewCPUId can be erased; nor can a kept exit or an
+        // EnterArg become erasable (as in `function_after_metadata`).
+        self.undo_start = if low & 0b1110 == 0 || low & 0b1110 == 0b0100 {
+            pos + META
+        } else {
+            pos + META + FUNC
+        };
+        self.refresh_epoch();
+        if self.extents_every_record {
+            self.sync_extents();
+        }
+        Ok(())
     }
 
     /// [`function_word`](Self::function_word) on a 64-bit time: the fast path of
@@ -1592,9 +1715,13 @@ impl<'b> BufferWriter<'b> {
     /// caller has checked the room (without it nothing is written).
     #[inline(always)]
     fn put_meta(&mut self, record: &impl MetadataRecord) {
-        let pos = self.pos();
-        let pos = put_metadata(self.buf_mut(), pos, record);
-        self.set_pos(pos);
+        if self.pos() + META > self.len {
+            return;
+        }
+        // SAFETY: the 16 bytes at `cur` are inside the buffer (just tested), which
+        // `&mut self` borrows exclusively.
+        unsafe { store_meta(self.cur, record.to_le_u128()) };
+        self.cur = self.cur.wrapping_add(META);
     }
 
     fn put_payload(&mut self, payload: &[u8]) {
@@ -1619,14 +1746,9 @@ fn micros_in_second(micros: u32) -> u32 {
     crate::divide::div_rem(u64::from(micros), crate::divide::MILLION).1 as u32
 }
 
-/// Writes a metadata record at `pos` and returns the position after it. The caller
-/// has checked the room; without it nothing is written.
-#[inline(always)]
-fn put_metadata(buf: &mut [u8], pos: usize, record: &impl MetadataRecord) -> usize {
-    put_marker(buf, pos, |out| record.emit(out))
-}
-
-/// [`put_metadata`] for a record that `emit` writes.
+/// Writes the metadata record that `emit` writes at `pos` and returns the position
+/// after it (a custom event's marker, whose layout depends on the version). The
+/// caller has checked the room; without it nothing is written.
 #[inline(always)]
 fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) -> usize {
     match buf.get_mut(pos..).and_then(|rest| rest.first_chunk_mut()) {
@@ -1867,6 +1989,81 @@ mod tests {
             split.sync_extents();
             wide.sync_extents();
             assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
+        }
+    }
+
+    /// A buffer's first record through `function_word_new_buffer` (a NewCPUId
+    /// and the record stored whole) writes the bytes and leaves the state that
+    /// `function_word_first` does: every version, with and without a Pid, the
+    /// extents deferred or not, every action, thresholds, CPUs and times, a
+    /// buffer whose start is not 4-aligned, and after an event written first (a
+    /// loss marker) or in a buffer too small for the record.
+    #[test]
+    fn first_record_paths_write_the_same_bytes() {
+        #[repr(align(8))]
+        struct Aligned([u8; 200]);
+        let versions = [
+            Version::V1,
+            Version::V2,
+            Version::V3,
+            Version::V4,
+            Version::V5,
+        ];
+        let times = [0, 7, (1 << 32) - 1, 1 << 32, u64::MAX - 3, u64::MAX];
+        for (round, (((&version, pid), action), &tsc)) in versions
+            .iter()
+            .flat_map(|v| [(v, None), (v, Some(9))])
+            .flat_map(|x| (0..4u8).map(move |a| (x, a)))
+            .flat_map(|x| times.iter().map(move |t| (x, t)))
+            .enumerate()
+        {
+            let cpu = [0, 0, 3][round % 3];
+            let threshold = [0, 0, 5][round % 3 / 2 * 2 % 3];
+            let mut cfg = WriterConfig::new(1)
+                .with_version(version)
+                .with_threshold_ticks(threshold);
+            if let Some(pid) = pid {
+                cfg = cfg.with_pid(pid);
+            }
+            let action = FunctionAction::from_bits(action).unwrap();
+            let low = FunctionRecord::low_word(action, fid(round as u32 % 5 + 1));
+            let t = Timestamp { tsc, cpu };
+            // The writer's start: aligned, or one byte in (byte stores on
+            // STRICT_ALIGNMENT targets); the length: roomy, or too short.
+            for (offset, len) in [(0, 200), (1, 199), (0, cfg.min_buffer_len())] {
+                let event_first = round % 4 == 1;
+                let mut a_buf = Aligned([0xEE; 200]);
+                let mut b_buf = Aligned([0xEE; 200]);
+                let mut a = BufferWriter::new(&mut a_buf.0[offset..][..len], &cfg, W0).unwrap();
+                let mut b = BufferWriter::new(&mut b_buf.0[offset..][..len], &cfg, W0).unwrap();
+                if round % 2 == 0 {
+                    a.defer_extents();
+                    b.defer_extents();
+                }
+                if event_first {
+                    let early = Timestamp { tsc: tsc / 2, cpu };
+                    let _ = a.typed_event(early, 1, b"lost");
+                    let _ = b.typed_event(early, 1, b"lost");
+                }
+                let ra = a.function_word_new_buffer(low, t);
+                let rb = b.function_word_first(low, t);
+                assert_eq!(ra, rb, "round {round}, offset {offset}, len {len}");
+                let state = |w: &BufferWriter| {
+                    (
+                        w.pos(),
+                        w.latest_tsc,
+                        w.latest_cpu,
+                        w.undo_start,
+                        w.epoch,
+                        w.fast_end_zero.saturating_sub(w.base.addr()),
+                        w.fast_end_zero_exit.saturating_sub(w.base.addr()),
+                    )
+                };
+                assert_eq!(state(&a), state(&b), "round {round}, offset {offset}");
+                a.sync_extents();
+                b.sync_extents();
+                assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}, offset {offset}");
+            }
         }
     }
 
