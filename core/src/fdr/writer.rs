@@ -169,9 +169,21 @@ unsafe fn store_meta(at: *mut u8, value: u128) {
         } else if at.addr() & 3 == 0 {
             at.cast::<[u32; 4]>().write(words);
         } else {
-            at.cast::<[u8; META]>().write_unaligned(value.to_le_bytes());
+            store_meta_bytes(at, value);
         }
     }
+}
+
+/// [`store_meta`]'s byte stores, out of line: rare (after a payload whose length
+/// is not a multiple of 4), and long on a Cortex-M0.
+///
+/// # Safety
+/// As for [`store_meta`].
+#[cold]
+#[inline(never)]
+unsafe fn store_meta_bytes(at: *mut u8, value: u128) {
+    // SAFETY: the caller's contract.
+    unsafe { at.cast::<[u8; META]>().write_unaligned(value.to_le_bytes()) };
 }
 
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
@@ -613,15 +625,23 @@ impl<'b> BufferWriter<'b> {
             epoch: NO_EPOCH,
             _buf: PhantomData,
         };
-        // The preamble as whole records (`put_meta`); the BufferExtents count is
-        // the bytes after it, the rest of the preamble.
+        // The preamble as whole records; the BufferExtents count is the bytes
+        // after it, the rest of the preamble. Its room was tested above
+        // (`min_buffer_len` is more than `preamble_len`).
+        let mut at = base;
+        let mut put = |record: u128| {
+            // SAFETY: the preamble's records fit in `buf` (tested above), which
+            // this function holds exclusively.
+            unsafe { store_meta(at, record) };
+            at = at.wrapping_add(META);
+        };
         if config.version.has_extents() {
             let size = (preamble - META) as u64;
-            w.put_meta(&BufferExtents { size });
+            put(BufferExtents { size }.to_le_u128());
         }
         // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
         let tid = config.tid as i32;
-        w.put_meta(&NewBuffer { tid });
+        put(NewBuffer { tid }.to_le_u128());
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
             // A ring's recorder counts its buffers' micros below 10^6 already: the
@@ -632,11 +652,12 @@ impl<'b> BufferWriter<'b> {
                 micros_in_second(walltime.micros)
             },
         };
-        w.put_meta(&walltime);
+        put(walltime.to_le_u128());
         if let Some(pid) = config.pid {
             let pid = pid as i32;
-            w.put_meta(&Pid { pid });
+            put(Pid { pid }.to_le_u128());
         }
+        w.cur = at;
         w.refresh_fast_end();
         Ok(w)
     }
@@ -1232,7 +1253,7 @@ impl<'b> BufferWriter<'b> {
     ) -> Result<(), Full> {
         let high = (ts.tsc >> 32) as u32;
         if high != self.epoch || high == NO_EPOCH {
-            return self.function_word_first(low, ts);
+            return self.function_word_across(low, ts);
         }
         if low & 0b1110 != 0 && self.threshold != 0 {
             return self.function_elidable(low, ts);
@@ -1272,31 +1293,32 @@ impl<'b> BufferWriter<'b> {
     /// marker a recorder wrote first) it is `function_word_first`.
     #[inline(always)]
     pub(crate) fn function_word_new_buffer(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
-        if self.latest_cpu != NO_CPU {
-            return self.function_word_first(low, ts);
+        let at = self.cur;
+        // After another event, with the extents kept by every record, or at a
+        // position off a multiple of 4 where that matters: the general way, out
+        // of line.
+        if self.latest_cpu != NO_CPU
+            || self.extents_every_record
+            || (STRICT_ALIGNMENT && at.addr() & 3 != 0)
+        {
+            return self.function_word_across(low, ts);
         }
         let pos = self.pos();
         if pos + META + FUNC > self.limit {
             return Err(Full);
         }
-        self.put_meta(&NewCpuId {
+        let new_cpu = NewCpuId {
             cpu: ts.cpu,
             tsc: ts.tsc,
-        });
-        let at = self.cur;
-        // SAFETY: `pos + META + FUNC <= limit <= len`, so the 8 bytes after the
-        // NewCPUId are inside the buffer, which `&mut self` borrows exclusively;
-        // on `STRICT_ALIGNMENT` targets the aligned stores only where `at` is a
-        // multiple of 4 (just tested).
+        };
+        // SAFETY: `pos + META + FUNC <= limit <= len`, so the NewCPUId and the
+        // record are inside the buffer, which `&mut self` borrows exclusively;
+        // on `STRICT_ALIGNMENT` targets `at` is a multiple of 4 (tested above).
         unsafe {
-            if !STRICT_ALIGNMENT || at.addr() & 3 == 0 {
-                store_fast(at, u64::from(low));
-            } else {
-                at.cast::<[u8; FUNC]>()
-                    .write_unaligned(u64::from(low).to_le_bytes());
-            }
+            store_meta(at, new_cpu.to_le_u128());
+            store_fast(at.wrapping_add(META), u64::from(low));
         }
-        self.cur = at.wrapping_add(FUNC);
+        self.cur = at.wrapping_add(META + FUNC);
         self.latest_cpu = u32::from(ts.cpu);
         self.latest_tsc = ts.tsc;
         // Nothing before the NewCPUId can be erased; nor can a kept exit or an
@@ -1307,9 +1329,6 @@ impl<'b> BufferWriter<'b> {
             pos + META + FUNC
         };
         self.refresh_epoch();
-        if self.extents_every_record {
-            self.sync_extents();
-        }
         Ok(())
     }
 
