@@ -1038,11 +1038,15 @@ impl<'b> BufferWriter<'b> {
     fn put_function(&mut self, action: FunctionAction, id: FunctionId, tsc: u64) {
         let delta = tsc.wrapping_sub(self.latest_tsc) as u32;
         let word = FunctionRecord { action, id, delta }.to_u64();
-        let pos = self.pos();
-        let end = pos + FUNC;
-        if let Some(dst) = self.buf_mut().get_mut(pos..end) {
-            dst.copy_from_slice(&word.to_le_bytes());
-            self.set_pos(end);
+        if self.pos() + FUNC <= self.len {
+            // SAFETY: the 8 bytes at `cur` are inside the buffer (just tested),
+            // which `&mut self` borrows exclusively.
+            unsafe {
+                self.cur
+                    .cast::<[u8; FUNC]>()
+                    .write_unaligned(word.to_le_bytes())
+            };
+            self.cur = self.cur.wrapping_add(FUNC);
             self.latest_tsc = tsc;
             self.refresh_epoch();
         }
@@ -1604,9 +1608,20 @@ impl<'b> BufferWriter<'b> {
         let p = self.preamble_for(ts, u64::from(u32::MAX));
         self.write_preamble(p, ts);
         self.put_function(FunctionAction::EnterArg, id, ts.tsc);
-        for &value in args {
-            self.put_meta(&CallArgument { value });
+        let at = self.cur;
+        for (i, &value) in args.iter().enumerate() {
+            // SAFETY: `pos + body <= limit <= len` (tested above, before the
+            // NewCPUId or TSCWrap and the EnterArg, which `body` counts), so
+            // every argument's 16 bytes are inside the buffer, which `&mut self`
+            // borrows exclusively.
+            unsafe {
+                store_meta(
+                    at.wrapping_add(i * META),
+                    CallArgument { value }.to_le_u128(),
+                )
+            };
         }
+        self.cur = at.wrapping_add(args.len() * META);
         self.undo_start = self.pos();
         self.sync_extents();
         Ok(())
