@@ -1228,10 +1228,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
             self.count_drop(ts);
             return Err(Dropped::TooLarge);
         }
-        if !self.writer.is_detached() {
-            self.finish_current();
-        }
+        // The finished writer stays on its buffer until `acquire` replaces it
+        // with the next buffer's (no detaching in between), or fails and it is
+        // detached: nothing records in between.
+        self.publish_current();
         if !self.acquire(ts) {
+            self.writer.detach();
             self.count_drop(ts);
             return Err(Dropped::ConsumerBehind);
         }
@@ -1365,17 +1367,23 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.acquire(ts);
     }
 
-    /// Finishes the current buffer and publishes it.
+    /// Finishes the current buffer and publishes it; the recorder then has no
+    /// current buffer.
     fn finish_current(&mut self) {
-        if self.writer.is_detached() {
+        self.publish_current();
+        self.writer.detach();
+    }
+
+    /// [`finish_current`](Self::finish_current) without detaching the writer,
+    /// which stays on the finished buffer: the caller detaches it or replaces
+    /// it before anything records.
+    fn publish_current(&mut self) {
+        // Without events the buffer is kept for the next acquire (an empty
+        // buffer is invalid).
+        if self.writer.is_detached() || !self.writer.has_events() {
             return;
         }
-        if !self.writer.has_events() {
-            // Keep the buffer for the next acquire; an empty buffer is invalid.
-            self.writer.detach();
-            return;
-        }
-        let len = self.writer.finish_and_detach();
+        let len = self.writer.finish_attached();
         if let Some(slot) = self.ring.slots.get(self.slot) {
             slot.len.store(len as u32, Ordering::Relaxed);
         }

@@ -946,13 +946,11 @@ impl<'b> BufferWriter<'b> {
         self.pos()
     }
 
-    /// [`finish`](Self::finish) for a recorder, which then has no current buffer:
-    /// ends the buffer and [`detach`](Self::detach)es the writer from it; returns
-    /// the buffer's length.
-    pub(crate) fn finish_and_detach(&mut self) -> usize {
-        let len = self.finish_in_place();
-        self.detach();
-        len
+    /// [`finish`](Self::finish) for a recorder, in place: ends the buffer and
+    /// returns its length. The writer must not record again: the recorder
+    /// [`detach`](Self::detach)es or replaces it.
+    pub(crate) fn finish_attached(&mut self) -> usize {
+        self.finish_in_place()
     }
 
     /// Makes this writer [`detached`](Self::detached) (no buffer, every record
