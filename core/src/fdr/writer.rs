@@ -1492,9 +1492,9 @@ impl<'b> BufferWriter<'b> {
             self.refresh_epoch();
             return Ok(());
         }
-        // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
-        // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
-        // `pos + FUNC` cannot overflow: `pos <= limit <= buf.len() <= isize::MAX`.
+        // SAFETY: `end <= limit <= len` (the struct's invariants), so the 8
+        // bytes at `pos` are inside the buffer, which `&mut self` borrows exclusively.
+        // `pos + FUNC` cannot overflow: `pos <= limit <= len <= isize::MAX`.
         unsafe {
             base.add(pos)
                 .cast::<[u8; FUNC]>()
@@ -1503,8 +1503,8 @@ impl<'b> BufferWriter<'b> {
         if self.extents_every_record {
             let extents = (end - META) as u64;
             // SAFETY: with extents the preamble is at least 3 metadata records, so
-            // `9 <= body_start <= pos < end <= buf.len()`: bytes 1..9 (the extents'
-            // value, as in `sync_extents`) are inside `buf`.
+            // `9 <= body_start <= pos < end <= len`: bytes 1..9 (the extents'
+            // value, as in `sync_extents`) are inside the buffer.
             unsafe {
                 base.add(1)
                     .cast::<[u8; 8]>()
