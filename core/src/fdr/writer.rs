@@ -540,12 +540,17 @@ pub struct BufferWriter<'b> {
     /// 4-aligned), 0 otherwise, which sends every function record to the general
     /// path. Kept by [`refresh_fast_end`](Self::refresh_fast_end).
     fast_end: usize,
-    /// `fast_end` for an exit, tail exit or EnterArg (a record that may erase
-    /// its entry or end an erasable run): `fast_end` without a short-call
-    /// threshold, 0 with one, so that the split path's exits test their room and
-    /// the threshold with one compare.
+    /// The split path's fast end for a reading on a non-zero high word:
+    /// `fast_end` when `epoch` is not [`NO_EPOCH`], else 0, so that the split
+    /// path compares the high word with `epoch` and nothing else (a high word
+    /// of `NO_EPOCH` matching it fails the room test).
+    fast_end_epoch: usize,
+    /// `fast_end_epoch` for an exit, tail exit or EnterArg (a record that may
+    /// erase its entry or end an erasable run): `fast_end_epoch` without a
+    /// short-call threshold, 0 with one, so that the split path's exits test
+    /// their room and the threshold with one compare.
     fast_end_exit: usize,
-    /// `fast_end` when `epoch` is 0, else 0: the split path's fast end for a
+    /// `fast_end_epoch` when `epoch` is 0, else 0: the split path's fast end for a
     /// reading whose high word is 0 (a 32-bit counter, or an extended clock
     /// before its first wrap), which then needs no separate test of `epoch`: a
     /// record that must not take the fast path (a buffer's first, one after
@@ -619,6 +624,7 @@ impl<'b> BufferWriter<'b> {
             threshold: config.threshold_ticks,
             undo_start: preamble,
             fast_end: 0,
+            fast_end_epoch: 0,
             fast_end_exit: 0,
             fast_end_zero: 0,
             fast_end_zero_exit: 0,
@@ -682,6 +688,7 @@ impl<'b> BufferWriter<'b> {
             threshold: 0,
             undo_start: 0,
             fast_end: 0,
+            fast_end_epoch: 0,
             fast_end_exit: 0,
             fast_end_zero: 0,
             fast_end_zero_exit: 0,
@@ -695,23 +702,40 @@ impl<'b> BufferWriter<'b> {
     #[inline(always)]
     fn refresh_epoch(&mut self) {
         if SPLIT {
-            self.epoch = if self.latest_cpu == 0 {
-                (self.latest_tsc >> 32) as u32
-            } else {
-                NO_EPOCH
-            };
-            self.refresh_fast_end_zero();
+            self.refresh_epoch_split();
         }
     }
 
-    /// Sets [`fast_end_zero`](Self::fast_end_zero) and its exit twin from `epoch`
-    /// and the fast ends.
-    #[inline(always)]
+    /// [`refresh_epoch`](Self::refresh_epoch) where [`SPLIT`], out of line: every
+    /// slow path that moves the time calls it (about 500 B of flash on thumbv6m
+    /// inlined).
+    #[inline(never)]
+    fn refresh_epoch_split(&mut self) {
+        self.epoch = if self.latest_cpu == 0 {
+            (self.latest_tsc >> 32) as u32
+        } else {
+            NO_EPOCH
+        };
+        self.refresh_fast_end_zero();
+    }
+
+    /// Sets the split path's fast ends ([`fast_end_epoch`](Self::fast_end_epoch),
+    /// [`fast_end_zero`](Self::fast_end_zero) and their exit twins) from `epoch`,
+    /// the threshold and `fast_end`.
+    #[inline]
     fn refresh_fast_end_zero(&mut self) {
         if SPLIT {
+            let valid = self.epoch != NO_EPOCH;
             let zero = self.epoch == 0;
+            let exit = if self.threshold != 0 {
+                0
+            } else {
+                self.fast_end
+            };
+            self.fast_end_epoch = if valid { self.fast_end } else { 0 };
+            self.fast_end_exit = if valid { exit } else { 0 };
             self.fast_end_zero = if zero { self.fast_end } else { 0 };
-            self.fast_end_zero_exit = if zero { self.fast_end_exit } else { 0 };
+            self.fast_end_zero_exit = if zero { exit } else { 0 };
         }
     }
 
@@ -728,11 +752,6 @@ impl<'b> BufferWriter<'b> {
             0
         } else {
             self.limit_addr()
-        };
-        self.fast_end_exit = if self.threshold != 0 {
-            0
-        } else {
-            self.fast_end
         };
         self.refresh_fast_end_zero();
     }
@@ -967,6 +986,7 @@ impl<'b> BufferWriter<'b> {
         self.latest_cpu = NO_CPU;
         self.epoch = NO_EPOCH;
         self.fast_end = 0;
+        self.fast_end_epoch = 0;
         self.fast_end_exit = 0;
         self.fast_end_zero = 0;
         self.fast_end_zero_exit = 0;
@@ -1201,13 +1221,15 @@ impl<'b> BufferWriter<'b> {
         // that `epoch` is not loaded (a 32-bit counter's high word is always 0);
         // another compares with `epoch` (NO_EPOCH after a buffer's start or on
         // another CPU, which no high word matches here).
-        let (end, end_exit) = if high == 0 {
+        let zero = high == 0;
+        let (end, end_exit) = if zero {
             (self.fast_end_zero, self.fast_end_zero_exit)
-        } else if high != self.epoch || high == NO_EPOCH {
-            return self.function_word_across(low, ts);
         } else {
-            (self.fast_end, self.fast_end_exit)
+            (self.fast_end_epoch, self.fast_end_exit)
         };
+        if !zero && high != self.epoch {
+            return self.function_word_across(low, ts);
+        }
         // On CPU 0, and a clock that did not go backwards: the delta is exact and
         // fits.
         if ts.cpu != 0 || backwards {
@@ -1999,15 +2021,16 @@ mod tests {
                     ),
                     "round {round}, record {i}"
                 );
-                // The fast ends that stand for `epoch == 0` follow `epoch`.
-                let zero = split.epoch == 0;
+                // The split path's fast ends follow `epoch`.
+                let exit = if threshold != 0 { 0 } else { split.fast_end };
+                let (valid, zero) = (split.epoch != NO_EPOCH, split.epoch == 0);
+                let ends = |on: bool| if on { (split.fast_end, exit) } else { (0, 0) };
                 assert_eq!(
-                    (split.fast_end_zero, split.fast_end_zero_exit),
-                    if zero {
-                        (split.fast_end, split.fast_end_exit)
-                    } else {
-                        (0, 0)
-                    },
+                    (
+                        (split.fast_end_epoch, split.fast_end_exit),
+                        (split.fast_end_zero, split.fast_end_zero_exit)
+                    ),
+                    (ends(valid), ends(zero)),
                     "round {round}, record {i}"
                 );
                 tsc = match (r >> 32) % 16 {
