@@ -1064,7 +1064,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // A new buffer's first record needs a NewCPUId: straight to the path that
         // writes it.
         self.slow_path(ts, move |w| {
-            w.function_word_first(low, ts).map_err(RecordError::from)
+            w.function_word_new_buffer(low, ts)
+                .map_err(RecordError::from)
         })
     }
 
@@ -1227,10 +1228,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
             self.count_drop(ts);
             return Err(Dropped::TooLarge);
         }
-        if !self.writer.is_detached() {
-            self.finish_current();
-        }
+        // The finished writer stays on its buffer until `acquire` replaces it
+        // with the next buffer's (no detaching in between), or fails and it is
+        // detached: nothing records in between.
+        self.publish_current();
         if !self.acquire(ts) {
+            self.writer.detach();
             self.count_drop(ts);
             return Err(Dropped::ConsumerBehind);
         }
@@ -1364,17 +1367,23 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.acquire(ts);
     }
 
-    /// Finishes the current buffer and publishes it.
+    /// Finishes the current buffer and publishes it; the recorder then has no
+    /// current buffer.
     fn finish_current(&mut self) {
-        if self.writer.is_detached() {
+        self.publish_current();
+        self.writer.detach();
+    }
+
+    /// [`finish_current`](Self::finish_current) without detaching the writer,
+    /// which stays on the finished buffer: the caller detaches it or replaces
+    /// it before anything records.
+    fn publish_current(&mut self) {
+        // Without events the buffer is kept for the next acquire (an empty
+        // buffer is invalid).
+        if self.writer.is_detached() || !self.writer.has_events() {
             return;
         }
-        let w = core::mem::replace(&mut self.writer, BufferWriter::detached());
-        if !w.has_events() {
-            // Keep the buffer for the next acquire; an empty buffer is invalid.
-            return;
-        }
-        let len = w.finish().len();
+        let len = self.writer.finish_attached();
         if let Some(slot) = self.ring.slots.get(self.slot) {
             slot.len.store(len as u32, Ordering::Relaxed);
         }

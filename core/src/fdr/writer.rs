@@ -47,7 +47,9 @@
 //! assert_eq!(w.len(), before + 8);
 //! ```
 
+use core::marker::PhantomData;
 use core::num::NonZeroU64;
+use core::ptr::NonNull;
 
 use super::header::Version;
 use super::records::{
@@ -116,24 +118,72 @@ unsafe fn store_aligned(base: *mut u8, pos: usize, word: u64, extents: bool) {
     }
 }
 
-/// A fast path's function record: `word` stored at `pos`, as two aligned words
+/// A fast path's function record: `word` stored at `at`, as two aligned words
 /// on `STRICT_ALIGNMENT` targets, else as 8 unaligned bytes.
 ///
 /// # Safety
-/// `base + pos .. base + pos + FUNC` is inside one buffer the caller borrows
-/// exclusively; on `STRICT_ALIGNMENT` targets `base` and `pos` are multiples of 4.
+/// `at .. at + FUNC` is inside one buffer the caller borrows exclusively; on
+/// `STRICT_ALIGNMENT` targets `at` is a multiple of 4.
 #[inline(always)]
-unsafe fn store_fast(base: *mut u8, pos: usize, word: u64) {
+unsafe fn store_fast(at: *mut u8, word: u64) {
     // SAFETY: the caller's contract.
     unsafe {
         if STRICT_ALIGNMENT {
-            store_aligned(base, pos, word, false);
+            store_aligned(at, 0, word, false);
         } else {
-            base.add(pos)
-                .cast::<[u8; FUNC]>()
-                .write_unaligned(word.to_le_bytes());
+            at.cast::<[u8; FUNC]>().write_unaligned(word.to_le_bytes());
         }
     }
+}
+
+/// Stores a metadata record, given as its little-endian value
+/// ([`MetadataRecord::to_le_u128`]), at `at`: as words, zeros included (two
+/// 8-byte stores on 64-bit targets, four 4-byte ones on 32-bit targets), or on
+/// [`STRICT_ALIGNMENT`] targets as 16 byte stores when `at` is not 4-aligned (only
+/// after a payload whose length is not a multiple of 4; buffers start aligned).
+///
+/// # Safety
+/// `at .. at + META` is inside one buffer the caller borrows exclusively.
+#[inline(always)]
+unsafe fn store_meta(at: *mut u8, value: u128) {
+    // SAFETY: in bounds and exclusive (the caller's contract); the word stores
+    // are unaligned, or aligned where `at` was just tested to be 4-aligned.
+    unsafe {
+        if cfg!(target_pointer_width = "64") {
+            at.cast::<u64>().write_unaligned((value as u64).to_le());
+            at.add(8)
+                .cast::<u64>()
+                .write_unaligned(((value >> 64) as u64).to_le());
+            return;
+        }
+        // Four constant shifts, written out: a loop over them is not unrolled at
+        // opt-level "s" and shifts the 128-bit value in memory.
+        let words = [
+            (value as u32).to_le(),
+            ((value >> 32) as u32).to_le(),
+            ((value >> 64) as u32).to_le(),
+            ((value >> 96) as u32).to_le(),
+        ];
+        if !STRICT_ALIGNMENT {
+            at.cast::<[u32; 4]>().write_unaligned(words);
+        } else if at.addr() & 3 == 0 {
+            at.cast::<[u32; 4]>().write(words);
+        } else {
+            store_meta_bytes(at, value);
+        }
+    }
+}
+
+/// [`store_meta`]'s byte stores, out of line: rare (after a payload whose length
+/// is not a multiple of 4), and long on a Cortex-M0.
+///
+/// # Safety
+/// As for [`store_meta`].
+#[cold]
+#[inline(never)]
+unsafe fn store_meta_bytes(at: *mut u8, value: u128) {
+    // SAFETY: the caller's contract.
+    unsafe { at.cast::<[u8; META]>().write_unaligned(value.to_le_bytes()) };
 }
 
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
@@ -454,14 +504,22 @@ enum Preamble {
 /// assert_eq!(w.as_bytes().len(), 5 * 16 + 2 * 8);
 /// ```
 pub struct BufferWriter<'b> {
-    // Invariants, which `put_word`'s unchecked stores rely on:
-    // `body_start <= undo_start <= pos <= limit <= buf.len()`; `limit` is set once,
-    // in `new`; `fast_limit` is `limit` or 0; every write checks its room against
-    // `limit` (or `fast_limit`) first (only `finish`,
-    // which consumes the writer, writes past it); with extents, `body_start >= 48`.
-    buf: &'b mut [u8],
-    /// Bytes written so far.
-    pos: usize,
+    // Invariants, which the unchecked stores rely on:
+    // `body_start <= undo_start <= pos() <= limit <= len`; `cur` is `base + pos()`;
+    // `limit` is set once, in `new`; each fast end is 0 or `base + limit` (an
+    // address); every write checks its room against `limit` (or a fast end) first
+    // (only `finish`, which consumes the writer, writes past it); with extents,
+    // `body_start >= 48`.
+    /// The buffer's first byte: the `&'b mut [u8]` given to [`new`](Self::new),
+    /// kept as a pointer and a length so that `cur` may point into it (a dangling
+    /// pointer and 0 for the [`detached`](Self::detached) writer).
+    base: *mut u8,
+    /// The write position as a pointer, `base + pos()`: the record path stores
+    /// through it and compares its address with a fast end, with no base to load
+    /// and add.
+    cur: *mut u8,
+    /// Bytes of the buffer.
+    len: usize,
     /// End of the space records may use (the buffer end, less the EndOfBuffer room
     /// kept in version 1).
     limit: usize,
@@ -476,17 +534,30 @@ pub struct BufferWriter<'b> {
     threshold: u64,
     /// Start of the run of function records that short-call elision may erase.
     undo_start: usize,
-    /// What the fast path of a function record compares its end with: `limit`
-    /// when such a record needs nothing but its store (the extents are deferred
-    /// and, on [`STRICT_ALIGNMENT`] targets, the position is 4-aligned), 0
-    /// otherwise, which sends every function record to the general path. Kept by
-    /// [`refresh_fast_limit`](Self::refresh_fast_limit).
-    fast_limit: usize,
-    /// `fast_limit` for an exit, tail exit or EnterArg (a record that may erase
-    /// its entry or end an erasable run): `fast_limit` without a short-call
-    /// threshold, 0 with one, so that the split path's exits test their room and
-    /// the threshold with one compare.
-    fast_limit_exit: usize,
+    /// What the fast path of a function record compares the address of its end
+    /// with: `base + limit` when such a record needs nothing but its store (the
+    /// extents are deferred and, on [`STRICT_ALIGNMENT`] targets, `cur` is
+    /// 4-aligned), 0 otherwise, which sends every function record to the general
+    /// path. Kept by [`refresh_fast_end`](Self::refresh_fast_end).
+    fast_end: usize,
+    /// The split path's fast end for a reading on a non-zero high word:
+    /// `fast_end` when `epoch` is not [`NO_EPOCH`], else 0, so that the split
+    /// path compares the high word with `epoch` and nothing else (a high word
+    /// of `NO_EPOCH` matching it fails the room test).
+    fast_end_epoch: usize,
+    /// `fast_end_epoch` for an exit, tail exit or EnterArg (a record that may
+    /// erase its entry or end an erasable run): `fast_end_epoch` without a
+    /// short-call threshold, 0 with one, so that the split path's exits test
+    /// their room and the threshold with one compare.
+    fast_end_exit: usize,
+    /// `fast_end_epoch` when `epoch` is 0, else 0: the split path's fast end for a
+    /// reading whose high word is 0 (a 32-bit counter, or an extended clock
+    /// before its first wrap), which then needs no separate test of `epoch`: a
+    /// record that must not take the fast path (a buffer's first, one after
+    /// another CPU or a wrap) fails its room test. Kept with `epoch`.
+    fast_end_zero: usize,
+    /// `fast_end_exit` when `epoch` is 0, else 0.
+    fast_end_zero_exit: usize,
     /// The high word of `latest_tsc` when `latest_cpu` is 0, [`NO_EPOCH`]
     /// otherwise (or when that word is `NO_EPOCH` itself): what the split record
     /// path compares a reading's high word with (see
@@ -495,7 +566,16 @@ pub struct BufferWriter<'b> {
     /// `latest_cpu` changes, except by the split path itself, which changes
     /// neither the high word nor the CPU; only where [`SPLIT`].
     epoch: u32,
+    /// The buffer is borrowed exclusively for `'b`.
+    _buf: PhantomData<&'b mut [u8]>,
 }
+
+// SAFETY: a `BufferWriter` is a `&'b mut [u8]` (`base`, `len`; `cur` points into
+// the same buffer) and plain data; `&mut [u8]` is `Send` and `Sync`, and every
+// access through the pointers takes `&mut self` (writes) or `&self` (reads).
+unsafe impl Send for BufferWriter<'_> {}
+// SAFETY: as for `Send`: shared access only reads the buffer.
+unsafe impl Sync for BufferWriter<'_> {}
 
 impl<'b> BufferWriter<'b> {
     /// Starts a buffer in `buf`: writes the preamble (BufferExtents, NewBuffer with
@@ -527,14 +607,47 @@ impl<'b> BufferWriter<'b> {
                 needed,
             });
         }
-        let mut pos = 0;
+        let limit = buf.len() - config.tail_reserve();
+        let len = buf.len();
+        let base = buf.as_mut_ptr();
+        let preamble = config.preamble_len();
+        let mut w = Self {
+            base,
+            cur: base,
+            len,
+            limit,
+            version: config.version,
+            extents_every_record: config.version.has_extents(),
+            body_start: preamble,
+            latest_cpu: NO_CPU,
+            latest_tsc: 0,
+            threshold: config.threshold_ticks,
+            undo_start: preamble,
+            fast_end: 0,
+            fast_end_epoch: 0,
+            fast_end_exit: 0,
+            fast_end_zero: 0,
+            fast_end_zero_exit: 0,
+            epoch: NO_EPOCH,
+            _buf: PhantomData,
+        };
+        // The preamble as whole records; the BufferExtents count is the bytes
+        // after it, the rest of the preamble. Its room was tested above
+        // (`min_buffer_len` is more than `preamble_len`).
+        let mut at = base;
+        let mut put = |record: u128| {
+            // SAFETY: the preamble's records fit in `buf` (tested above), which
+            // this function holds exclusively.
+            unsafe { store_meta(at, record) };
+            at = at.wrapping_add(META);
+        };
         if config.version.has_extents() {
-            // The value is set by `sync_extents` below.
-            pos = put_metadata(buf, pos, &BufferExtents { size: 0 });
+            let size = (preamble - META) as u64;
+            put(BufferExtents { size }.to_le_u128());
         }
         // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
         let tid = config.tid as i32;
-        pos = put_metadata(buf, pos, &NewBuffer { tid });
+        put(NewBuffer { tid }.to_le_u128());
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
             // A ring's recorder counts its buffers' micros below 10^6 already: the
@@ -545,29 +658,13 @@ impl<'b> BufferWriter<'b> {
                 micros_in_second(walltime.micros)
             },
         };
-        pos = put_metadata(buf, pos, &walltime);
+        put(walltime.to_le_u128());
         if let Some(pid) = config.pid {
             let pid = pid as i32;
-            pos = put_metadata(buf, pos, &Pid { pid });
+            put(Pid { pid }.to_le_u128());
         }
-        let limit = buf.len() - config.tail_reserve();
-        let mut w = Self {
-            buf,
-            pos,
-            limit,
-            version: config.version,
-            extents_every_record: config.version.has_extents(),
-            body_start: pos,
-            latest_cpu: NO_CPU,
-            latest_tsc: 0,
-            threshold: config.threshold_ticks,
-            undo_start: pos,
-            fast_limit: 0,
-            fast_limit_exit: 0,
-            epoch: NO_EPOCH,
-        };
-        w.sync_extents();
-        w.refresh_fast_limit();
+        w.cur = at;
+        w.refresh_fast_end();
         Ok(w)
     }
 
@@ -577,9 +674,11 @@ impl<'b> BufferWriter<'b> {
     /// separate test for a missing buffer. Other records get
     /// [`RecordError::TooLarge`]; the recorder does not offer it those.
     pub(crate) fn detached() -> Self {
+        let base = NonNull::<u8>::dangling().as_ptr();
         Self {
-            buf: Default::default(),
-            pos: 0,
+            base,
+            cur: base,
+            len: 0,
             limit: 0,
             version: Version::V5,
             extents_every_record: false,
@@ -588,44 +687,107 @@ impl<'b> BufferWriter<'b> {
             latest_tsc: 0,
             threshold: 0,
             undo_start: 0,
-            fast_limit: 0,
-            fast_limit_exit: 0,
+            fast_end: 0,
+            fast_end_epoch: 0,
+            fast_end_exit: 0,
+            fast_end_zero: 0,
+            fast_end_zero_exit: 0,
             epoch: NO_EPOCH,
+            _buf: PhantomData,
         }
     }
 
-    /// Sets `epoch` from `latest_tsc` and `latest_cpu` (see the field); nothing
-    /// where the split path is not used.
+    /// Sets `epoch` from `latest_tsc` and `latest_cpu` (see the field), and the
+    /// fast ends that depend on it; nothing where the split path is not used.
     #[inline(always)]
     fn refresh_epoch(&mut self) {
         if SPLIT {
-            self.epoch = if self.latest_cpu == 0 {
-                (self.latest_tsc >> 32) as u32
-            } else {
-                NO_EPOCH
-            };
+            self.refresh_epoch_split();
         }
     }
 
-    /// Sets [`fast_limit`](Self::fast_limit) from the state it depends on: whether
-    /// each record updates the extents, and on [`STRICT_ALIGNMENT`] targets whether
-    /// the buffer and the position are 4-aligned (only a payload, whose length is
-    /// arbitrary, moves the position off a multiple of 4; every record after it
-    /// takes the general path, with byte stores, until the buffer ends or the
-    /// position is aligned again).
+    /// [`refresh_epoch`](Self::refresh_epoch) where [`SPLIT`], out of line: every
+    /// slow path that moves the time calls it (about 500 B of flash on thumbv6m
+    /// inlined).
+    #[inline(never)]
+    fn refresh_epoch_split(&mut self) {
+        self.epoch = if self.latest_cpu == 0 {
+            (self.latest_tsc >> 32) as u32
+        } else {
+            NO_EPOCH
+        };
+        self.refresh_fast_end_zero();
+    }
+
+    /// Sets the split path's fast ends ([`fast_end_epoch`](Self::fast_end_epoch),
+    /// [`fast_end_zero`](Self::fast_end_zero) and their exit twins) from `epoch`,
+    /// the threshold and `fast_end`.
     #[inline]
-    fn refresh_fast_limit(&mut self) {
-        let aligned = !STRICT_ALIGNMENT || (self.buf.as_ptr() as usize | self.pos) & 3 == 0;
-        self.fast_limit = if self.extents_every_record || !aligned {
+    fn refresh_fast_end_zero(&mut self) {
+        if SPLIT {
+            let valid = self.epoch != NO_EPOCH;
+            let zero = self.epoch == 0;
+            let exit = if self.threshold != 0 {
+                0
+            } else {
+                self.fast_end
+            };
+            self.fast_end_epoch = if valid { self.fast_end } else { 0 };
+            self.fast_end_exit = if valid { exit } else { 0 };
+            self.fast_end_zero = if zero { self.fast_end } else { 0 };
+            self.fast_end_zero_exit = if zero { exit } else { 0 };
+        }
+    }
+
+    /// Sets [`fast_end`](Self::fast_end) (and the fast ends derived from it) from
+    /// the state it depends on: whether each record updates the extents, and on
+    /// [`STRICT_ALIGNMENT`] targets whether the write position is 4-aligned (only
+    /// a payload, whose length is arbitrary, moves it off a multiple of 4 in a
+    /// buffer that starts on one; every record after it takes the general path,
+    /// with byte stores, until the buffer ends or the position is aligned again).
+    #[inline]
+    fn refresh_fast_end(&mut self) {
+        let aligned = !STRICT_ALIGNMENT || self.cur.addr() & 3 == 0;
+        self.fast_end = if self.extents_every_record || !aligned {
             0
         } else {
-            self.limit
+            self.limit_addr()
         };
-        self.fast_limit_exit = if self.threshold != 0 {
-            0
-        } else {
-            self.fast_limit
-        };
+        self.refresh_fast_end_zero();
+    }
+
+    /// The address of `limit`: a fast end when a record needs only its store.
+    #[inline(always)]
+    fn limit_addr(&self) -> usize {
+        self.base.addr() + self.limit
+    }
+
+    /// Bytes written so far: the offset of `cur` in the buffer.
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.cur.addr() - self.base.addr()
+    }
+
+    /// Moves the write position to `pos` (at most `len`).
+    #[inline(always)]
+    fn set_pos(&mut self, pos: usize) {
+        self.cur = self.base.wrapping_add(pos);
+    }
+
+    /// The whole buffer.
+    #[inline(always)]
+    fn buf(&self) -> &[u8] {
+        // SAFETY: `base` and `len` are those of the `&'b mut [u8]` given to `new`,
+        // which this writer holds exclusively for `'b` (or a dangling pointer and
+        // 0 for the detached writer, a valid empty slice).
+        unsafe { core::slice::from_raw_parts(self.base, self.len) }
+    }
+
+    /// The whole buffer, to write.
+    #[inline(always)]
+    fn buf_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `buf`; `&mut self` makes this the only access.
+        unsafe { core::slice::from_raw_parts_mut(self.base, self.len) }
     }
 
     /// The time of the last event (the base of the next delta), or `None` before
@@ -642,7 +804,7 @@ impl<'b> BufferWriter<'b> {
     /// never empty, since it holds at least [`WriterConfig::min_buffer_len`] bytes.
     #[inline]
     pub(crate) fn is_detached(&self) -> bool {
-        self.buf.is_empty()
+        self.len == 0
     }
 
     /// The buffer so far: a complete FDR buffer once [`has_events`](Self::has_events).
@@ -662,7 +824,7 @@ impl<'b> BufferWriter<'b> {
     /// ```
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.pos]
+        self.buf().get(..self.pos()).unwrap_or(&[])
     }
 
     /// Bytes written so far, preamble included.
@@ -682,7 +844,7 @@ impl<'b> BufferWriter<'b> {
     /// ```
     #[inline]
     pub fn len(&self) -> usize {
-        self.pos
+        self.pos()
     }
 
     /// Whether nothing but the preamble was written. (A buffer is never empty in the
@@ -717,7 +879,7 @@ impl<'b> BufferWriter<'b> {
     /// ```
     #[inline]
     pub fn has_events(&self) -> bool {
-        self.pos > self.body_start
+        self.pos() > self.body_start
     }
 
     /// Bytes left for records (in version 1, without the room kept for EndOfBuffer).
@@ -737,7 +899,7 @@ impl<'b> BufferWriter<'b> {
     /// ```
     #[inline]
     pub fn remaining(&self) -> usize {
-        self.limit - self.pos
+        self.limit - self.pos()
     }
 
     /// The format version being written.
@@ -780,18 +942,54 @@ impl<'b> BufferWriter<'b> {
     /// assert_eq!(decode_record(Version::V5, &bytes[48..]).unwrap().0, Record::NewCpuId { cpu: 0, tsc: 0 });
     /// ```
     pub fn finish(mut self) -> &'b [u8] {
+        let pos = self.finish_in_place();
+        // SAFETY: `base` and `len` are those of the `&'b mut [u8]` given to `new`
+        // (or an empty slice), which `self`, consumed here, no longer uses.
+        let buf: &'b [u8] = unsafe { core::slice::from_raw_parts(self.base, self.len) };
+        // `pos <= len` always; `get` only spares a panic path.
+        buf.get(..pos).unwrap_or(buf)
+    }
+
+    /// What [`finish`](Self::finish) writes, in place; returns the buffer's
+    /// length.
+    #[inline(always)]
+    fn finish_in_place(&mut self) -> usize {
         if !self.has_events() {
             // Room is guaranteed by `min_buffer_len`.
             self.write_new_cpu(0, 0);
         }
         if !self.version.has_extents() {
-            self.pos = put_metadata(self.buf, self.pos, &EndOfBuffer);
+            self.put_meta(&EndOfBuffer);
         }
         self.sync_extents();
-        let Self { buf, pos, .. } = self;
-        // `pos <= buf.len()` always; `get` only spares a panic path.
-        let buf: &'b [u8] = buf;
-        buf.get(..pos).unwrap_or(buf)
+        self.pos()
+    }
+
+    /// [`finish`](Self::finish) for a recorder, in place: ends the buffer and
+    /// returns its length. The writer must not record again: the recorder
+    /// [`detach`](Self::detach)es or replaces it.
+    pub(crate) fn finish_attached(&mut self) -> usize {
+        self.finish_in_place()
+    }
+
+    /// Makes this writer [`detached`](Self::detached) (no buffer, every record
+    /// refused) by setting only the fields that make it so, rather than storing
+    /// a whole new writer: a buffer switch does it once per buffer.
+    #[inline]
+    pub(crate) fn detach(&mut self) {
+        self.len = 0;
+        self.limit = 0;
+        self.cur = self.base;
+        self.body_start = 0;
+        self.undo_start = 0;
+        self.extents_every_record = false;
+        self.latest_cpu = NO_CPU;
+        self.epoch = NO_EPOCH;
+        self.fast_end = 0;
+        self.fast_end_epoch = 0;
+        self.fast_end_exit = 0;
+        self.fast_end_zero = 0;
+        self.fast_end_zero_exit = 0;
     }
 
     /// Stops updating the BufferExtents count with every function record: the
@@ -802,16 +1000,16 @@ impl<'b> BufferWriter<'b> {
     /// may end at an earlier record; [`finish`](Self::finish) is always exact.
     pub(crate) fn defer_extents(&mut self) {
         self.extents_every_record = false;
-        self.refresh_fast_limit();
+        self.refresh_fast_end();
     }
 
     /// Keeps the BufferExtents value equal to the bytes that follow it.
     #[inline(always)]
     pub(crate) fn sync_extents(&mut self) {
         if self.version.has_extents() {
-            let n = (self.pos - META) as u64;
+            let n = (self.pos() - META) as u64;
             // The first record is the BufferExtents; only its count changes.
-            if let Some(dst) = self.buf.get_mut(BufferExtents::SIZE_FIELD) {
+            if let Some(dst) = self.buf_mut().get_mut(BufferExtents::SIZE_FIELD) {
                 dst.copy_from_slice(&n.to_le_bytes());
             }
         }
@@ -836,21 +1034,21 @@ impl<'b> BufferWriter<'b> {
             Preamble::None => return,
             Preamble::NewCpu => self.write_new_cpu(ts.cpu, ts.tsc),
             Preamble::Wrap => {
-                self.pos = put_metadata(self.buf, self.pos, &TscWrap { tsc: ts.tsc });
+                self.put_meta(&TscWrap { tsc: ts.tsc });
                 self.latest_tsc = ts.tsc;
                 self.refresh_epoch();
             }
         }
         // Metadata cannot be erased, nor can anything before it.
-        self.undo_start = self.pos;
+        self.undo_start = self.pos();
     }
 
     fn write_new_cpu(&mut self, cpu: u16, tsc: u64) {
-        self.pos = put_metadata(self.buf, self.pos, &NewCpuId { cpu, tsc });
+        self.put_meta(&NewCpuId { cpu, tsc });
         self.latest_cpu = u32::from(cpu);
         self.latest_tsc = tsc;
         self.refresh_epoch();
-        self.undo_start = self.pos;
+        self.undo_start = self.pos();
     }
 
     /// Stores one function record at the write position; the caller has checked room.
@@ -858,10 +1056,15 @@ impl<'b> BufferWriter<'b> {
     fn put_function(&mut self, action: FunctionAction, id: FunctionId, tsc: u64) {
         let delta = tsc.wrapping_sub(self.latest_tsc) as u32;
         let word = FunctionRecord { action, id, delta }.to_u64();
-        let end = self.pos + FUNC;
-        if let Some(dst) = self.buf.get_mut(self.pos..end) {
-            dst.copy_from_slice(&word.to_le_bytes());
-            self.pos = end;
+        if self.pos() + FUNC <= self.len {
+            // SAFETY: the 8 bytes at `cur` are inside the buffer (just tested),
+            // which `&mut self` borrows exclusively.
+            unsafe {
+                self.cur
+                    .cast::<[u8; FUNC]>()
+                    .write_unaligned(word.to_le_bytes())
+            };
+            self.cur = self.cur.wrapping_add(FUNC);
             self.latest_tsc = tsc;
             self.refresh_epoch();
         }
@@ -1013,31 +1216,39 @@ impl<'b> BufferWriter<'b> {
         let high = (ts.tsc >> 32) as u32;
         let raw = ts.tsc as u32;
         let (delta, backwards) = raw.overflowing_sub(self.latest_tsc as u32);
-        // Same high word as the last record, on CPU 0 (`epoch` is NO_EPOCH
-        // otherwise, and a high word equal to NO_EPOCH never takes this path), and
-        // a clock that did not go backwards: the delta is exact and fits.
-        if high != self.epoch || high == NO_EPOCH || ts.cpu != 0 || backwards {
+        // The fast ends for a reading on the last record's high word: a high word
+        // of 0 compares with `fast_end_zero`, which is 0 unless `epoch` is 0, so
+        // that `epoch` is not loaded (a 32-bit counter's high word is always 0);
+        // another compares with `epoch` (NO_EPOCH after a buffer's start or on
+        // another CPU, which no high word matches here).
+        let zero = high == 0;
+        let (end, end_exit) = if zero {
+            (self.fast_end_zero, self.fast_end_zero_exit)
+        } else {
+            (self.fast_end_epoch, self.fast_end_exit)
+        };
+        if !zero && high != self.epoch {
+            return self.function_word_across(low, ts);
+        }
+        // On CPU 0, and a clock that did not go backwards: the delta is exact and
+        // fits.
+        if ts.cpu != 0 || backwards {
             return self.function_word_across(low, ts);
         }
         // Only an entry (action bits 0) is a plain store with a short-call
-        // threshold; every other action compares with `fast_limit_exit`, which
+        // threshold; every other action compares with the exit's fast end, which
         // is 0 then.
-        let fast_limit = if low & 0b1110 != 0 {
-            self.fast_limit_exit
-        } else {
-            self.fast_limit
-        };
+        let fast_end = if low & 0b1110 != 0 { end_exit } else { end };
         let word = (u64::from(delta) << 32) | u64::from(low);
-        let pos = self.pos;
-        let end = pos + FUNC;
-        if end > fast_limit {
-            return self.function_split_slow(low, ts, fast_limit);
+        let cur = self.cur;
+        if cur.addr() + FUNC > fast_end {
+            return self.function_split_slow(low, ts, fast_end);
         }
-        // SAFETY: as in `function_word_wide`: `end <= fast_limit <= limit <=
-        // buf.len()`, and a non-zero `fast_limit` means 4-aligned on
-        // `STRICT_ALIGNMENT` targets.
-        unsafe { store_fast(self.buf.as_mut_ptr(), pos, word) };
-        self.pos = end;
+        // SAFETY: as in `function_word_wide`: `cur + FUNC <= fast_end`, a non-zero
+        // fast end is `base + limit`, `limit <= len`, and on `STRICT_ALIGNMENT`
+        // targets a non-zero fast end means `cur` is 4-aligned.
+        unsafe { store_fast(cur, word) };
+        self.cur = cur.wrapping_add(FUNC);
         // The high word is `high` already: only the low word changes, one store.
         if cfg!(target_endian = "little") {
             let latest: *mut u64 = &mut self.latest_tsc;
@@ -1051,23 +1262,28 @@ impl<'b> BufferWriter<'b> {
         Ok(())
     }
 
-    /// The split path's record that is not its store alone (`fast_limit`, the
-    /// limit it compared with, was too low): an exit with a short-call
-    /// threshold, a full buffer, or a record the general path writes. Out of
-    /// line, so that the store is the straight path for exits too.
+    /// The split path's record that is not its store alone (`fast_end`, the
+    /// fast end it compared with, was too low): a record on a high word other
+    /// than `epoch` (the high-word-0 fast end is 0 then), an exit with a
+    /// short-call threshold, a full buffer, or a record the general path writes.
+    /// Out of line, so that the store is the straight path for exits too.
     #[cold]
     #[inline(never)]
     fn function_split_slow(
         &mut self,
         low: u32,
         ts: Timestamp,
-        fast_limit: usize,
+        fast_end: usize,
     ) -> Result<(), Full> {
+        let high = (ts.tsc >> 32) as u32;
+        if high != self.epoch || high == NO_EPOCH {
+            return self.function_word_across(low, ts);
+        }
         if low & 0b1110 != 0 && self.threshold != 0 {
             return self.function_elidable(low, ts);
         }
         // A full buffer (or the detached writer) needs no general path.
-        if fast_limit == self.limit {
+        if fast_end == self.limit_addr() {
             return Err(Full);
         }
         let delta = (ts.tsc as u32).wrapping_sub(self.latest_tsc as u32);
@@ -1093,6 +1309,53 @@ impl<'b> BufferWriter<'b> {
         result
     }
 
+    /// [`function_word_first`](Self::function_word_first) for the first event of
+    /// a buffer, which a recorder's buffer switch writes: a NewCPUId and the
+    /// record with delta 0, each stored whole, with no test of what came before
+    /// (the same bytes and state as `function_word_first`, see
+    /// `first_record_paths_write_the_same_bytes`). After another event (a loss
+    /// marker a recorder wrote first) it is `function_word_first`.
+    #[inline(always)]
+    pub(crate) fn function_word_new_buffer(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        let at = self.cur;
+        // After another event, with the extents kept by every record, or at a
+        // position off a multiple of 4 where that matters: the general way, out
+        // of line.
+        if self.latest_cpu != NO_CPU
+            || self.extents_every_record
+            || (STRICT_ALIGNMENT && at.addr() & 3 != 0)
+        {
+            return self.function_word_across(low, ts);
+        }
+        let pos = self.pos();
+        if pos + META + FUNC > self.limit {
+            return Err(Full);
+        }
+        let new_cpu = NewCpuId {
+            cpu: ts.cpu,
+            tsc: ts.tsc,
+        };
+        // SAFETY: `pos + META + FUNC <= limit <= len`, so the NewCPUId and the
+        // record are inside the buffer, which `&mut self` borrows exclusively;
+        // on `STRICT_ALIGNMENT` targets `at` is a multiple of 4 (tested above).
+        unsafe {
+            store_meta(at, new_cpu.to_le_u128());
+            store_fast(at.wrapping_add(META), u64::from(low));
+        }
+        self.cur = at.wrapping_add(META + FUNC);
+        self.latest_cpu = u32::from(ts.cpu);
+        self.latest_tsc = ts.tsc;
+        // Nothing before the NewCPUId can be erased; nor can a kept exit or an
+        // EnterArg become erasable (as in `function_after_metadata`).
+        self.undo_start = if low & 0b1110 == 0 || low & 0b1110 == 0b0100 {
+            pos + META
+        } else {
+            pos + META + FUNC
+        };
+        self.refresh_epoch();
+        Ok(())
+    }
+
     /// [`function_word`](Self::function_word) on a 64-bit time: the fast path of
     /// 64-bit targets.
     #[inline(always)]
@@ -1113,22 +1376,22 @@ impl<'b> BufferWriter<'b> {
             return self.function_elidable(low, ts);
         }
         let word = (u64::from(delta as u32) << 32) | u64::from(low);
-        let pos = self.pos;
-        let end = pos + FUNC;
-        if end > self.fast_limit {
+        let cur = self.cur;
+        if cur.addr() + FUNC > self.fast_end {
             // A full buffer (or the detached writer) needs no general path.
-            if self.fast_limit == self.limit {
+            if self.fast_end == self.limit_addr() {
                 return Err(Full);
             }
             return self.function_general(word, ts.tsc);
         }
-        // SAFETY: `end <= fast_limit <= limit <= buf.len()` (the struct's
-        // invariants; `fast_limit` is `limit` or 0), so the 8 bytes at `pos` are
-        // inside `buf`, which `&mut self` borrows exclusively; `pos + FUNC` cannot
-        // overflow (`pos <= limit <= isize::MAX`). On `STRICT_ALIGNMENT` targets a
-        // non-zero `fast_limit` means `base` and `pos` are multiples of 4.
-        unsafe { store_fast(self.buf.as_mut_ptr(), pos, word) };
-        self.pos = end;
+        // SAFETY: `cur + FUNC <= fast_end`, and a non-zero `fast_end` is `base +
+        // limit`, with `limit <= len` (the struct's invariants), so the 8 bytes at
+        // `cur` are inside the buffer, which `&mut self` borrows exclusively; the
+        // sum cannot overflow (`cur <= base + len`, an allocation's end). On
+        // `STRICT_ALIGNMENT` targets a non-zero `fast_end` means `cur` is a
+        // multiple of 4.
+        unsafe { store_fast(cur, word) };
+        self.cur = cur.wrapping_add(FUNC);
         self.latest_tsc = ts.tsc;
         Ok(())
     }
@@ -1161,7 +1424,7 @@ impl<'b> BufferWriter<'b> {
         self.put_word(record.to_u64(), ts.tsc)?;
         // A kept exit ends every undoable run before it; an EnterArg is never erased.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
-            self.undo_start = self.pos;
+            self.undo_start = self.pos();
         }
         Ok(())
     }
@@ -1198,7 +1461,7 @@ impl<'b> BufferWriter<'b> {
             return false;
         }
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
-            self.undo_start = self.pos;
+            self.undo_start = self.pos();
         }
         true
     }
@@ -1210,7 +1473,7 @@ impl<'b> BufferWriter<'b> {
     #[inline(never)]
     fn function_after_metadata(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let (action, id) = FunctionRecord::from_low_word(low);
-        if self.pos + META + FUNC > self.limit {
+        if self.pos() + META + FUNC > self.limit {
             return Err(Full);
         }
         let p = self.preamble_for(ts, u64::from(u32::MAX));
@@ -1219,7 +1482,7 @@ impl<'b> BufferWriter<'b> {
         // Metadata was just written, so nothing before this record is erasable; a
         // kept exit or an EnterArg must not become erasable either.
         if matches!(action, FunctionAction::Exit | FunctionAction::EnterArg) {
-            self.undo_start = self.pos;
+            self.undo_start = self.pos();
         }
         self.sync_extents();
         Ok(())
@@ -1236,24 +1499,24 @@ impl<'b> BufferWriter<'b> {
     /// after).
     #[inline(always)]
     fn put_word(&mut self, word: u64, tsc: u64) -> Result<(), Full> {
-        let pos = self.pos;
+        let pos = self.pos();
         let end = pos + FUNC;
         if end > self.limit {
             return Err(Full);
         }
-        debug_assert!(self.limit <= self.buf.len() && pos >= self.body_start);
-        let base = self.buf.as_mut_ptr();
+        debug_assert!(self.limit <= self.len && pos >= self.body_start);
+        let base = self.base;
         if STRICT_ALIGNMENT && (base as usize | pos) & 3 == 0 {
             // SAFETY: as below, and `base` and `pos` are multiples of 4 (just tested).
             unsafe { store_aligned(base, pos, word, self.extents_every_record) };
-            self.pos = end;
+            self.set_pos(end);
             self.latest_tsc = tsc;
             self.refresh_epoch();
             return Ok(());
         }
-        // SAFETY: `end <= limit <= buf.len()` (the struct's invariants), so the 8
-        // bytes at `pos` are inside `buf`, which `&mut self` borrows exclusively.
-        // `pos + FUNC` cannot overflow: `pos <= limit <= buf.len() <= isize::MAX`.
+        // SAFETY: `end <= limit <= len` (the struct's invariants), so the 8
+        // bytes at `pos` are inside the buffer, which `&mut self` borrows exclusively.
+        // `pos + FUNC` cannot overflow: `pos <= limit <= len <= isize::MAX`.
         unsafe {
             base.add(pos)
                 .cast::<[u8; FUNC]>()
@@ -1262,15 +1525,15 @@ impl<'b> BufferWriter<'b> {
         if self.extents_every_record {
             let extents = (end - META) as u64;
             // SAFETY: with extents the preamble is at least 3 metadata records, so
-            // `9 <= body_start <= pos < end <= buf.len()`: bytes 1..9 (the extents'
-            // value, as in `sync_extents`) are inside `buf`.
+            // `9 <= body_start <= pos < end <= len`: bytes 1..9 (the extents'
+            // value, as in `sync_extents`) are inside the buffer.
             unsafe {
                 base.add(1)
                     .cast::<[u8; 8]>()
                     .write_unaligned(extents.to_le_bytes())
             };
         }
-        self.pos = end;
+        self.set_pos(end);
         self.latest_tsc = tsc;
         self.refresh_epoch();
         Ok(())
@@ -1279,7 +1542,7 @@ impl<'b> BufferWriter<'b> {
     /// Reads the function record at `at` (which the caller knows holds one).
     #[inline(always)]
     fn function_at(&self, at: usize) -> Option<(FunctionAction, u32, u32)> {
-        let bytes = self.buf.get(at..at + FUNC)?;
+        let bytes = self.buf().get(at..at + FUNC)?;
         let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         let delta = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
         let action = FunctionAction::from_bits(((word >> 1) & 7) as u8)?;
@@ -1302,10 +1565,10 @@ impl<'b> BufferWriter<'b> {
     /// [`try_elide`](Self::try_elide), inlined where it is called.
     #[inline(always)]
     fn elide(&mut self, id: FunctionId, tsc: u64) -> bool {
-        if self.pos < self.undo_start + FUNC {
+        if self.pos() < self.undo_start + FUNC {
             return false;
         }
-        let Some((action, fid, delta)) = self.function_at(self.pos - FUNC) else {
+        let Some((action, fid, delta)) = self.function_at(self.pos() - FUNC) else {
             return false;
         };
         // `latest_tsc` is the entry's own time: it is the last record written.
@@ -1315,7 +1578,7 @@ impl<'b> BufferWriter<'b> {
         {
             return false;
         }
-        self.pos -= FUNC;
+        self.set_pos(self.pos() - FUNC);
         self.latest_tsc = self.latest_tsc.wrapping_sub(u64::from(delta));
         self.refresh_epoch();
         true
@@ -1359,16 +1622,27 @@ impl<'b> BufferWriter<'b> {
         if body > self.limit - self.body_start {
             return Err(RecordError::TooLarge { needed: body });
         }
-        if self.pos + body > self.limit {
+        if self.pos() + body > self.limit {
             return Err(RecordError::Full);
         }
         let p = self.preamble_for(ts, u64::from(u32::MAX));
         self.write_preamble(p, ts);
         self.put_function(FunctionAction::EnterArg, id, ts.tsc);
-        for &value in args {
-            self.pos = put_metadata(self.buf, self.pos, &CallArgument { value });
+        let at = self.cur;
+        for (i, &value) in args.iter().enumerate() {
+            // SAFETY: `pos + body <= limit <= len` (tested above, before the
+            // NewCPUId or TSCWrap and the EnterArg, which `body` counts), so
+            // every argument's 16 bytes are inside the buffer, which `&mut self`
+            // borrows exclusively.
+            unsafe {
+                store_meta(
+                    at.wrapping_add(i * META),
+                    CallArgument { value }.to_le_u128(),
+                )
+            };
         }
-        self.undo_start = self.pos;
+        self.cur = at.wrapping_add(args.len() * META);
+        self.undo_start = self.pos();
         self.sync_extents();
         Ok(())
     }
@@ -1383,7 +1657,7 @@ impl<'b> BufferWriter<'b> {
         if body > self.limit - self.body_start || i32::try_from(payload.len()).is_err() {
             return Err(RecordError::TooLarge { needed: body });
         }
-        if self.pos + body > self.limit {
+        if self.pos() + body > self.limit {
             return Err(RecordError::Full);
         }
         Ok(())
@@ -1443,7 +1717,9 @@ impl<'b> BufferWriter<'b> {
             time,
         };
         let version = self.version;
-        self.pos = put_marker(self.buf, self.pos, |out| marker.emit(version, out));
+        let pos = self.pos();
+        let pos = put_marker(self.buf_mut(), pos, |out| marker.emit(version, out));
+        self.set_pos(pos);
         self.put_payload(payload);
         Ok(())
     }
@@ -1482,22 +1758,36 @@ impl<'b> BufferWriter<'b> {
             delta,
             event_type,
         };
-        self.pos = put_metadata(self.buf, self.pos, &marker);
+        self.put_meta(&marker);
         self.latest_tsc = ts.tsc;
         self.refresh_epoch();
         self.put_payload(payload);
         Ok(())
     }
 
-    fn put_payload(&mut self, payload: &[u8]) {
-        let end = self.pos + payload.len();
-        if let Some(dst) = self.buf.get_mut(self.pos..end) {
-            dst.copy_from_slice(payload);
-            self.pos = end;
+    /// Writes a metadata record at the write position and moves past it; the
+    /// caller has checked the room (without it nothing is written).
+    #[inline(always)]
+    fn put_meta(&mut self, record: &impl MetadataRecord) {
+        if self.pos() + META > self.len {
+            return;
         }
-        self.undo_start = self.pos;
+        // SAFETY: the 16 bytes at `cur` are inside the buffer (just tested), which
+        // `&mut self` borrows exclusively.
+        unsafe { store_meta(self.cur, record.to_le_u128()) };
+        self.cur = self.cur.wrapping_add(META);
+    }
+
+    fn put_payload(&mut self, payload: &[u8]) {
+        let pos = self.pos();
+        let end = pos + payload.len();
+        if let Some(dst) = self.buf_mut().get_mut(pos..end) {
+            dst.copy_from_slice(payload);
+            self.set_pos(end);
+        }
+        self.undo_start = self.pos();
         self.sync_extents();
-        self.refresh_fast_limit();
+        self.refresh_fast_end();
     }
 }
 
@@ -1510,14 +1800,9 @@ fn micros_in_second(micros: u32) -> u32 {
     crate::divide::div_rem(u64::from(micros), crate::divide::MILLION).1 as u32
 }
 
-/// Writes a metadata record at `pos` and returns the position after it. The caller
-/// has checked the room; without it nothing is written.
-#[inline(always)]
-fn put_metadata(buf: &mut [u8], pos: usize, record: &impl MetadataRecord) -> usize {
-    put_marker(buf, pos, |out| record.emit(out))
-}
-
-/// [`put_metadata`] for a record that `emit` writes.
+/// Writes the metadata record that `emit` writes at `pos` and returns the position
+/// after it (a custom event's marker, whose layout depends on the version). The
+/// caller has checked the room; without it nothing is written.
 #[inline(always)]
 fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) -> usize {
     match buf.get_mut(pos..).and_then(|rest| rest.first_chunk_mut()) {
@@ -1572,11 +1857,11 @@ mod tests {
                 let t = Timestamp { tsc, cpu };
                 let id = FunctionId::new(id).unwrap();
                 let expected = full.function(action, id, t);
-                let before = (fast.as_bytes().to_vec(), fast.pos, fast.latest_tsc, fast.undo_start);
+                let before = (fast.as_bytes().to_vec(), fast.pos(), fast.latest_tsc, fast.undo_start);
                 let got = if fast.function_without_calls(action, id, t) {
                     Ok(())
                 } else {
-                    let after = (fast.as_bytes().to_vec(), fast.pos, fast.latest_tsc, fast.undo_start);
+                    let after = (fast.as_bytes().to_vec(), fast.pos(), fast.latest_tsc, fast.undo_start);
                     proptest::prop_assert_eq!(&before, &after, "a decline changed the writer");
                     fast.function(action, id, t)
                 };
@@ -1723,12 +2008,29 @@ mod tests {
                 }
                 assert_eq!(
                     (
-                        split.pos,
+                        split.pos(),
                         split.latest_tsc,
                         split.latest_cpu,
                         split.undo_start
                     ),
-                    (wide.pos, wide.latest_tsc, wide.latest_cpu, wide.undo_start),
+                    (
+                        wide.pos(),
+                        wide.latest_tsc,
+                        wide.latest_cpu,
+                        wide.undo_start
+                    ),
+                    "round {round}, record {i}"
+                );
+                // The split path's fast ends follow `epoch`.
+                let exit = if threshold != 0 { 0 } else { split.fast_end };
+                let (valid, zero) = (split.epoch != NO_EPOCH, split.epoch == 0);
+                let ends = |on: bool| if on { (split.fast_end, exit) } else { (0, 0) };
+                assert_eq!(
+                    (
+                        (split.fast_end_epoch, split.fast_end_exit),
+                        (split.fast_end_zero, split.fast_end_zero_exit)
+                    ),
+                    (ends(valid), ends(zero)),
                     "round {round}, record {i}"
                 );
                 tsc = match (r >> 32) % 16 {
@@ -1742,6 +2044,81 @@ mod tests {
             split.sync_extents();
             wide.sync_extents();
             assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
+        }
+    }
+
+    /// A buffer's first record through `function_word_new_buffer` (a NewCPUId
+    /// and the record stored whole) writes the bytes and leaves the state that
+    /// `function_word_first` does: every version, with and without a Pid, the
+    /// extents deferred or not, every action, thresholds, CPUs and times, a
+    /// buffer whose start is not 4-aligned, and after an event written first (a
+    /// loss marker) or in a buffer too small for the record.
+    #[test]
+    fn first_record_paths_write_the_same_bytes() {
+        #[repr(align(8))]
+        struct Aligned([u8; 200]);
+        let versions = [
+            Version::V1,
+            Version::V2,
+            Version::V3,
+            Version::V4,
+            Version::V5,
+        ];
+        let times = [0, 7, (1 << 32) - 1, 1 << 32, u64::MAX - 3, u64::MAX];
+        for (round, (((&version, pid), action), &tsc)) in versions
+            .iter()
+            .flat_map(|v| [(v, None), (v, Some(9))])
+            .flat_map(|x| (0..4u8).map(move |a| (x, a)))
+            .flat_map(|x| times.iter().map(move |t| (x, t)))
+            .enumerate()
+        {
+            let cpu = [0, 0, 3][round % 3];
+            let threshold = [0, 0, 5][round % 3 / 2 * 2 % 3];
+            let mut cfg = WriterConfig::new(1)
+                .with_version(version)
+                .with_threshold_ticks(threshold);
+            if let Some(pid) = pid {
+                cfg = cfg.with_pid(pid);
+            }
+            let action = FunctionAction::from_bits(action).unwrap();
+            let low = FunctionRecord::low_word(action, fid(round as u32 % 5 + 1));
+            let t = Timestamp { tsc, cpu };
+            // The writer's start: aligned, or one byte in (byte stores on
+            // STRICT_ALIGNMENT targets); the length: roomy, or too short.
+            for (offset, len) in [(0, 200), (1, 199), (0, cfg.min_buffer_len())] {
+                let event_first = round % 4 == 1;
+                let mut a_buf = Aligned([0xEE; 200]);
+                let mut b_buf = Aligned([0xEE; 200]);
+                let mut a = BufferWriter::new(&mut a_buf.0[offset..][..len], &cfg, W0).unwrap();
+                let mut b = BufferWriter::new(&mut b_buf.0[offset..][..len], &cfg, W0).unwrap();
+                if round % 2 == 0 {
+                    a.defer_extents();
+                    b.defer_extents();
+                }
+                if event_first {
+                    let early = Timestamp { tsc: tsc / 2, cpu };
+                    let _ = a.typed_event(early, 1, b"lost");
+                    let _ = b.typed_event(early, 1, b"lost");
+                }
+                let ra = a.function_word_new_buffer(low, t);
+                let rb = b.function_word_first(low, t);
+                assert_eq!(ra, rb, "round {round}, offset {offset}, len {len}");
+                let state = |w: &BufferWriter| {
+                    (
+                        w.pos(),
+                        w.latest_tsc,
+                        w.latest_cpu,
+                        w.undo_start,
+                        w.epoch,
+                        w.fast_end_zero.saturating_sub(w.base.addr()),
+                        w.fast_end_zero_exit.saturating_sub(w.base.addr()),
+                    )
+                };
+                assert_eq!(state(&a), state(&b), "round {round}, offset {offset}");
+                a.sync_extents();
+                b.sync_extents();
+                assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}, offset {offset}");
+            }
         }
     }
 

@@ -20,6 +20,12 @@ fn field<const AT: usize, const N: usize>(record: &[u8; METADATA_RECORD_SIZE]) -
     le::read::<AT, N, METADATA_RECORD_SIZE>(record)
 }
 
+/// A record's tag as the low byte of its [`MetadataRecord::to_le_u128`] value.
+#[inline(always)]
+const fn tag(kind: MetadataKind) -> u128 {
+    kind.tag() as u128
+}
+
 /// A metadata record of kind `tag` with every other byte zero, for `emit` to fill.
 #[inline(always)]
 const fn zeroed(tag: u8) -> [u8; METADATA_RECORD_SIZE] {
@@ -165,6 +171,24 @@ pub trait MetadataRecord: Sized {
     /// assert_eq!(bytes, [0x07, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     /// ```
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]);
+
+    /// The 16 bytes [`emit`](Self::emit) writes, as one little-endian value: a
+    /// writer stores it as whole words (no byte stores and no zeroing of the
+    /// reserved bytes, which a destination of unknown alignment costs).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::records::{MetadataRecord, NewCpuId};
+    /// let record = NewCpuId { cpu: 3, tsc: 0x0102 };
+    /// let mut bytes = [0u8; 16];
+    /// record.emit(&mut bytes);
+    /// assert_eq!(record.to_le_u128(), u128::from_le_bytes(bytes));
+    /// ```
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        let mut out = [0; METADATA_RECORD_SIZE];
+        self.emit(&mut out);
+        u128::from_le_bytes(out)
+    }
 }
 
 /// NewBuffer (kind 0, tag `0x01`): starts a buffer. Bytes 1 to 4: i32 thread id.
@@ -199,6 +223,11 @@ impl MetadataRecord for NewBuffer {
         set::<1, 4>(&mut record, self.tid.to_le_bytes());
         *out = record;
     }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.tid as u32) << 8)
+    }
 }
 
 /// EndOfBuffer (kind 1, tag `0x03`): ends a buffer in version 1. No fields.
@@ -226,6 +255,11 @@ impl MetadataRecord for EndOfBuffer {
     fn emit(&self, out: &mut [u8; METADATA_RECORD_SIZE]) {
         *out = [0; METADATA_RECORD_SIZE];
         out[0] = Self::KIND.tag();
+    }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND)
     }
 }
 
@@ -266,6 +300,11 @@ impl MetadataRecord for NewCpuId {
         set::<3, 8>(&mut record, self.tsc.to_le_bytes());
         *out = record;
     }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.cpu) << 8) | (u128::from(self.tsc) << 24)
+    }
 }
 
 /// TSCWrap (kind 3, tag `0x07`): sets the base TSC when a delta would not fit. Bytes 1
@@ -300,6 +339,11 @@ impl MetadataRecord for TscWrap {
         let mut record = zeroed(Self::KIND.tag());
         set::<1, 8>(&mut record, self.tsc.to_le_bytes());
         *out = record;
+    }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.tsc) << 8)
     }
 }
 
@@ -340,6 +384,11 @@ impl MetadataRecord for WalltimeMarker {
         set::<1, 8>(&mut record, self.seconds.to_le_bytes());
         set::<9, 4>(&mut record, self.micros.to_le_bytes());
         *out = record;
+    }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.seconds as u64) << 8) | (u128::from(self.micros) << 72)
     }
 }
 
@@ -502,6 +551,11 @@ impl MetadataRecord for CallArgument {
         set::<1, 8>(&mut record, self.value.to_le_bytes());
         *out = record;
     }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.value) << 8)
+    }
 }
 
 /// BufferExtents (kind 7, tag `0x0f`): the number of bytes that follow in this buffer
@@ -557,6 +611,11 @@ impl MetadataRecord for BufferExtents {
         set::<1, 8>(&mut record, self.size.to_le_bytes());
         *out = record;
     }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.size) << 8)
+    }
 }
 
 /// TypedEventMarker (kind 8, tag `0x11`): a typed event; `size` payload bytes follow
@@ -602,6 +661,14 @@ impl MetadataRecord for TypedEventMarker {
         set::<9, 2>(&mut record, self.event_type.to_le_bytes());
         *out = record;
     }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND)
+            | (u128::from(self.size as u32) << 8)
+            | (u128::from(self.delta as u32) << 40)
+            | (u128::from(self.event_type) << 72)
+    }
 }
 
 /// Pid (kind 9, tag `0x13`): the process id (versions 3 and later). Bytes 1 to 4: i32
@@ -636,5 +703,37 @@ impl MetadataRecord for Pid {
         let mut record = zeroed(Self::KIND.tag());
         set::<1, 4>(&mut record, self.pid.to_le_bytes());
         *out = record;
+    }
+
+    #[inline(always)]
+    fn to_le_u128(&self) -> u128 {
+        tag(Self::KIND) | (u128::from(self.pid as u32) << 8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same<R: MetadataRecord>(record: R) {
+        let mut bytes = [0xAA; METADATA_RECORD_SIZE];
+        record.emit(&mut bytes);
+        assert_eq!(record.to_le_u128(), u128::from_le_bytes(bytes));
+    }
+
+    proptest::proptest! {
+        /// Each record's `to_le_u128` is the value of the bytes `emit` writes.
+        #[test]
+        fn to_le_u128_is_what_emit_writes(a: u64, b: u64, c: u32, d: u16) {
+            same(NewBuffer { tid: c as i32 });
+            same(EndOfBuffer);
+            same(NewCpuId { cpu: d, tsc: a });
+            same(TscWrap { tsc: a });
+            same(WalltimeMarker { seconds: a as i64, micros: c });
+            same(CallArgument { value: b });
+            same(BufferExtents { size: b });
+            same(TypedEventMarker { size: c as i32, delta: (a >> 7) as i32, event_type: d });
+            same(Pid { pid: (b >> 3) as i32 });
+        }
     }
 }
