@@ -30,12 +30,13 @@ use super::pool::{ThreadRing, FREE, LIVE, ORPHAN};
 
 pub(crate) const OFF: u8 = 0;
 pub(crate) const ARMED: u8 = 1;
-pub(crate) const RECORDING: u8 = 2;
+/// [`STATE`] while the runtime records.
+pub const RECORDING: u8 = 2;
 pub(crate) const PAUSED: u8 = 3;
 pub(crate) const FINISHED: u8 = 4;
 
 /// The runtime's state; the one load every record starts with.
-pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
+pub static STATE: AtomicU8 = AtomicU8::new(OFF);
 
 /// Starts or stops recording (`ARMED` ⇄ `RECORDING`).
 pub(crate) fn set_recording(on: bool) -> bool {
