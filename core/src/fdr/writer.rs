@@ -1561,14 +1561,21 @@ pub mod layout {
     pub const THRESHOLD: usize = offset_of!(BufferWriter<'static>, threshold);
     /// Start of the erasable run of function records (`usize`).
     pub const UNDO_START: usize = offset_of!(BufferWriter<'static>, undo_start);
+    /// The format version ([`Version`](super::Version)).
+    pub const VERSION: usize = offset_of!(BufferWriter<'static>, version);
 
     /// The types the offsets above are documented with.
     #[allow(dead_code)]
     fn _types(w: &BufferWriter<'_>) {
         let _: (&&mut [u8], &usize, &usize, &bool) =
             (&w.buf, &w.pos, &w.limit, &w.extents_every_record);
-        let _: (&u32, &u64, &u64, &usize) =
-            (&w.latest_cpu, &w.latest_tsc, &w.threshold, &w.undo_start);
+        let _: (&u32, &u64, &u64, &usize, &super::Version) = (
+            &w.latest_cpu,
+            &w.latest_tsc,
+            &w.threshold,
+            &w.undo_start,
+            &w.version,
+        );
     }
 }
 
