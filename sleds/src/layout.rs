@@ -7,6 +7,7 @@
 
 use flightrec::core::fdr::ring::RECORDER_WRITER_OFFSET;
 use flightrec::core::fdr::writer::layout as w;
+use flightrec::core::fdr::Version;
 use flightrec::xray::sled_abi;
 
 /// The runtime's state value while it records.
@@ -24,6 +25,14 @@ pub(crate) const LATEST_CPU: usize = RECORDER_WRITER_OFFSET + w::LATEST_CPU;
 pub(crate) const LATEST_TSC: usize = RECORDER_WRITER_OFFSET + w::LATEST_TSC;
 pub(crate) const THRESHOLD: usize = RECORDER_WRITER_OFFSET + w::THRESHOLD;
 pub(crate) const UNDO_START: usize = RECORDER_WRITER_OFFSET + w::UNDO_START;
+pub(crate) const VERSION: usize = RECORDER_WRITER_OFFSET + w::VERSION;
+
+/// The byte that holds [`Version::V1`] in the writer's `version` (the one
+/// version without BufferExtents, whose count an elision does not update). The
+/// transmute does not build if a `Version` stops being one byte.
+// SAFETY: `Version` is a fieldless enum of one byte (the transmute checks the
+// size); any of its values is a valid `u8`.
+pub(crate) const VERSION_V1: u8 = unsafe { std::mem::transmute::<Version, u8>(Version::V1) };
 
 /// The thread's ring slot; the assembly names it with a literal (`concat!`
 /// needs one), checked against the runtime's below.
@@ -86,4 +95,5 @@ const _: () = assert!(
         && LATEST_TSC < 1 << 20
         && THRESHOLD < 1 << 20
         && UNDO_START < 1 << 20
+        && VERSION < 1 << 20
 );

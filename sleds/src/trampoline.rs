@@ -513,6 +513,8 @@ macro_rules! fast_trampoline {
             w_latest_tsc = const layout::LATEST_TSC,
             w_threshold = const layout::THRESHOLD,
             w_undo_start = const layout::UNDO_START,
+            w_version = const layout::VERSION,
+            v1 = const layout::VERSION_V1,
             options(att_syntax)
         );
     };
@@ -529,13 +531,14 @@ macro_rules! fast_trampoline {
 // everything else: the re-entry flag set, a handler installed or the path
 // switched off, `rdtscp` selected, no ring or recorder, a busy ring (a signal
 // handler inside a record), a paused runtime, a full buffer, a new CPU or a
-// delta of 2^32 ticks or more (a metadata record first), and for an exit with a
-// short-call threshold (elision). Declining pops what it pushed and goes on into
-// the trampoline's Rust fast path, then its full path, as before.
+// delta of 2^32 ticks or more (a metadata record first). Short-call elision
+// (an exit with a threshold) is done here too, as the Rust path does it.
+// Declining pops what it pushed and goes on into the trampoline's Rust fast
+// path, then its full path, as before.
 //
 // `$action2`: the action's code shifted left by one (its bits in the record's
-// first byte); `$exit`: instructions only an exit or tail exit runs (the
-// threshold test); `$undo`: only an exit (a kept exit ends the erasable run);
+// first byte); `$exit` and `$elide`: only an exit or tail exit (the threshold
+// test, the elision); `$undo`: only an exit (a kept exit ends the erasable run);
 // `$push_r11` / `$pop_r11`: the tail exit's r11 (an indirect tail call's target).
 //
 // The pause protocol's order is `try_record`'s: `busy` stored before the second
@@ -544,10 +547,10 @@ macro_rules! fast_trampoline {
 // (a release store on x86_64).
 #[cfg(sleds_fast_path)]
 macro_rules! inline_record {
-    ($action2:literal, $exit:expr, $undo:expr, $push_r11:expr, $pop_r11:expr) => {
+    ($action2:literal, $exit:expr, $elide:expr, $undo:expr, $push_r11:expr, $pop_r11:expr) => {
         concat!(
-            // (Every kind gets every operand; an entry uses neither of these.)
-            "# threshold at {w_threshold}, undo_start at {w_undo_start}\n",
+            // (Every kind gets every operand; an entry uses none of these.)
+            "# threshold {w_threshold}, undo_start {w_undo_start}, version {w_version} {v1}\n",
             "pushq %rax\n.cfi_adjust_cfa_offset 8\n",
             "pushq %rdx\n.cfi_adjust_cfa_offset 8\n",
             "pushq %rcx\n.cfi_adjust_cfa_offset 8\n",
@@ -556,36 +559,36 @@ macro_rules! inline_record {
             // A handler installed or the path switched off; `rdtscp` selected.
             "movq {gate}@GOTPCREL(%rip), %rax\n",
             "cmpb $0, (%rax)\n",
-            "jne 8f\n",
+            "jne 28f\n",
             "movq {rdtscp}@GOTPCREL(%rip), %rax\n",
             "cmpb $0, (%rax)\n",
-            "jne 8f\n",
+            "jne 28f\n",
             // An id of more than 28 bits (`FunctionId::new`).
             "cmpl $0x0fffffff, %r10d\n",
-            "ja 8f\n",
+            "ja 28f\n",
             // The trampolines' re-entry flag.
             "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %rax\n",
             "cmpb $0, %fs:(%rax)\n",
-            "jne 8f\n",
+            "jne 28f\n",
             // Recording; the thread's ring; not busy; busy; still recording.
             "movq {state}@GOTPCREL(%rip), %rcx\n",
             "cmpb ${recording}, (%rcx)\n",
-            "jne 8f\n",
+            "jne 28f\n",
             "movq ",
             layout::current_slot!(),
             "@GOTTPOFF(%rip), %rsi\n",
             "movq %fs:(%rsi), %rsi\n",
             "testq %rsi, %rsi\n",
-            "jz 8f\n",
+            "jz 28f\n",
             "cmpb $0, {ring_busy}(%rsi)\n",
-            "jne 8f\n",
+            "jne 28f\n",
             "movb $1, {ring_busy}(%rsi)\n",
             "cmpb ${recording}, (%rcx)\n",
-            "jne 7f\n",
+            "jne 27f\n",
             // The recorder (its writer's fields are at `w_*`).
             "movq {ring_recorder}(%rsi), %rcx\n",
             "testq %rcx, %rcx\n",
-            "jz 7f\n",
+            "jz 27f\n",
             // The clock (CPU 0); the delta fits 32 bits; the same CPU.
             "rdtsc\n",
             "shlq $32, %rdx\n",
@@ -594,18 +597,19 @@ macro_rules! inline_record {
             "subq {w_latest_tsc}(%rcx), %rax\n",
             "movq %rax, %rdx\n",
             "shrq $32, %rdx\n",
-            "jnz 7f\n",
+            "jnz 27f\n",
             "cmpl $0, {w_latest_cpu}(%rcx)\n",
-            "jne 7f\n",
+            "jne 27f\n",
+            "shll $4, %r10d\n",
             $exit,
             // Room: pos + 8 <= limit.
+            "21:\n",
             "movq {w_pos}(%rcx), %rdx\n",
             "addq $8, %rdx\n",
             "cmpq {w_limit}(%rcx), %rdx\n",
-            "ja 7f\n",
+            "ja 29f\n",
             // The record: delta << 32 | id << 4 | action << 1, at buf + pos.
             "shlq $32, %rax\n",
-            "shll $4, %r10d\n",
             "orl $",
             $action2,
             ", %r10d\n",
@@ -613,11 +617,12 @@ macro_rules! inline_record {
             "movq {w_buf}(%rcx), %r10\n",
             "movq %rax, -8(%r10,%rdx)\n",
             "cmpb $0, {w_extents}(%rcx)\n",
-            "jne 6f\n",
-            "5:\n",
+            "jne 25f\n",
+            "22:\n",
             "movq %rdx, {w_pos}(%rcx)\n",
             "movq %r11, {w_latest_tsc}(%rcx)\n",
             $undo,
+            "23:\n",
             "movb $0, {ring_busy}(%rsi)\n",
             ".cfi_remember_state\n",
             $pop_r11,
@@ -627,20 +632,77 @@ macro_rules! inline_record {
             "popq %rax\n.cfi_adjust_cfa_offset -8\n",
             "retq\n",
             ".cfi_restore_state\n",
+            $elide,
             // Extents with every record: the bytes after the BufferExtents.
-            "6:\n",
+            "25:\n",
             "leaq -16(%rdx), %rax\n",
             "movq %rax, 1(%r10)\n",
-            "jmp 5b\n",
-            // Declined after setting busy; declined.
-            "7:\n",
+            "jmp 22b\n",
+            // Declined with the id shifted (a full buffer); after setting busy;
+            // declined.
+            "29:\n",
+            "shrl $4, %r10d\n",
+            "27:\n",
             "movb $0, {ring_busy}(%rsi)\n",
-            "8:\n",
+            "28:\n",
             $pop_r11,
             "popq %rsi\n.cfi_adjust_cfa_offset -8\n",
             "popq %rcx\n.cfi_adjust_cfa_offset -8\n",
             "popq %rdx\n.cfi_adjust_cfa_offset -8\n",
             "popq %rax\n.cfi_adjust_cfa_offset -8\n",
+        )
+    };
+}
+
+/// An exit's or tail exit's test for a short-call threshold, on the recorded
+/// path: with one, the elision below decides first.
+#[cfg(sleds_fast_path)]
+macro_rules! threshold_test {
+    () => {
+        "cmpq $0, {w_threshold}(%rcx)\njne 24f\n"
+    };
+}
+
+/// Short-call elision (`BufferWriter::elide`), out of the straight line: with
+/// `rax` the delta, `r10d` the id << 4 and `r11` the time. When the record
+/// just before the write position (inside the erasable run) is this
+/// function's entry and the call lasted less than the threshold, the entry is
+/// erased (position back 8 bytes, base time back by its delta, the
+/// BufferExtents count brought up to date except in version 1) and nothing is
+/// written; else the exit is recorded (`21`).
+#[cfg(sleds_fast_path)]
+macro_rules! elide {
+    () => {
+        concat!(
+            "24:\n",
+            "cmpq {w_threshold}(%rcx), %rax\n",
+            "jae 21b\n",
+            "movq {w_undo_start}(%rcx), %rdx\n",
+            "addq $8, %rdx\n",
+            "cmpq {w_pos}(%rcx), %rdx\n",
+            "ja 21b\n",
+            "movq {w_pos}(%rcx), %rdx\n",
+            "addq {w_buf}(%rcx), %rdx\n",
+            // An entry (action bits 0) of this id; bit 0 is the record type.
+            "movl -8(%rdx), %eax\n",
+            "andl $-2, %eax\n",
+            "cmpl %r10d, %eax\n",
+            "jne 26f\n",
+            "movl -4(%rdx), %eax\n",
+            "subq %rax, {w_latest_tsc}(%rcx)\n",
+            "subq $8, {w_pos}(%rcx)\n",
+            "cmpb ${v1}, {w_version}(%rcx)\n",
+            "je 23b\n",
+            "movq {w_pos}(%rcx), %rax\n",
+            "subq $16, %rax\n",
+            "movq {w_buf}(%rcx), %rdx\n",
+            "movq %rax, 1(%rdx)\n",
+            "jmp 23b\n",
+            // Not elided: the delta again, then the record.
+            "26:\n",
+            "movq %r11, %rax\n",
+            "subq {w_latest_tsc}(%rcx), %rax\n",
+            "jmp 21b\n",
         )
     };
 }
@@ -786,7 +848,7 @@ fast_trampoline!(
     save_argument_vectors!(),
     restore_argument_vectors!(),
     restore_argument_gprs!(""),
-    inline_record!("0", "", "", "", "")
+    inline_record!("0", "", "", "", "", "")
 );
 trampoline!(
     "__flightrec_sleds_log_args_entry",
@@ -811,7 +873,8 @@ fast_trampoline!(
     restore_argument_gprs!("movq 56(%rsp), %r11\n"),
     inline_record!(
         "4",
-        "cmpq $0, {w_threshold}(%rcx)\njne 7f\n",
+        threshold_test!(),
+        elide!(),
         "",
         "pushq %r11\n.cfi_adjust_cfa_offset 8\n",
         "popq %r11\n.cfi_adjust_cfa_offset -8\n"
@@ -830,7 +893,8 @@ fast_trampoline!(
     "movq 0(%rsp), %rax\nmovq 8(%rsp), %rdx\n",
     inline_record!(
         "2",
-        "cmpq $0, {w_threshold}(%rcx)\njne 7f\n",
+        threshold_test!(),
+        elide!(),
         "movq %rdx, {w_undo_start}(%rcx)\n",
         "",
         ""

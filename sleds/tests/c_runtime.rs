@@ -556,9 +556,15 @@ fn without_sleds_or_with_an_unknown_version_one_message_and_no_trace() {
 /// Panics at the first byte the two disagree on. Only function and metadata
 /// records are expected (a program without events, nothing lost), and the
 /// file's end block.
-fn rewrite_with_the_rust_writer(trace: &[u8]) -> (usize, Vec<(FunctionAction, u32)>) {
+fn rewrite_with_the_rust_writer(
+    trace: &[u8],
+    threshold_us: u64,
+) -> (usize, Vec<(FunctionAction, u32)>) {
     let mut decoder = Decoder::new(trace).unwrap();
     let buffer_size = decoder.header().buffer_size as usize;
+    let hz = decoder.header().cycle_frequency.get();
+    // As the runtime converts `func_duration_threshold_us`.
+    let threshold_ticks = (u128::from(threshold_us) * u128::from(hz) / 1_000_000) as u64;
     assert!(buffer_size > 0);
     struct Buffer {
         start: usize,
@@ -567,6 +573,8 @@ fn rewrite_with_the_rust_writer(trace: &[u8]) -> (usize, Vec<(FunctionAction, u3
         pid: Option<u32>,
         walltime: Walltime,
         calls: Vec<(FunctionAction, FunctionId, Timestamp)>,
+        /// The first NewCPUId's reading.
+        anchor: Option<Timestamp>,
     }
     let mut buffers: Vec<Buffer> = Vec::new();
     let (mut base, mut cpu) = (0u64, 0u16);
@@ -582,13 +590,18 @@ fn rewrite_with_the_rust_writer(trace: &[u8]) -> (usize, Vec<(FunctionAction, u3
                 pid: None,
                 walltime: Walltime::default(),
                 calls: Vec::new(),
+                anchor: None,
             }),
             Record::NewBuffer { tid } => cur.unwrap().tid = tid as u32,
             Record::Walltime { seconds, micros } => {
                 cur.unwrap().walltime = Walltime { seconds, micros }
             }
             Record::Pid { pid } => cur.unwrap().pid = Some(pid as u32),
-            Record::NewCpuId { cpu: c, tsc } => (base, cpu) = (tsc, c),
+            Record::NewCpuId { cpu: c, tsc } => {
+                (base, cpu) = (tsc, c);
+                let b = cur.unwrap();
+                b.anchor = b.anchor.or(Some(Timestamp { tsc, cpu }));
+            }
             Record::TscWrap { tsc } => base = tsc,
             Record::Function { action, id, delta } => {
                 base = base.wrapping_add(u64::from(delta));
@@ -614,7 +627,7 @@ fn rewrite_with_the_rust_writer(trace: &[u8]) -> (usize, Vec<(FunctionAction, u3
         .windows(2)
         .map(|w| {
             let last = w[0].calls.last().unwrap().2.tsc;
-            let next = w[1].calls.first().unwrap().2.tsc;
+            let next = w[1].anchor.unwrap().tsc;
             next.wrapping_sub(last) as i64
         })
         .collect();
@@ -624,14 +637,27 @@ fn rewrite_with_the_rust_writer(trace: &[u8]) -> (usize, Vec<(FunctionAction, u3
         &gaps[..gaps.len().min(8)]
     );
     gaps.sort_unstable();
-    assert!(gaps[gaps.len() / 2] < 2000, "median of {gaps:?}");
+    let two_us = (hz / 500_000) as i64;
+    assert!(
+        gaps[gaps.len() / 2] < two_us,
+        "median over 2 us ({two_us} ticks): {gaps:?}"
+    );
     for b in &buffers {
         let mut storage = vec![0u8; buffer_size];
-        let mut config = WriterConfig::new(b.tid);
+        let mut config = WriterConfig::new(b.tid).with_threshold_ticks(threshold_ticks);
         if let Some(pid) = b.pid {
             config = config.with_pid(pid);
         }
         let mut w = BufferWriter::new(&mut storage, &config, b.walltime).unwrap();
+        // A NewCPUId whose record was erased (the buffer's first record was an
+        // entry, elided with its exit): the same pair again, erased again.
+        let anchor = b.anchor.unwrap();
+        if b.calls.first().is_some_and(|c| c.2 != anchor) {
+            assert!(threshold_ticks > 0, "buffer at {}", b.start);
+            let any = FunctionId::new(1).unwrap();
+            w.function(FunctionAction::Enter, any, anchor).unwrap();
+            w.function(FunctionAction::Exit, any, anchor).unwrap();
+        }
         for &(action, id, ts) in &b.calls {
             w.function(action, id, ts).unwrap();
         }
@@ -684,10 +710,50 @@ fn inline_record_path_writes_what_the_rust_path_writes() {
             &["fdr-dump", "--verify", trace_path.to_str().unwrap()],
         );
         let trace = std::fs::read(&trace_path).unwrap();
-        let (buffers, records) = rewrite_with_the_rust_writer(&trace);
+        let (buffers, records) = rewrite_with_the_rust_writer(&trace, 0);
         assert!(buffers > 100, "{buffers} buffers");
         assert_eq!(records.len(), 120_000, "inline {inline}");
         calls.push(records);
     }
     assert!(calls[0] == calls[1], "the two paths traced different calls");
+}
+
+/// Short-call elision on the inline path: with a 1 us threshold, the short
+/// calls (exits and tail exits) are erased and the long ones kept; every
+/// buffer is what the core's writer, with the same threshold, makes of the
+/// trace's times (an elision that got the base time wrong would shift every
+/// later time, which the NewCPUId readings show).
+#[test]
+fn inline_record_path_elides_as_the_rust_path_does() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("inline-elision");
+    let prog = dir.join("elision");
+    build_against(&source("elision.c"), &prog, true, &[], &staticlib_in(true));
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/e-",
+        dir.display()
+    );
+    let out = Command::new(&prog)
+        .arg("20000")
+        .env("XRAY_OPTIONS", opts)
+        .env(
+            "XRAY_FDR_OPTIONS",
+            "func_duration_threshold_us=1 buffer_size=4096 buffer_max=1024 flightrec_thread_buffers=1024",
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace_path = only_trace(&dir, "e-");
+    xray_ok(
+        &xray,
+        &["fdr-dump", "--verify", trace_path.to_str().unwrap()],
+    );
+    let trace = std::fs::read(&trace_path).unwrap();
+    let (buffers, records) = rewrite_with_the_rust_writer(&trace, 1);
+    assert!(buffers > 20, "{buffers} buffers");
+    // `slow` (id 3 in source order: leaf 1, forward 2) is kept in nearly every
+    // round; most short calls are erased.
+    let slow = records.iter().filter(|r| r.1 == 3).count();
+    assert!(slow >= 2 * 19_000, "{slow} records of slow");
+    assert!(records.len() < 2 * 20_000 * 3, "{} records", records.len());
 }
