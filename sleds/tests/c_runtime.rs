@@ -461,32 +461,42 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
     }
 }
 
+/// Both builds of the staticlib: the optimised one records through the
+/// trampolines' record path in assembly, which an installed handler closes.
 #[test]
 fn patching_while_four_threads_run_the_sleds() {
     let Some(xray) = tools() else { return };
-    let dir = work_dir("threads");
-    let prog = dir.join("threads");
-    build(&source("threads.c"), &prog, true);
-    let opts = format!("xray_mode=xray-fdr xray_logfile_base={}/x-", dir.display());
-    let out = run(&prog, &["300"], &opts);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("wrong 0"), "{stdout}");
-    // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
-    assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
-    let trace = only_trace(&dir, "x-");
-    let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
-    assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
-    // The workers' last rounds run after the final __xray_patch.
-    assert!(
-        dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
-        "{dump:.2000}"
-    );
+    for release in [false, true] {
+        let dir = work_dir(&format!("threads-{release}"));
+        let prog = dir.join("threads");
+        build_against(
+            &source("threads.c"),
+            &prog,
+            true,
+            &[],
+            &staticlib_in(release),
+        );
+        let opts = format!("xray_mode=xray-fdr xray_logfile_base={}/x-", dir.display());
+        let out = run(&prog, &["300"], &opts);
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("wrong 0"), "{stdout}");
+        // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
+        assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
+        let trace = only_trace(&dir, "x-");
+        let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
+        assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
+        // The workers' last rounds run after the final __xray_patch.
+        assert!(
+            dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
+            "{dump:.2000}"
+        );
+    }
 }
 
 #[test]
