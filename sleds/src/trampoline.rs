@@ -529,7 +529,7 @@ macro_rules! fast_trampoline {
 // record the Rust path writes (`BufferWriter::function_without_calls`; the
 // offsets come from `layout`), and declines, having changed nothing, for
 // everything else: the re-entry flag set, a handler installed or the path
-// switched off, `rdtscp` selected, no ring or recorder, a busy ring (a signal
+// switched off, no ring or recorder, a busy ring (a signal
 // handler inside a record), a paused runtime, a full buffer, a new CPU or a
 // delta of 2^32 ticks or more (a metadata record first). Short-call elision
 // (an exit with a threshold) is done here too, as the Rust path does it.
@@ -556,11 +556,8 @@ macro_rules! inline_record {
             "pushq %rcx\n.cfi_adjust_cfa_offset 8\n",
             "pushq %rsi\n.cfi_adjust_cfa_offset 8\n",
             $push_r11,
-            // A handler installed or the path switched off; `rdtscp` selected.
+            // A handler installed or the path switched off.
             "movq {gate}@GOTPCREL(%rip), %rax\n",
-            "cmpb $0, (%rax)\n",
-            "jne 28f\n",
-            "movq {rdtscp}@GOTPCREL(%rip), %rax\n",
             "cmpb $0, (%rax)\n",
             "jne 28f\n",
             // An id of more than 28 bits (`FunctionId::new`).
@@ -589,8 +586,15 @@ macro_rules! inline_record {
             "movq {ring_recorder}(%rsi), %rcx\n",
             "testq %rcx, %rcx\n",
             "jz 27f\n",
-            // The clock (CPU 0); the delta fits 32 bits; the same CPU.
+            // The clock: `rdtsc` (CPU 0) unless `rdtscp` was selected (`30`);
+            // the same CPU as the latest record; a delta that fits 32 bits.
+            "movq {rdtscp}@GOTPCREL(%rip), %rax\n",
+            "cmpb $0, (%rax)\n",
+            "jne 30f\n",
             "rdtsc\n",
+            "cmpl $0, {w_latest_cpu}(%rcx)\n",
+            "jne 27f\n",
+            "31:\n",
             "shlq $32, %rdx\n",
             "orq %rdx, %rax\n",
             "movq %rax, %r11\n",
@@ -598,8 +602,6 @@ macro_rules! inline_record {
             "movq %rax, %rdx\n",
             "shrq $32, %rdx\n",
             "jnz 27f\n",
-            "cmpl $0, {w_latest_cpu}(%rcx)\n",
-            "jne 27f\n",
             "shll $4, %r10d\n",
             $exit,
             // Room: pos + 8 <= limit.
@@ -633,6 +635,15 @@ macro_rules! inline_record {
             "retq\n",
             ".cfi_restore_state\n",
             $elide,
+            // `rdtscp`: the CPU in the low 12 bits of `IA32_TSC_AUX` (`TscP`).
+            "30:\n",
+            "movq %rcx, %r11\n",
+            "rdtscp\n",
+            "andl $0xfff, %ecx\n",
+            "cmpl %ecx, {w_latest_cpu}(%r11)\n",
+            "movq %r11, %rcx\n",
+            "jne 27f\n",
+            "jmp 31b\n",
             // Extents with every record: the bytes after the BufferExtents.
             "25:\n",
             "leaq -16(%rdx), %rax\n",

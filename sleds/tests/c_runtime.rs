@@ -388,14 +388,18 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
         let tls = body.iter().filter(|i| i.contains("%fs:")).count();
         assert_eq!(tls, 1, "{name}: {tls} thread-local accesses\n{body:#?}");
     }
-    // The record path written in assembly at the top of each trampoline, up to
-    // its `ret`: the same promises, one `rdtsc`, and two thread-local accesses
-    // (the trampolines' re-entry flag, the ring slot).
+    // The record path written in assembly at the top of each trampoline (up to
+    // the frame push where its declines go on into the Rust fast path): the
+    // same promises; on its straight line, up to its `ret`, one `rdtsc`;
+    // `rdtscp` once, out of that line (when the runtime chose it); two
+    // thread-local accesses (the trampolines' re-entry flag, the ring slot).
     for kind in ["entry", "exit", "tail_exit"] {
         let name = format!("__flightrec_sleds_{kind}");
         let all = disassembly(&prog, &name);
-        let ret = all.iter().position(|i| i.starts_with("ret"));
-        let body = &all[..ret.unwrap_or_else(|| panic!("{name}: no ret\n{all:#?}"))];
+        let end = all.iter().position(|i| i == "push   %rbp");
+        let body = &all[..end.unwrap_or_else(|| panic!("{name}: no frame\n{all:#?}"))];
+        let ret = body.iter().position(|i| i.starts_with("ret"));
+        let line = &body[..ret.unwrap_or_else(|| panic!("{name}: no ret\n{body:#?}"))];
         for insn in body {
             let op = insn.split_whitespace().next().unwrap_or("");
             assert!(
@@ -421,20 +425,28 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
             assert!(
                 ![
                     "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
-                    "popf", "cpuid", "rdtscp",
+                    "popf", "cpuid",
                 ]
                 .iter()
                 .any(|s| op.starts_with(s)),
                 "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
             );
         }
-        let count = |what: &str| body.iter().filter(|i| i.contains(what)).count();
-        assert_eq!(count("rdtsc"), 1, "{name}\n{body:#?}");
-        assert_eq!(count("%fs:"), 2, "{name}\n{body:#?}");
+        let count = |insns: &[String], what: &str| {
+            insns
+                .iter()
+                .filter(|i| i.split_whitespace().next() == Some(what))
+                .count()
+        };
+        assert_eq!(count(line, "rdtsc"), 1, "{name}\n{body:#?}");
+        assert_eq!(count(line, "rdtscp"), 0, "{name}\n{body:#?}");
+        assert_eq!(count(body, "rdtscp"), 1, "{name}\n{body:#?}");
+        let tls = body.iter().filter(|i| i.contains("%fs:")).count();
+        assert_eq!(tls, 2, "{name}\n{body:#?}");
         assert!(
-            body.len() < 80,
-            "{name}: {} instructions\n{body:#?}",
-            body.len()
+            line.len() < 70,
+            "{name}: {} instructions\n{line:#?}",
+            line.len()
         );
     }
     for threshold in ["0", "5"] {
@@ -698,9 +710,17 @@ fn inline_record_path_writes_what_the_rust_path_writes() {
     let prog = dir.join("plain");
     build_against(&source("plain.c"), &prog, true, &[], &staticlib_in(true));
     let mut calls = Vec::new();
-    for inline in ["1", "0"] {
+    // The inline path with `rdtsc`, the Rust path, and (where the CPU has it)
+    // the inline path with `rdtscp` and its CPU ids.
+    let rdtscp = flightrec::xray::clock::has_rdtscp();
+    let runs: &[(&str, &str)] = if rdtscp {
+        &[("1", "false"), ("0", "false"), ("1", "true")]
+    } else {
+        &[("1", "false"), ("0", "false")]
+    };
+    for &(inline, cpu_ids) in runs {
         let opts = format!(
-            "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/i{inline}-",
+            "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/i{inline}{cpu_ids}-",
             dir.display()
         );
         let out = Command::new(&prog)
@@ -708,13 +728,13 @@ fn inline_record_path_writes_what_the_rust_path_writes() {
             .env("XRAY_OPTIONS", opts)
             .env(
                 "XRAY_FDR_OPTIONS",
-                "func_duration_threshold_us=0 buffer_size=4096 buffer_max=1024 flightrec_thread_buffers=1024",
+                format!("func_duration_threshold_us=0 buffer_size=4096 buffer_max=1024 flightrec_thread_buffers=1024 flightrec_cpu_ids={cpu_ids}"),
             )
             .env("FLIGHTREC_SLEDS_INLINE_RECORD", inline)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
-        let trace_path = only_trace(&dir, &format!("i{inline}-"));
+        let trace_path = only_trace(&dir, &format!("i{inline}{cpu_ids}-"));
         xray_ok(
             &xray,
             &["fdr-dump", "--verify", trace_path.to_str().unwrap()],
@@ -725,7 +745,10 @@ fn inline_record_path_writes_what_the_rust_path_writes() {
         assert_eq!(records.len(), 120_000, "inline {inline}");
         calls.push(records);
     }
-    assert!(calls[0] == calls[1], "the two paths traced different calls");
+    assert!(
+        calls.iter().all(|c| *c == calls[0]),
+        "the paths traced different calls"
+    );
 }
 
 /// Short-call elision on the inline path: with a 1 us threshold, the short
