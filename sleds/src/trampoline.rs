@@ -524,8 +524,10 @@ macro_rules! fast_trampoline {
 // trampolines: the steady state of `flightrec::xray::try_record` (the runtime
 // recording, the thread's ring taken and not busy, the recorder's writer with
 // room, the same CPU and a delta that fits 32 bits) in assembly, with no call
-// and no frame, saving only the five registers it uses (`rax`, `rdx` for
-// `rdtsc`, `rcx`, `rsi`, `r11`; `r10` is the sled's own). It writes exactly the
+// and no frame. It uses `rax` and `rdx` (`rdtsc`), `rcx`, `rsi` and `r11`
+// (`r10` is the sled's own) and saves of them only what is live at its sled:
+// all but `r11` at an entry, all at a tail exit, `rax` and `rdx` at an exit
+// (as the Rust path's exit trampoline). It writes exactly the
 // record the Rust path writes (`BufferWriter::function_without_calls`; the
 // offsets come from `layout`), and declines, having changed nothing, for
 // everything else: the re-entry flag set, a handler installed or the path
@@ -539,7 +541,9 @@ macro_rules! fast_trampoline {
 // `$action2`: the action's code shifted left by one (its bits in the record's
 // first byte); `$exit` and `$elide`: only an exit or tail exit (the threshold
 // test, the elision); `$undo`: only an exit (a kept exit ends the erasable run);
-// `$push_r11` / `$pop_r11`: the tail exit's r11 (an indirect tail call's target).
+// `$push_scratch` / `$pop_scratch`: what else the kind must keep of `rcx`,
+// `rsi` and `r11` (at an entry `rcx` and `rsi` carry arguments; at a tail exit
+// also `r11`, an indirect tail call's target; at a `ret` none of them is live).
 //
 // The pause protocol's order is `try_record`'s: `busy` stored before the second
 // load of the state (program order here; the pausing thread's process-wide
@@ -547,15 +551,13 @@ macro_rules! fast_trampoline {
 // (a release store on x86_64).
 #[cfg(sleds_fast_path)]
 macro_rules! inline_record {
-    ($action2:literal, $exit:expr, $elide:expr, $undo:expr, $push_r11:expr, $pop_r11:expr) => {
+    ($action2:literal, $exit:expr, $elide:expr, $undo:expr, $push_scratch:expr, $pop_scratch:expr) => {
         concat!(
             // (Every kind gets every operand; an entry uses none of these.)
             "# threshold {w_threshold}, undo_start {w_undo_start}, version {w_version} {v1}\n",
             "pushq %rax\n.cfi_adjust_cfa_offset 8\n",
             "pushq %rdx\n.cfi_adjust_cfa_offset 8\n",
-            "pushq %rcx\n.cfi_adjust_cfa_offset 8\n",
-            "pushq %rsi\n.cfi_adjust_cfa_offset 8\n",
-            $push_r11,
+            $push_scratch,
             // A handler installed or the path switched off.
             "movq {gate}@GOTPCREL(%rip), %rax\n",
             "cmpb $0, (%rax)\n",
@@ -627,9 +629,7 @@ macro_rules! inline_record {
             "23:\n",
             "movb $0, {ring_busy}(%rsi)\n",
             ".cfi_remember_state\n",
-            $pop_r11,
-            "popq %rsi\n.cfi_adjust_cfa_offset -8\n",
-            "popq %rcx\n.cfi_adjust_cfa_offset -8\n",
+            $pop_scratch,
             "popq %rdx\n.cfi_adjust_cfa_offset -8\n",
             "popq %rax\n.cfi_adjust_cfa_offset -8\n",
             "retq\n",
@@ -656,9 +656,7 @@ macro_rules! inline_record {
             "27:\n",
             "movb $0, {ring_busy}(%rsi)\n",
             "28:\n",
-            $pop_r11,
-            "popq %rsi\n.cfi_adjust_cfa_offset -8\n",
-            "popq %rcx\n.cfi_adjust_cfa_offset -8\n",
+            $pop_scratch,
             "popq %rdx\n.cfi_adjust_cfa_offset -8\n",
             "popq %rax\n.cfi_adjust_cfa_offset -8\n",
         )
@@ -859,7 +857,14 @@ fast_trampoline!(
     save_argument_vectors!(),
     restore_argument_vectors!(),
     restore_argument_gprs!(""),
-    inline_record!("0", "", "", "", "", "")
+    inline_record!(
+        "0",
+        "",
+        "",
+        "",
+        "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
+        "popq %rsi\n.cfi_adjust_cfa_offset -8\npopq %rcx\n.cfi_adjust_cfa_offset -8\n"
+    )
 );
 trampoline!(
     "__flightrec_sleds_log_args_entry",
@@ -887,8 +892,14 @@ fast_trampoline!(
         threshold_test!(),
         elide!(),
         "",
-        "pushq %r11\n.cfi_adjust_cfa_offset 8\n",
-        "popq %r11\n.cfi_adjust_cfa_offset -8\n"
+        concat!(
+            "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
+            "pushq %r11\n.cfi_adjust_cfa_offset 8\n"
+        ),
+        concat!(
+            "popq %r11\n.cfi_adjust_cfa_offset -8\n",
+            "popq %rsi\n.cfi_adjust_cfa_offset -8\npopq %rcx\n.cfi_adjust_cfa_offset -8\n"
+        )
     )
 );
 // At a `ret`: rax and rdx at 0 and 8, xmm0 and xmm1 at 16 and 32, the id at 48.
