@@ -37,6 +37,7 @@
 compile_error!("flightrec-sleds supports x86_64 Linux only");
 
 mod capi;
+#[cfg(target_env = "gnu")]
 #[cfg_attr(not(sleds_fast_path), allow(dead_code, unused_imports))]
 mod layout;
 pub mod map;
