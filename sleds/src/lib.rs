@@ -298,12 +298,15 @@ pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
 /// Opens (`true`, the default) or closes the record path written in assembly
 /// inside the entry, exit and tail-exit trampolines. Closed, every sled takes
 /// the Rust fast path the trampolines fall back to (and the full path after
-/// it), which writes the same records at about 2 to 10 ns more per sled: a
+/// it), which writes the same records at about 3 ns more per call (entry
+/// and exit; 8 when the machine is slow, see `docs/performance.md`): a
 /// switch for comparing the two (the tests check that both write the same
 /// bytes) and for ruling the inline path out when hunting a problem. Also set
 /// by `FLIGHTREC_SLEDS_INLINE_RECORD=0` in the environment, read by
 /// [`init_from_env`]. Returns whether the path is now open: a [`Handler`]
-/// installed with [`set_handler`] closes it too.
+/// installed with [`set_handler`] closes it too. (Builds without optimisation,
+/// and builds for other C libraries than glibc, have no such path: their
+/// trampolines always take the full path.)
 ///
 /// ```
 /// assert!(!flightrec_sleds::set_inline_record_path(false));
