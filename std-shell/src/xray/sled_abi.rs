@@ -28,13 +28,27 @@ pub use super::state::{RECORDING, STATE};
 
 /// The symbol of the thread's ring slot (a `*const` ring, 8 bytes of
 /// initial-exec TLS).
+///
+/// ```
+/// let name = flightrec::xray::sled_abi::CURRENT_SLOT_SYMBOL;
+/// assert_eq!(name, concat!("__flightrec_xray_current_", env!("CARGO_PKG_VERSION_MAJOR"),
+///                          "_", env!("CARGO_PKG_VERSION_MINOR")));
+/// ```
 pub const CURRENT_SLOT_SYMBOL: &str = super::claim::CURRENT_SLOT_SYMBOL;
 
 /// The ring's `busy` flag (an `AtomicBool`: one byte, 0 or 1).
+///
+/// ```
+/// use flightrec::xray::sled_abi::{RING_BUSY, RING_RECORDER_PTR};
+/// // Two fields of one struct: a byte and an aligned pointer.
+/// assert!(RING_BUSY.abs_diff(RING_RECORDER_PTR) >= 1);
+/// assert_eq!(RING_RECORDER_PTR % 8, 0);
+/// ```
 pub const RING_BUSY: usize = offset_of!(ThreadRing, busy);
 
 /// The ring's recorder (`*mut Recorder`, null without one); the writer is at
-/// `flightrec_core::fdr::ring::RECORDER_WRITER_OFFSET` in it.
+/// `flightrec_core::fdr::ring::RECORDER_WRITER_OFFSET` in it. Example on
+/// [`RING_BUSY`].
 pub const RING_RECORDER_PTR: usize = offset_of!(ThreadRing, recorder_ptr);
 
 /// The types the offsets above are documented with.
