@@ -17,10 +17,10 @@ pub(crate) const RING_BUSY: usize = sled_abi::RING_BUSY;
 /// The ring's recorder pointer.
 pub(crate) const RING_RECORDER: usize = sled_abi::RING_RECORDER_PTR;
 /// The writer's fields, from the recorder.
-pub(crate) const BUF_PTR: usize = RECORDER_WRITER_OFFSET + w::BUF;
-pub(crate) const POS: usize = RECORDER_WRITER_OFFSET + w::POS;
-pub(crate) const LIMIT: usize = RECORDER_WRITER_OFFSET + w::LIMIT;
-pub(crate) const EXTENTS_EVERY_RECORD: usize = RECORDER_WRITER_OFFSET + w::EXTENTS_EVERY_RECORD;
+pub(crate) const BASE: usize = RECORDER_WRITER_OFFSET + w::BASE;
+pub(crate) const CUR: usize = RECORDER_WRITER_OFFSET + w::CUR;
+pub(crate) const FAST_END: usize = RECORDER_WRITER_OFFSET + w::FAST_END;
+pub(crate) const FAST_END_EXIT: usize = RECORDER_WRITER_OFFSET + w::FAST_END_EXIT;
 pub(crate) const LATEST_CPU: usize = RECORDER_WRITER_OFFSET + w::LATEST_CPU;
 pub(crate) const LATEST_TSC: usize = RECORDER_WRITER_OFFSET + w::LATEST_TSC;
 pub(crate) const THRESHOLD: usize = RECORDER_WRITER_OFFSET + w::THRESHOLD;
@@ -67,33 +67,22 @@ const fn same(a: &str, b: &str) -> bool {
 // version; a flightrec of another minor version would name another slot).
 const _: () = assert!(same(current_slot!(), sled_abi::CURRENT_SLOT_SYMBOL));
 
-// The writer's buffer is a `&mut [u8]`: the assembly loads its data pointer from
-// the reference's first word. Reading the second word as a length fails to
-// evaluate (a pointer is not an integer in constants) if the order ever changes.
-const _: () = {
-    #[repr(C)]
-    struct Raw {
-        ptr: *const u8,
-        len: usize,
-    }
-    let s: &[u8] = &[1, 2, 3];
-    // SAFETY: a slice reference is two words; `Raw` is two words of the same
-    // alignment; only `len` is read, as an integer.
-    let raw: Raw = unsafe { std::mem::transmute::<&[u8], Raw>(s) };
-    assert!(raw.len == 3);
-};
-
 // Every displacement fits the assembly's 32-bit signed displacements.
 const _: () = assert!(
     RING_BUSY < 1 << 20
         && RING_RECORDER < 1 << 20
-        && BUF_PTR < 1 << 20
-        && POS < 1 << 20
-        && LIMIT < 1 << 20
-        && EXTENTS_EVERY_RECORD < 1 << 20
+        && BASE < 1 << 20
+        && CUR < 1 << 20
+        && FAST_END < 1 << 20
+        && FAST_END_EXIT < 1 << 20
         && LATEST_CPU < 1 << 20
         && LATEST_TSC < 1 << 20
         && THRESHOLD < 1 << 20
         && UNDO_START < 1 << 20
         && VERSION < 1 << 20
 );
+
+// The assembly loads and stores `base`, `cur`, the fast ends and `undo_start`
+// as 8-byte words (`movq`); `_types` in the writer's `layout` says which fields
+// are pointers and which `usize`.
+const _: () = assert!(std::mem::size_of::<*mut u8>() == 8 && std::mem::size_of::<usize>() == 8);

@@ -505,10 +505,10 @@ macro_rules! fast_trampoline {
             recording = const layout::RECORDING,
             ring_busy = const layout::RING_BUSY,
             ring_recorder = const layout::RING_RECORDER,
-            w_buf = const layout::BUF_PTR,
-            w_pos = const layout::POS,
-            w_limit = const layout::LIMIT,
-            w_extents = const layout::EXTENTS_EVERY_RECORD,
+            w_base = const layout::BASE,
+            w_cur = const layout::CUR,
+            w_fast_end = const layout::FAST_END,
+            w_fast_end_exit = const layout::FAST_END_EXIT,
             w_latest_cpu = const layout::LATEST_CPU,
             w_latest_tsc = const layout::LATEST_TSC,
             w_threshold = const layout::THRESHOLD,
@@ -527,20 +527,25 @@ macro_rules! fast_trampoline {
 // and no frame. It uses `rax` and `rdx` (`rdtsc`), `rcx`, `rsi` and `r11`
 // (`r10` is the sled's own) and saves of them only what is live at its sled:
 // all but `r11` at an entry, all at a tail exit, `rax` and `rdx` at an exit
-// (as the Rust path's exit trampoline). It writes exactly the
-// record the Rust path writes (`BufferWriter::function_without_calls`; the
-// offsets come from `layout`), and declines, having changed nothing, for
-// everything else: the re-entry flag set, a handler installed or the path
-// switched off, no ring or recorder, a busy ring (a signal
-// handler inside a record), a paused runtime, a full buffer, a new CPU or a
-// delta of 2^32 ticks or more (a metadata record first). Short-call elision
-// (an exit with a threshold) is done here too, as the Rust path does it.
-// Declining pops what it pushed and goes on into the trampoline's Rust fast
-// path, then its full path, as before.
+// (as the Rust path's exit trampoline). It writes exactly the record the Rust
+// path writes, as the writer's 64-bit record path does it
+// (`BufferWriter::function_word`, `function_without_calls`; the offsets come
+// from `layout`): the record's end compared with the writer's fast end (the
+// address `base + limit` when a record needs nothing but its store, else 0), the
+// record stored through the write pointer `cur`, `cur` and the base time
+// advanced. It declines, having changed nothing, for everything else: the
+// re-entry flag set, a handler installed or the path switched off, no ring or
+// recorder, a busy ring (a signal handler inside a record), a paused runtime, a
+// full buffer or one whose records need more than their store (a fast end of
+// 0), a new CPU or a delta of 2^32 ticks or more (a metadata record first).
+// Short-call elision (an exit with a threshold, whose fast end for exits is 0)
+// is done here too, as the Rust path does it. Declining pops what it pushed and
+// goes on into the trampoline's Rust fast path, then its full path, as before.
 //
 // `$action2`: the action's code shifted left by one (its bits in the record's
-// first byte); `$exit` and `$elide`: only an exit or tail exit (the threshold
-// test, the elision); `$undo`: only an exit (a kept exit ends the erasable run);
+// first byte); `$room`: the room test (an entry's against `fast_end`, going to
+// the decline; an exit's against `fast_end_exit`, going to the elision);
+// `$elide`: only an exit or tail exit (the elision, out of line);
 // `$push_scratch` / `$pop_scratch`: what else the kind must keep of `rcx`,
 // `rsi` and `r11` (at an entry `rcx` and `rsi` carry arguments; at a tail exit
 // also `r11`, an indirect tail call's target; at a `ret` none of them is live).
@@ -551,10 +556,11 @@ macro_rules! fast_trampoline {
 // (a release store on x86_64).
 #[cfg(sleds_fast_path)]
 macro_rules! inline_record {
-    ($action2:literal, $exit:expr, $elide:expr, $undo:expr, $push_scratch:expr, $pop_scratch:expr) => {
+    ($action2:literal, $room:expr, $elide:expr, $push_scratch:expr, $pop_scratch:expr) => {
         concat!(
             // (Every kind gets every operand; an entry uses none of these.)
-            "# threshold {w_threshold}, undo_start {w_undo_start}, version {w_version} {v1}\n",
+            "# fast_end_exit {w_fast_end_exit}, threshold {w_threshold}, ",
+            "undo_start {w_undo_start}, base {w_base}, version {w_version} {v1}\n",
             "pushq %rax\n.cfi_adjust_cfa_offset 8\n",
             "pushq %rdx\n.cfi_adjust_cfa_offset 8\n",
             $push_scratch,
@@ -605,27 +611,20 @@ macro_rules! inline_record {
             "shrq $32, %rdx\n",
             "jnz 27f\n",
             "shll $4, %r10d\n",
-            $exit,
-            // Room: pos + 8 <= limit.
-            "21:\n",
-            "movq {w_pos}(%rcx), %rdx\n",
+            // Room: cur + 8 <= the fast end (`rdx`: the record's end).
+            "movq {w_cur}(%rcx), %rdx\n",
             "addq $8, %rdx\n",
-            "cmpq {w_limit}(%rcx), %rdx\n",
-            "ja 29f\n",
-            // The record: delta << 32 | id << 4 | action << 1, at buf + pos.
+            $room,
+            // The record, delta << 32 | id << 4 | action << 1, at cur; cur and
+            // the base time advanced.
             "shlq $32, %rax\n",
             "orl $",
             $action2,
             ", %r10d\n",
             "orq %r10, %rax\n",
-            "movq {w_buf}(%rcx), %r10\n",
-            "movq %rax, -8(%r10,%rdx)\n",
-            "cmpb $0, {w_extents}(%rcx)\n",
-            "jne 25f\n",
-            "22:\n",
-            "movq %rdx, {w_pos}(%rcx)\n",
+            "movq %rax, -8(%rdx)\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
             "movq %r11, {w_latest_tsc}(%rcx)\n",
-            $undo,
             "23:\n",
             "movb $0, {ring_busy}(%rsi)\n",
             ".cfi_remember_state\n",
@@ -644,12 +643,7 @@ macro_rules! inline_record {
             "movq %r11, %rcx\n",
             "jne 27f\n",
             "jmp 31b\n",
-            // Extents with every record: the bytes after the BufferExtents.
-            "25:\n",
-            "leaq -16(%rdx), %rax\n",
-            "movq %rax, 1(%r10)\n",
-            "jmp 22b\n",
-            // Declined with the id shifted (a full buffer); after setting busy;
+            // Declined with the id shifted (no room); after setting busy;
             // declined.
             "29:\n",
             "shrl $4, %r10d\n",
@@ -663,35 +657,49 @@ macro_rules! inline_record {
     };
 }
 
-/// An exit's or tail exit's test for a short-call threshold, on the recorded
-/// path: with one, the elision below decides first.
+/// An entry's room test: against `fast_end`; without room, declined.
 #[cfg(sleds_fast_path)]
-macro_rules! threshold_test {
+macro_rules! entry_room {
     () => {
-        "cmpq $0, {w_threshold}(%rcx)\njne 24f\n"
+        "cmpq {w_fast_end}(%rcx), %rdx\nja 29f\n"
+    };
+}
+
+/// An exit's or tail exit's room test: against `fast_end_exit` (0 with a
+/// short-call threshold); failing it, the elision below decides.
+#[cfg(sleds_fast_path)]
+macro_rules! exit_room {
+    () => {
+        "cmpq {w_fast_end_exit}(%rcx), %rdx\nja 24f\n"
     };
 }
 
 /// Short-call elision (`BufferWriter::elide`), out of the straight line: with
-/// `rax` the delta, `r10d` the id << 4 and `r11` the time. When the record
-/// just before the write position (inside the erasable run) is this
-/// function's entry and the call lasted less than the threshold, the entry is
-/// erased (position back 8 bytes, base time back by its delta, the
+/// `rax` the delta, `r10d` the id << 4 and `r11` the time. Without a threshold
+/// the exit's room test failed for want of room (or a fast end of 0): declined.
+/// When the record just before the write position (inside the erasable run) is
+/// this function's entry and the call lasted less than the threshold, the entry
+/// is erased (`cur` back 8 bytes, base time back by its delta, the
 /// BufferExtents count brought up to date except in version 1) and nothing is
-/// written; else the exit is recorded (`21`).
+/// written; else the exit is recorded (`20`) with an entry's room test
+/// (`fast_end`) and, for an exit (`$undo`), the erasable run ends after it
+/// (`undo_start`, from `base`).
 #[cfg(sleds_fast_path)]
 macro_rules! elide {
-    () => {
+    ($action2:literal, $undo:expr) => {
         concat!(
             "24:\n",
+            "cmpq $0, {w_threshold}(%rcx)\n",
+            "je 29f\n",
             "cmpq {w_threshold}(%rcx), %rax\n",
-            "jae 21b\n",
+            "jae 20f\n",
+            // pos >= undo_start + 8: base + undo_start + 8 <= cur.
             "movq {w_undo_start}(%rcx), %rdx\n",
+            "addq {w_base}(%rcx), %rdx\n",
             "addq $8, %rdx\n",
-            "cmpq {w_pos}(%rcx), %rdx\n",
-            "ja 21b\n",
-            "movq {w_pos}(%rcx), %rdx\n",
-            "addq {w_buf}(%rcx), %rdx\n",
+            "cmpq {w_cur}(%rcx), %rdx\n",
+            "ja 20f\n",
+            "movq {w_cur}(%rcx), %rdx\n",
             // An entry (action bits 0) of this id; bit 0 is the record type.
             "movl -8(%rdx), %eax\n",
             "andl $-2, %eax\n",
@@ -699,19 +707,35 @@ macro_rules! elide {
             "jne 26f\n",
             "movl -4(%rdx), %eax\n",
             "subq %rax, {w_latest_tsc}(%rcx)\n",
-            "subq $8, {w_pos}(%rcx)\n",
+            "subq $8, %rdx\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
             "cmpb ${v1}, {w_version}(%rcx)\n",
             "je 23b\n",
-            "movq {w_pos}(%rcx), %rax\n",
-            "subq $16, %rax\n",
-            "movq {w_buf}(%rcx), %rdx\n",
-            "movq %rax, 1(%rdx)\n",
+            // The BufferExtents count (bytes 1..9): pos - 16.
+            "subq {w_base}(%rcx), %rdx\n",
+            "subq $16, %rdx\n",
+            "movq {w_base}(%rcx), %rax\n",
+            "movq %rdx, 1(%rax)\n",
             "jmp 23b\n",
             // Not elided: the delta again, then the record.
             "26:\n",
             "movq %r11, %rax\n",
             "subq {w_latest_tsc}(%rcx), %rax\n",
-            "jmp 21b\n",
+            "20:\n",
+            "movq {w_cur}(%rcx), %rdx\n",
+            "addq $8, %rdx\n",
+            "cmpq {w_fast_end}(%rcx), %rdx\n",
+            "ja 29f\n",
+            "shlq $32, %rax\n",
+            "orl $",
+            $action2,
+            ", %r10d\n",
+            "orq %r10, %rax\n",
+            "movq %rax, -8(%rdx)\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
+            "movq %r11, {w_latest_tsc}(%rcx)\n",
+            $undo,
+            "jmp 23b\n",
         )
     };
 }
@@ -859,8 +883,7 @@ fast_trampoline!(
     restore_argument_gprs!(""),
     inline_record!(
         "0",
-        "",
-        "",
+        entry_room!(),
         "",
         "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
         "popq %rsi\n.cfi_adjust_cfa_offset -8\npopq %rcx\n.cfi_adjust_cfa_offset -8\n"
@@ -889,9 +912,8 @@ fast_trampoline!(
     restore_argument_gprs!("movq 56(%rsp), %r11\n"),
     inline_record!(
         "4",
-        threshold_test!(),
-        elide!(),
-        "",
+        exit_room!(),
+        elide!("4", ""),
         concat!(
             "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
             "pushq %r11\n.cfi_adjust_cfa_offset 8\n"
@@ -915,9 +937,11 @@ fast_trampoline!(
     "movq 0(%rsp), %rax\nmovq 8(%rsp), %rdx\n",
     inline_record!(
         "2",
-        threshold_test!(),
-        elide!(),
-        "movq %rdx, {w_undo_start}(%rcx)\n",
+        exit_room!(),
+        elide!(
+            "2",
+            "subq {w_base}(%rcx), %rdx\nmovq %rdx, {w_undo_start}(%rcx)\n"
+        ),
         "",
         ""
     )
