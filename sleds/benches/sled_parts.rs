@@ -7,7 +7,9 @@
 //! XRay function (`mov $id, %r10d; call <trampoline>` at its entry, `mov $id,
 //! %r10d; jmp <trampoline>` in place of its `ret`), whose trampolines grow one
 //! piece per row, up to this crate's own trampolines recording into
-//! flightrec's runtime (FDR, no duration threshold, no file written). The other
+//! flightrec's runtime (FDR, no duration threshold, no file written), with
+//! their record path in assembly and with it closed (the Rust fast path
+//! records). The other
 //! rows time single instructions the path has or could have (one call of a
 //! function doing it, plus the loop). Prints per row the fastest round, the 10th percentile,
 //! the median and the 90th percentile (and each round when there are few), ns
@@ -882,6 +884,8 @@ fn thread_cpu_ns() -> f64 {
 
 enum Row {
     Fn(unsafe extern "C" fn(u64) -> u64),
+    /// As `Fn`, with the trampolines' record path in assembly closed.
+    InlineClosed(unsafe extern "C" fn(u64) -> u64),
     Floor,
 }
 
@@ -954,6 +958,10 @@ fn main() {
             "the crate's trampolines (recording)",
             Row::Fn(parts_sled_real),
         ),
+        (
+            " (their inline path closed)",
+            Row::InlineClosed(parts_sled_real),
+        ),
         ("clock gauge: 64 dependent adds", Row::Fn(parts_adds)),
         ("4 dependent loads", Row::Fn(parts_chase)),
         ("12 loads of 12 lines", Row::Fn(parts_lines_12)),
@@ -982,6 +990,12 @@ fn main() {
         for (i, (_, row)) in rows.iter().enumerate() {
             let run = |n| match row {
                 Row::Fn(f) => run_fn(*f, n),
+                Row::InlineClosed(f) => {
+                    flightrec_sleds::set_inline_record_path(false);
+                    let r = run_fn(*f, n);
+                    flightrec_sleds::set_inline_record_path(true);
+                    r
+                }
                 Row::Floor => run_floor(n),
             };
             sink = sink.wrapping_add(run(calls / 10));

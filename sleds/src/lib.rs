@@ -37,6 +37,9 @@
 compile_error!("flightrec-sleds supports x86_64 Linux only");
 
 mod capi;
+#[cfg(target_env = "gnu")]
+#[cfg_attr(not(sleds_fast_path), allow(dead_code, unused_imports))]
+mod layout;
 pub mod map;
 mod patch;
 mod section;
@@ -292,6 +295,28 @@ pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
     Ok(())
 }
 
+/// Opens (`true`, the default) or closes the record path written in assembly
+/// inside the entry, exit and tail-exit trampolines. Closed, every sled takes
+/// the Rust fast path the trampolines fall back to (and the full path after
+/// it), which writes the same records at about 3 ns more per call (entry
+/// and exit; 8 when the machine is slow, see `docs/performance.md`): a
+/// switch for comparing the two (the tests check that both write the same
+/// bytes) and for ruling the inline path out when hunting a problem. Also set
+/// by `FLIGHTREC_SLEDS_INLINE_RECORD=0` in the environment, read by
+/// [`init_from_env`]. Returns whether the path is now open: a [`Handler`]
+/// installed with [`set_handler`] closes it too. (Builds without optimisation,
+/// and builds for other C libraries than glibc, have no such path: their
+/// trampolines always take the full path.)
+///
+/// ```
+/// assert!(!flightrec_sleds::set_inline_record_path(false));
+/// assert!(flightrec_sleds::set_inline_record_path(true));
+/// ```
+pub fn set_inline_record_path(on: bool) -> bool {
+    trampoline::set_inline_record(on);
+    trampoline::inline_record()
+}
+
 /// What [`init_from_env`] did, once per process (the `.init_array` hook and the
 /// program may both call it).
 static FROM_ENV: Mutex<Option<Result<bool, Error>>> = Mutex::new(None);
@@ -318,6 +343,9 @@ pub fn init_from_env() -> Result<bool, Error> {
 }
 
 fn init_from_env_once() -> Result<bool, Error> {
+    if std::env::var_os("FLIGHTREC_SLEDS_INLINE_RECORD").is_some_and(|v| v == "0") {
+        trampoline::set_inline_record(false);
+    }
     let parsed = match flightrec::xray::Config::from_env() {
         Ok(p) => p,
         Err(e) => {

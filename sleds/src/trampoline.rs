@@ -25,9 +25,12 @@
 
 use std::arch::global_asm;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use flightrec::core::fdr::FunctionId;
+
+#[cfg(sleds_fast_path)]
+use crate::layout;
 
 /// A handler installed in place of the recording one (`__xray_set_handler`):
 /// function id and kind (compiler-rt's `XRayEntryType` numbering).
@@ -101,10 +104,40 @@ static ARG_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 static CUSTOM_EVENT_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 static TYPED_EVENT_HANDLER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Whether the trampolines' inline record path is closed: 0 when open, else
+/// [`GATE_HANDLER`] (a [`Handler`] is installed: entries and exits go to it)
+/// and/or [`GATE_OFF`] ([`set_inline_record`]). The one byte the inline path
+/// tests for both.
+static INLINE_GATE: AtomicU8 = AtomicU8::new(0);
+const GATE_HANDLER: u8 = 1;
+const GATE_OFF: u8 = 2;
+
+/// Opens or closes the trampolines' inline record path (see
+/// [`crate::set_inline_record_path`]).
+pub(crate) fn set_inline_record(on: bool) {
+    if on {
+        INLINE_GATE.fetch_and(!GATE_OFF, Ordering::Relaxed);
+    } else {
+        INLINE_GATE.fetch_or(GATE_OFF, Ordering::Relaxed);
+    }
+}
+
+/// Whether the inline record path is open (no handler, not switched off).
+pub(crate) fn inline_record() -> bool {
+    INLINE_GATE.load(Ordering::Relaxed) == 0
+}
+
 /// Installs `handler` (`None`: record into flightrec's rings again).
 pub(crate) fn set_handler(handler: Option<Handler>) {
     let p = handler.map_or(std::ptr::null_mut(), |h| h as *mut ());
     HANDLER.store(p, Ordering::Release);
+    // Closed after the handler is in place, opened after it is gone: a sled that
+    // still takes the inline path meanwhile records, as one that ran just before.
+    if handler.is_some() {
+        INLINE_GATE.fetch_or(GATE_HANDLER, Ordering::Release);
+    } else {
+        INLINE_GATE.fetch_and(!GATE_HANDLER, Ordering::Release);
+    }
 }
 
 /// Installs the argument-logging entries' `handler` (`None`: as compiler-rt, the
@@ -393,13 +426,15 @@ macro_rules! trampoline {
 #[cfg(not(sleds_fast_path))]
 macro_rules! fast_trampoline {
     ($name:literal, $frame:literal, $id:literal, $fast:path, $slow:path,
-     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr) => {
+     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr,
+     $inline:expr) => {
         trampoline!(
             $name,
             "hidden",
             $frame,
             $slow,
-            "",
+            // Empty here: no inline record path without optimisation.
+            $inline,
             concat!($save, $save_vectors),
             "movl %r10d, %edi\n",
             concat!($restore_vectors, $restore),
@@ -411,7 +446,8 @@ macro_rules! fast_trampoline {
 #[cfg(sleds_fast_path)]
 macro_rules! fast_trampoline {
     ($name:literal, $frame:literal, $id:literal, $fast:path, $slow:path,
-     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr) => {
+     $save:expr, $save_vectors:expr, $restore_vectors:expr, $restore:expr,
+     $inline:expr) => {
         global_asm!(
             ".pushsection .text.flightrec_sleds_trampolines,\"ax\",@progbits",
             ".p2align 4",
@@ -420,6 +456,7 @@ macro_rules! fast_trampoline {
             concat!(".type ", $name, ",@function"),
             concat!($name, ":"),
             ".cfi_startproc",
+            $inline,
             "pushq %rbp",
             ".cfi_adjust_cfa_offset 8",
             ".cfi_rel_offset %rbp, 0",
@@ -462,8 +499,251 @@ macro_rules! fast_trampoline {
             ".popsection",
             fast = sym $fast,
             slow = sym $slow,
+            gate = sym INLINE_GATE,
+            rdtscp = sym flightrec::xray::sled_abi::USE_RDTSCP,
+            state = sym flightrec::xray::sled_abi::STATE,
+            recording = const layout::RECORDING,
+            ring_busy = const layout::RING_BUSY,
+            ring_recorder = const layout::RING_RECORDER,
+            w_base = const layout::BASE,
+            w_cur = const layout::CUR,
+            w_fast_end = const layout::FAST_END,
+            w_fast_end_exit = const layout::FAST_END_EXIT,
+            w_latest_cpu = const layout::LATEST_CPU,
+            w_latest_tsc = const layout::LATEST_TSC,
+            w_threshold = const layout::THRESHOLD,
+            w_undo_start = const layout::UNDO_START,
+            w_version = const layout::VERSION,
+            v1 = const layout::VERSION_V1,
             options(att_syntax)
         );
+    };
+}
+
+// The inline record path at the top of the entry, exit and tail-exit
+// trampolines: the steady state of `flightrec::xray::try_record` (the runtime
+// recording, the thread's ring taken and not busy, the recorder's writer with
+// room, the same CPU and a delta that fits 32 bits) in assembly, with no call
+// and no frame. It uses `rax` and `rdx` (`rdtsc`), `rcx`, `rsi` and `r11`
+// (`r10` is the sled's own) and saves of them only what is live at its sled:
+// all but `r11` at an entry, all at a tail exit, `rax` and `rdx` at an exit
+// (as the Rust path's exit trampoline). It writes exactly the record the Rust
+// path writes, as the writer's 64-bit record path does it
+// (`BufferWriter::function_word`, `function_without_calls`; the offsets come
+// from `layout`): the record's end compared with the writer's fast end (the
+// address `base + limit` when a record needs nothing but its store, else 0), the
+// record stored through the write pointer `cur`, `cur` and the base time
+// advanced. It declines, having changed nothing, for everything else: the
+// re-entry flag set, a handler installed or the path switched off, no ring or
+// recorder, a busy ring (a signal handler inside a record), a paused runtime, a
+// full buffer or one whose records need more than their store (a fast end of
+// 0), a new CPU or a delta of 2^32 ticks or more (a metadata record first).
+// Short-call elision (an exit with a threshold, whose fast end for exits is 0)
+// is done here too, as the Rust path does it. Declining pops what it pushed and
+// goes on into the trampoline's Rust fast path, then its full path, as before.
+//
+// `$action2`: the action's code shifted left by one (its bits in the record's
+// first byte); `$room`: the room test (an entry's against `fast_end`, going to
+// the decline; an exit's against `fast_end_exit`, going to the elision);
+// `$elide`: only an exit or tail exit (the elision, out of line);
+// `$push_scratch` / `$pop_scratch`: what else the kind must keep of `rcx`,
+// `rsi` and `r11` (at an entry `rcx` and `rsi` carry arguments; at a tail exit
+// also `r11`, an indirect tail call's target; at a `ret` none of them is live).
+//
+// The pause protocol's order is `try_record`'s: `busy` stored before the second
+// load of the state (program order here; the pausing thread's process-wide
+// barrier makes the store visible), `busy` cleared last by a plain store
+// (a release store on x86_64).
+#[cfg(sleds_fast_path)]
+macro_rules! inline_record {
+    ($action2:literal, $room:expr, $elide:expr, $push_scratch:expr, $pop_scratch:expr) => {
+        concat!(
+            // (Every kind gets every operand; an entry uses none of these.)
+            "# fast_end_exit {w_fast_end_exit}, threshold {w_threshold}, ",
+            "undo_start {w_undo_start}, base {w_base}, version {w_version} {v1}\n",
+            "pushq %rax\n.cfi_adjust_cfa_offset 8\n",
+            "pushq %rdx\n.cfi_adjust_cfa_offset 8\n",
+            $push_scratch,
+            // A handler installed or the path switched off.
+            "movq {gate}@GOTPCREL(%rip), %rax\n",
+            "cmpb $0, (%rax)\n",
+            "jne 28f\n",
+            // An id of more than 28 bits (`FunctionId::new`).
+            "cmpl $0x0fffffff, %r10d\n",
+            "ja 28f\n",
+            // The trampolines' re-entry flag.
+            "movq __flightrec_sleds_busy@GOTTPOFF(%rip), %rax\n",
+            "cmpb $0, %fs:(%rax)\n",
+            "jne 28f\n",
+            // Recording; the thread's ring; not busy; busy; still recording.
+            "movq {state}@GOTPCREL(%rip), %rcx\n",
+            "cmpb ${recording}, (%rcx)\n",
+            "jne 28f\n",
+            "movq ",
+            layout::current_slot!(),
+            "@GOTTPOFF(%rip), %rsi\n",
+            "movq %fs:(%rsi), %rsi\n",
+            "testq %rsi, %rsi\n",
+            "jz 28f\n",
+            "cmpb $0, {ring_busy}(%rsi)\n",
+            "jne 28f\n",
+            "movb $1, {ring_busy}(%rsi)\n",
+            "cmpb ${recording}, (%rcx)\n",
+            "jne 27f\n",
+            // The recorder (its writer's fields are at `w_*`).
+            "movq {ring_recorder}(%rsi), %rcx\n",
+            "testq %rcx, %rcx\n",
+            "jz 27f\n",
+            // The clock: `rdtsc` (CPU 0) unless `rdtscp` was selected (`30`);
+            // the same CPU as the latest record; a delta that fits 32 bits.
+            "movq {rdtscp}@GOTPCREL(%rip), %rax\n",
+            "cmpb $0, (%rax)\n",
+            "jne 30f\n",
+            "rdtsc\n",
+            "cmpl $0, {w_latest_cpu}(%rcx)\n",
+            "jne 27f\n",
+            "31:\n",
+            "shlq $32, %rdx\n",
+            "orq %rdx, %rax\n",
+            "movq %rax, %r11\n",
+            "subq {w_latest_tsc}(%rcx), %rax\n",
+            "movq %rax, %rdx\n",
+            "shrq $32, %rdx\n",
+            "jnz 27f\n",
+            "shll $4, %r10d\n",
+            // Room: cur + 8 <= the fast end (`rdx`: the record's end).
+            "movq {w_cur}(%rcx), %rdx\n",
+            "addq $8, %rdx\n",
+            $room,
+            // The record, delta << 32 | id << 4 | action << 1, at cur; cur and
+            // the base time advanced.
+            "shlq $32, %rax\n",
+            "orl $",
+            $action2,
+            ", %r10d\n",
+            "orq %r10, %rax\n",
+            "movq %rax, -8(%rdx)\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
+            "movq %r11, {w_latest_tsc}(%rcx)\n",
+            "23:\n",
+            "movb $0, {ring_busy}(%rsi)\n",
+            ".cfi_remember_state\n",
+            $pop_scratch,
+            "popq %rdx\n.cfi_adjust_cfa_offset -8\n",
+            "popq %rax\n.cfi_adjust_cfa_offset -8\n",
+            "retq\n",
+            ".cfi_restore_state\n",
+            $elide,
+            // `rdtscp`: the CPU in the low 12 bits of `IA32_TSC_AUX` (`TscP`).
+            "30:\n",
+            "movq %rcx, %r11\n",
+            "rdtscp\n",
+            "andl $0xfff, %ecx\n",
+            "cmpl %ecx, {w_latest_cpu}(%r11)\n",
+            "movq %r11, %rcx\n",
+            "jne 27f\n",
+            "jmp 31b\n",
+            // Declined with the id shifted (no room); after setting busy;
+            // declined.
+            "29:\n",
+            "shrl $4, %r10d\n",
+            "27:\n",
+            "movb $0, {ring_busy}(%rsi)\n",
+            "28:\n",
+            $pop_scratch,
+            "popq %rdx\n.cfi_adjust_cfa_offset -8\n",
+            "popq %rax\n.cfi_adjust_cfa_offset -8\n",
+        )
+    };
+}
+
+/// An entry's room test: against `fast_end`; without room, declined.
+#[cfg(sleds_fast_path)]
+macro_rules! entry_room {
+    () => {
+        "cmpq {w_fast_end}(%rcx), %rdx\nja 29f\n"
+    };
+}
+
+/// An exit's or tail exit's room test: against `fast_end_exit` (0 with a
+/// short-call threshold); failing it, the elision below decides.
+#[cfg(sleds_fast_path)]
+macro_rules! exit_room {
+    () => {
+        "cmpq {w_fast_end_exit}(%rcx), %rdx\nja 24f\n"
+    };
+}
+
+/// Short-call elision (`BufferWriter::elide`), out of the straight line: with
+/// `rax` the delta, `r10d` the id << 4 and `r11` the time. Without a threshold
+/// the exit's room test failed for want of room (or a fast end of 0): declined.
+/// When the record just before the write position (inside the erasable run) is
+/// this function's entry and the call lasted less than the threshold, the entry
+/// is erased (`cur` back 8 bytes, base time back by its delta, the
+/// BufferExtents count brought up to date except in version 1) and nothing is
+/// written; else the exit is recorded (`20`) with an entry's room test
+/// (`fast_end`) and, for an exit (`$undo`), the erasable run ends after it
+/// (`undo_start`, from `base`).
+#[cfg(sleds_fast_path)]
+macro_rules! elide {
+    ($action2:literal, $undo:expr) => {
+        concat!(
+            "24:\n",
+            "cmpq $0, {w_threshold}(%rcx)\n",
+            "je 29f\n",
+            "cmpq {w_threshold}(%rcx), %rax\n",
+            "jae 20f\n",
+            // pos >= undo_start + 8: base + undo_start + 8 <= cur.
+            "movq {w_undo_start}(%rcx), %rdx\n",
+            "addq {w_base}(%rcx), %rdx\n",
+            "addq $8, %rdx\n",
+            "cmpq {w_cur}(%rcx), %rdx\n",
+            "ja 20f\n",
+            "movq {w_cur}(%rcx), %rdx\n",
+            // An entry (action bits 0) of this id; bit 0 is the record type.
+            "movl -8(%rdx), %eax\n",
+            "andl $-2, %eax\n",
+            "cmpl %r10d, %eax\n",
+            "jne 26f\n",
+            "movl -4(%rdx), %eax\n",
+            "subq %rax, {w_latest_tsc}(%rcx)\n",
+            "subq $8, %rdx\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
+            "cmpb ${v1}, {w_version}(%rcx)\n",
+            "je 23b\n",
+            // The BufferExtents count (bytes 1..9): pos - 16.
+            "subq {w_base}(%rcx), %rdx\n",
+            "subq $16, %rdx\n",
+            "movq {w_base}(%rcx), %rax\n",
+            "movq %rdx, 1(%rax)\n",
+            "jmp 23b\n",
+            // Not elided: the delta again, then the record.
+            "26:\n",
+            "movq %r11, %rax\n",
+            "subq {w_latest_tsc}(%rcx), %rax\n",
+            "20:\n",
+            "movq {w_cur}(%rcx), %rdx\n",
+            "addq $8, %rdx\n",
+            "cmpq {w_fast_end}(%rcx), %rdx\n",
+            "ja 29f\n",
+            "shlq $32, %rax\n",
+            "orl $",
+            $action2,
+            ", %r10d\n",
+            "orq %r10, %rax\n",
+            "movq %rax, -8(%rdx)\n",
+            "movq %rdx, {w_cur}(%rcx)\n",
+            "movq %r11, {w_latest_tsc}(%rcx)\n",
+            $undo,
+            "jmp 23b\n",
+        )
+    };
+}
+
+#[cfg(not(sleds_fast_path))]
+macro_rules! inline_record {
+    ($($t:tt)*) => {
+        ""
     };
 }
 
@@ -600,7 +880,14 @@ fast_trampoline!(
     save_argument_gprs!(""),
     save_argument_vectors!(),
     restore_argument_vectors!(),
-    restore_argument_gprs!("")
+    restore_argument_gprs!(""),
+    inline_record!(
+        "0",
+        entry_room!(),
+        "",
+        "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
+        "popq %rsi\n.cfi_adjust_cfa_offset -8\npopq %rcx\n.cfi_adjust_cfa_offset -8\n"
+    )
 );
 trampoline!(
     "__flightrec_sleds_log_args_entry",
@@ -622,7 +909,20 @@ fast_trampoline!(
     save_argument_gprs!("movq %r11, 56(%rsp)\n"),
     save_argument_vectors!(),
     restore_argument_vectors!(),
-    restore_argument_gprs!("movq 56(%rsp), %r11\n")
+    restore_argument_gprs!("movq 56(%rsp), %r11\n"),
+    inline_record!(
+        "4",
+        exit_room!(),
+        elide!("4", ""),
+        concat!(
+            "pushq %rcx\n.cfi_adjust_cfa_offset 8\npushq %rsi\n.cfi_adjust_cfa_offset 8\n",
+            "pushq %r11\n.cfi_adjust_cfa_offset 8\n"
+        ),
+        concat!(
+            "popq %r11\n.cfi_adjust_cfa_offset -8\n",
+            "popq %rsi\n.cfi_adjust_cfa_offset -8\npopq %rcx\n.cfi_adjust_cfa_offset -8\n"
+        )
+    )
 );
 // At a `ret`: rax and rdx at 0 and 8, xmm0 and xmm1 at 16 and 32, the id at 48.
 fast_trampoline!(
@@ -634,7 +934,17 @@ fast_trampoline!(
     "movq %rax, 0(%rsp)\nmovq %rdx, 8(%rsp)\n",
     "movaps %xmm0, 16(%rsp)\nmovaps %xmm1, 32(%rsp)\n",
     "movaps 16(%rsp), %xmm0\nmovaps 32(%rsp), %xmm1\n",
-    "movq 0(%rsp), %rax\nmovq 8(%rsp), %rdx\n"
+    "movq 0(%rsp), %rax\nmovq 8(%rsp), %rdx\n",
+    inline_record!(
+        "2",
+        exit_room!(),
+        elide!(
+            "2",
+            "subq {w_base}(%rcx), %rdx\nmovq %rdx, {w_undo_start}(%rcx)\n"
+        ),
+        "",
+        ""
+    )
 );
 // The names compiler-rt gives them: clang's event sleds call these symbols. The
 // arguments are already in place (rdi, rsi and, for typed events, rdx).

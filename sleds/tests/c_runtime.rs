@@ -4,8 +4,10 @@
 //! and `stack`; custom and typed events and logged first arguments reach the
 //! trace (and the program's handlers, when it installs them); patching is safe
 //! while threads run the sleds; a program without sleds, or with sleds of an
-//! unknown version, says so once and runs untraced; the trampolines' fast path
-//! keeps its promise (no vector register, no call) in an optimised program.
+//! unknown version, says so once and runs untraced; the trampolines' fast paths
+//! (the record path in assembly, the Rust fast path) keep their promise (no
+//! vector register, no call, nothing locked or serialising) in an optimised
+//! program, and the one in assembly writes the bytes the Rust path writes.
 //!
 //! Needs clang-14 and llvm-xray: without them the tests are skipped with a
 //! message, except under `CI=true`, where they fail (`.ci/steps/sleds.sh`
@@ -14,6 +16,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use flightrec::core::clock::Timestamp;
+use flightrec::core::fdr::decoder::Decoder;
+use flightrec::core::fdr::records::Record;
+use flightrec::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+use flightrec::core::fdr::{FunctionAction, FunctionId};
 use flightrec_testkit::xray_tool::{llvm_xray, traces_in, xray_ok};
 
 const CLANG: &str = "clang-14";
@@ -381,6 +388,67 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
         let tls = body.iter().filter(|i| i.contains("%fs:")).count();
         assert_eq!(tls, 1, "{name}: {tls} thread-local accesses\n{body:#?}");
     }
+    // The record path written in assembly at the top of each trampoline (up to
+    // the frame push where its declines go on into the Rust fast path): the
+    // same promises; on its straight line, up to its `ret`, one `rdtsc`;
+    // `rdtscp` once, out of that line (when the runtime chose it); two
+    // thread-local accesses (the trampolines' re-entry flag, the ring slot).
+    for kind in ["entry", "exit", "tail_exit"] {
+        let name = format!("__flightrec_sleds_{kind}");
+        let all = disassembly(&prog, &name);
+        let end = all.iter().position(|i| i == "push   %rbp");
+        let body = &all[..end.unwrap_or_else(|| panic!("{name}: no frame\n{all:#?}"))];
+        let ret = body.iter().position(|i| i.starts_with("ret"));
+        let line = &body[..ret.unwrap_or_else(|| panic!("{name}: no ret\n{body:#?}"))];
+        for insn in body {
+            let op = insn.split_whitespace().next().unwrap_or("");
+            assert!(
+                !["%xmm", "%ymm", "%zmm", "%mm", "%st"]
+                    .iter()
+                    .any(|r| insn.contains(r)),
+                "{name} touches a vector register: {insn}\n{body:#?}"
+            );
+            assert!(
+                !op.starts_with("call") && !insn.contains('*'),
+                "{name} calls out: {insn}\n{body:#?}"
+            );
+            if op.starts_with('j') {
+                assert!(
+                    insn.contains(&format!("<{name}+")),
+                    "{name} jumps out: {insn}\n{body:#?}"
+                );
+            }
+            assert!(
+                !insn.contains("%fs:0x0"),
+                "{name} loads the thread pointer: {insn}\n{body:#?}"
+            );
+            assert!(
+                ![
+                    "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
+                    "popf", "cpuid",
+                ]
+                .iter()
+                .any(|s| op.starts_with(s)),
+                "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
+            );
+        }
+        let count = |insns: &[String], what: &str| {
+            insns
+                .iter()
+                .filter(|i| i.split_whitespace().next() == Some(what))
+                .count()
+        };
+        assert_eq!(count(line, "rdtsc"), 1, "{name}\n{body:#?}");
+        assert_eq!(count(line, "rdtscp"), 0, "{name}\n{body:#?}");
+        assert_eq!(count(body, "rdtscp"), 1, "{name}\n{body:#?}");
+        let tls = body.iter().filter(|i| i.contains("%fs:")).count();
+        assert_eq!(tls, 2, "{name}\n{body:#?}");
+        assert!(
+            line.len() < 70,
+            "{name}: {} instructions\n{line:#?}",
+            line.len()
+        );
+    }
     for threshold in ["0", "5"] {
         let opts = format!(
             "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/t{threshold}-",
@@ -405,32 +473,42 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
     }
 }
 
+/// Both builds of the staticlib: the optimised one records through the
+/// trampolines' record path in assembly, which an installed handler closes.
 #[test]
 fn patching_while_four_threads_run_the_sleds() {
     let Some(xray) = tools() else { return };
-    let dir = work_dir("threads");
-    let prog = dir.join("threads");
-    build(&source("threads.c"), &prog, true);
-    let opts = format!("xray_mode=xray-fdr xray_logfile_base={}/x-", dir.display());
-    let out = run(&prog, &["300"], &opts);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("wrong 0"), "{stdout}");
-    // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
-    assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
-    let trace = only_trace(&dir, "x-");
-    let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
-    assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
-    // The workers' last rounds run after the final __xray_patch.
-    assert!(
-        dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
-        "{dump:.2000}"
-    );
+    for release in [false, true] {
+        let dir = work_dir(&format!("threads-{release}"));
+        let prog = dir.join("threads");
+        build_against(
+            &source("threads.c"),
+            &prog,
+            true,
+            &[],
+            &staticlib_in(release),
+        );
+        let opts = format!("xray_mode=xray-fdr xray_logfile_base={}/x-", dir.display());
+        let out = run(&prog, &["300"], &opts);
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("wrong 0"), "{stdout}");
+        // The program's own handler (__xray_set_handler) saw 2 entries, 1 exit, 1 tail exit.
+        assert!(stdout.ends_with("handler 2 1 1\n"), "{stdout}");
+        let trace = only_trace(&dir, "x-");
+        let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
+        assert!(dump.contains("<Function Enter: "), "{dump:.2000}");
+        // The workers' last rounds run after the final __xray_patch.
+        assert!(
+            dump.contains("<Custom Event: ") && dump.contains("data = 'ab'"),
+            "{dump:.2000}"
+        );
+    }
 }
 
 #[test]
@@ -491,4 +569,224 @@ fn without_sleds_or_with_an_unknown_version_one_message_and_no_trace() {
     assert_eq!(err.matches("XRay: flightrec-sleds: ").count(), 1, "{err}");
     assert!(err.contains("has version 9"), "{err}");
     assert!(traces_in(&dir, "x-").is_empty());
+}
+
+/// The function records of every buffer of `trace`, written again by the core's
+/// `BufferWriter` (the Rust record path) from the times and CPUs the trace
+/// carries, with the buffer's own preamble: `(buffers, function records)`; and
+/// checks those times against the NewCPUId readings that start each buffer.
+/// Panics at the first byte the two disagree on. Only function and metadata
+/// records are expected (a program without events, nothing lost), and the
+/// file's end block.
+fn rewrite_with_the_rust_writer(
+    trace: &[u8],
+    threshold_us: u64,
+) -> (usize, Vec<(FunctionAction, u32)>) {
+    let mut decoder = Decoder::new(trace).unwrap();
+    let buffer_size = decoder.header().buffer_size as usize;
+    let hz = decoder.header().cycle_frequency.get();
+    // As the runtime converts `func_duration_threshold_us`.
+    let threshold_ticks = (u128::from(threshold_us) * u128::from(hz) / 1_000_000) as u64;
+    assert!(buffer_size > 0);
+    struct Buffer {
+        start: usize,
+        end: usize,
+        tid: u32,
+        pid: Option<u32>,
+        walltime: Walltime,
+        calls: Vec<(FunctionAction, FunctionId, Timestamp)>,
+        /// The first NewCPUId's reading.
+        anchor: Option<Timestamp>,
+    }
+    let mut buffers: Vec<Buffer> = Vec::new();
+    let (mut base, mut cpu) = (0u64, 0u16);
+    let mut all = Vec::new();
+    for d in decoder.by_ref() {
+        let d = d.unwrap();
+        let cur = buffers.last_mut();
+        match d.record {
+            Record::BufferExtents { size } => buffers.push(Buffer {
+                start: d.offset,
+                end: d.offset + 16 + size as usize,
+                tid: 0,
+                pid: None,
+                walltime: Walltime::default(),
+                calls: Vec::new(),
+                anchor: None,
+            }),
+            Record::NewBuffer { tid } => cur.unwrap().tid = tid as u32,
+            Record::Walltime { seconds, micros } => {
+                cur.unwrap().walltime = Walltime { seconds, micros }
+            }
+            Record::Pid { pid } => cur.unwrap().pid = Some(pid as u32),
+            Record::NewCpuId { cpu: c, tsc } => {
+                (base, cpu) = (tsc, c);
+                let b = cur.unwrap();
+                b.anchor = b.anchor.or(Some(Timestamp { tsc, cpu }));
+            }
+            Record::TscWrap { tsc } => base = tsc,
+            Record::Function { action, id, delta } => {
+                base = base.wrapping_add(u64::from(delta));
+                all.push((action, id.get()));
+                cur.unwrap()
+                    .calls
+                    .push((action, id, Timestamp { tsc: base, cpu }));
+            }
+            other => panic!("unexpected record {other:?} at {}", d.offset),
+        }
+    }
+    // The file's end block (thread 0, counting the buffers) is not a record's.
+    if buffers
+        .last()
+        .is_some_and(|b| b.tid == 0 && b.calls.is_empty())
+    {
+        buffers.pop();
+    }
+    // The deltas are the clock's: rebuilding the times from them, a buffer's last
+    // record comes before the next buffer's NewCPUId (a fresh reading), and
+    // shortly before it (one call of the loop, but for a rare preemption).
+    let mut gaps: Vec<i64> = buffers
+        .windows(2)
+        .map(|w| {
+            let last = w[0].calls.last().unwrap().2.tsc;
+            let next = w[1].anchor.unwrap().tsc;
+            next.wrapping_sub(last) as i64
+        })
+        .collect();
+    assert!(
+        gaps.iter().all(|&g| g >= 0),
+        "{:?}",
+        &gaps[..gaps.len().min(8)]
+    );
+    gaps.sort_unstable();
+    let two_us = (hz / 500_000) as i64;
+    assert!(
+        gaps[gaps.len() / 2] < two_us,
+        "median over 2 us ({two_us} ticks): {gaps:?}"
+    );
+    for b in &buffers {
+        let mut storage = vec![0u8; buffer_size];
+        let mut config = WriterConfig::new(b.tid).with_threshold_ticks(threshold_ticks);
+        if let Some(pid) = b.pid {
+            config = config.with_pid(pid);
+        }
+        let mut w = BufferWriter::new(&mut storage, &config, b.walltime).unwrap();
+        // A NewCPUId whose record was erased (the buffer's first record was an
+        // entry, elided with its exit): the same pair again, erased again.
+        let anchor = b.anchor.unwrap();
+        if b.calls.first().is_some_and(|c| c.2 != anchor) {
+            assert!(threshold_ticks > 0, "buffer at {}", b.start);
+            let any = FunctionId::new(1).unwrap();
+            w.function(FunctionAction::Enter, any, anchor).unwrap();
+            w.function(FunctionAction::Exit, any, anchor).unwrap();
+        }
+        for &(action, id, ts) in &b.calls {
+            w.function(action, id, ts).unwrap();
+        }
+        let want = w.as_bytes();
+        let got = &trace[b.start..b.end];
+        if let Some(i) = (0..want.len().max(got.len())).find(|&i| want.get(i) != got.get(i)) {
+            panic!(
+                "buffer at {}: byte {i} differs from the Rust writer's ({} against {} bytes)",
+                b.start,
+                got.len(),
+                want.len()
+            );
+        }
+    }
+    (buffers.len(), all)
+}
+
+/// The record path written in assembly inside the trampolines writes the bytes
+/// the Rust path writes: the same program, with its inline path open (the
+/// default) and closed (`FLIGHTREC_SLEDS_INLINE_RECORD=0`: the Rust fast path
+/// records), traces the same calls, and every buffer of each trace is exactly
+/// what the core's writer makes of the trace's own times (many buffers, so the
+/// full-buffer fallback and the first record of each buffer are covered).
+#[test]
+fn inline_record_path_writes_what_the_rust_path_writes() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("inline-record");
+    let prog = dir.join("plain");
+    build_against(&source("plain.c"), &prog, true, &[], &staticlib_in(true));
+    let mut calls = Vec::new();
+    // The inline path with `rdtsc`, the Rust path, and (where the CPU has it)
+    // the inline path with `rdtscp` and its CPU ids.
+    let rdtscp = flightrec::xray::clock::has_rdtscp();
+    let runs: &[(&str, &str)] = if rdtscp {
+        &[("1", "false"), ("0", "false"), ("1", "true")]
+    } else {
+        &[("1", "false"), ("0", "false")]
+    };
+    for &(inline, cpu_ids) in runs {
+        let opts = format!(
+            "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/i{inline}{cpu_ids}-",
+            dir.display()
+        );
+        let out = Command::new(&prog)
+            .arg("20000")
+            .env("XRAY_OPTIONS", opts)
+            .env(
+                "XRAY_FDR_OPTIONS",
+                format!("func_duration_threshold_us=0 buffer_size=4096 buffer_max=1024 flightrec_thread_buffers=1024 flightrec_cpu_ids={cpu_ids}"),
+            )
+            .env("FLIGHTREC_SLEDS_INLINE_RECORD", inline)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let trace_path = only_trace(&dir, &format!("i{inline}{cpu_ids}-"));
+        xray_ok(
+            &xray,
+            &["fdr-dump", "--verify", trace_path.to_str().unwrap()],
+        );
+        let trace = std::fs::read(&trace_path).unwrap();
+        let (buffers, records) = rewrite_with_the_rust_writer(&trace, 0);
+        assert!(buffers > 100, "{buffers} buffers");
+        assert_eq!(records.len(), 120_000, "inline {inline}");
+        calls.push(records);
+    }
+    assert!(
+        calls.iter().all(|c| *c == calls[0]),
+        "the paths traced different calls"
+    );
+}
+
+/// Short-call elision on the inline path: with a 1 us threshold, the short
+/// calls (exits and tail exits) are erased and the long ones kept; every
+/// buffer is what the core's writer, with the same threshold, makes of the
+/// trace's times (an elision that got the base time wrong would shift every
+/// later time, which the NewCPUId readings show).
+#[test]
+fn inline_record_path_elides_as_the_rust_path_does() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("inline-elision");
+    let prog = dir.join("elision");
+    build_against(&source("elision.c"), &prog, true, &[], &staticlib_in(true));
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/e-",
+        dir.display()
+    );
+    let out = Command::new(&prog)
+        .arg("20000")
+        .env("XRAY_OPTIONS", opts)
+        .env(
+            "XRAY_FDR_OPTIONS",
+            "func_duration_threshold_us=1 buffer_size=4096 buffer_max=1024 flightrec_thread_buffers=1024",
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace_path = only_trace(&dir, "e-");
+    xray_ok(
+        &xray,
+        &["fdr-dump", "--verify", trace_path.to_str().unwrap()],
+    );
+    let trace = std::fs::read(&trace_path).unwrap();
+    let (buffers, records) = rewrite_with_the_rust_writer(&trace, 1);
+    assert!(buffers > 20, "{buffers} buffers");
+    // `slow` (id 3 in source order: leaf 1, forward 2) is kept in nearly every
+    // round; most short calls are erased.
+    let slow = records.iter().filter(|r| r.1 == 3).count();
+    assert!(slow >= 2 * 19_000, "{slow} records of slow");
+    assert!(records.len() < 2 * 20_000 * 3, "{} records", records.len());
 }

@@ -1832,6 +1832,15 @@ impl Drop for FinishedBuffer<'_, '_, '_> {
     }
 }
 
+/// Where a [`Recorder`]'s writer sits (`repr(C)`, first: 0), for the record path
+/// written in assembly of `flightrec-sleds` (see [`writer::layout`](super::writer::layout)).
+///
+/// ```
+/// assert_eq!(flightrec_core::fdr::ring::RECORDER_WRITER_OFFSET, 0);
+/// ```
+#[doc(hidden)]
+pub const RECORDER_WRITER_OFFSET: usize = core::mem::offset_of!(Recorder<'static, 'static>, writer);
+
 #[cfg(test)]
 mod tests {
     use super::*;

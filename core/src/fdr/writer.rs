@@ -1814,6 +1814,59 @@ fn put_marker(buf: &mut [u8], pos: usize, emit: impl FnOnce(&mut [u8; META])) ->
     }
 }
 
+/// Where a [`BufferWriter`]'s fields sit in this build, for a record path written
+/// in assembly (the x86_64 XRay sled trampolines of `flightrec-sleds` record the
+/// steady-state function record without calling Rust, as
+/// `function_without_calls` and the 64-bit path of `function_word` do: the
+/// room test against a fast end, the store through `cur`). Computed with
+/// `offset_of!`, so they follow any change of the struct's layout; `_types`
+/// breaks the build when a field the assembly reads changes its type. Not a
+/// stable interface: only for code built together with this crate.
+///
+/// ```
+/// use flightrec_core::fdr::writer::layout;
+/// assert_ne!(layout::CUR, layout::FAST_END);
+/// ```
+#[doc(hidden)]
+pub mod layout {
+    use super::BufferWriter;
+    use core::mem::offset_of;
+
+    /// The buffer's first byte (`*mut u8`).
+    pub const BASE: usize = offset_of!(BufferWriter<'static>, base);
+    /// The write position, `base + pos` (`*mut u8`).
+    pub const CUR: usize = offset_of!(BufferWriter<'static>, cur);
+    /// The address a function record's end is compared with: `base + limit`
+    /// when the record needs nothing but its store, else 0 (`usize`).
+    pub const FAST_END: usize = offset_of!(BufferWriter<'static>, fast_end);
+    /// The same for an exit or tail exit: 0 with a short-call threshold (`usize`).
+    pub const FAST_END_EXIT: usize = offset_of!(BufferWriter<'static>, fast_end_exit);
+    /// The CPU of the latest record (`u32`).
+    pub const LATEST_CPU: usize = offset_of!(BufferWriter<'static>, latest_cpu);
+    /// The TSC of the latest record (`u64`).
+    pub const LATEST_TSC: usize = offset_of!(BufferWriter<'static>, latest_tsc);
+    /// The short-call elision threshold in ticks (`u64`).
+    pub const THRESHOLD: usize = offset_of!(BufferWriter<'static>, threshold);
+    /// Start of the erasable run of function records, from `base` (`usize`).
+    pub const UNDO_START: usize = offset_of!(BufferWriter<'static>, undo_start);
+    /// The format version ([`Version`](super::Version)).
+    pub const VERSION: usize = offset_of!(BufferWriter<'static>, version);
+
+    /// The types the offsets above are documented with.
+    #[allow(dead_code)]
+    fn _types(w: &BufferWriter<'_>) {
+        let _: (&*mut u8, &*mut u8, &usize, &usize) =
+            (&w.base, &w.cur, &w.fast_end, &w.fast_end_exit);
+        let _: (&u32, &u64, &u64, &usize, &super::Version) = (
+            &w.latest_cpu,
+            &w.latest_tsc,
+            &w.threshold,
+            &w.undo_start,
+            &w.version,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,9 @@ mod current_slot {
         };
     }
 
+    /// The slot's symbol name, for code written in assembly (`sled_abi`).
+    pub(crate) const SYMBOL: &str = slot!();
+
     std::arch::global_asm!(
         ".pushsection .tbss.flightrec_xray_current,\"awT\",@nobits",
         ".p2align 3",
@@ -106,6 +109,9 @@ mod current_slot {
         CURRENT.with(|c| c.set(ring));
     }
 }
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+pub(crate) use current_slot::SYMBOL as CURRENT_SLOT_SYMBOL;
 
 /// This thread's ring, if it has one (see `current_slot`).
 #[inline(always)]

@@ -103,7 +103,8 @@ pub enum CpuIds {
 }
 
 /// `now` reads `rdtscp` (else `rdtsc`); set by [`select_cpu_ids`].
-static USE_RDTSCP: AtomicBool = AtomicBool::new(false);
+#[doc(hidden)]
+pub static USE_RDTSCP: AtomicBool = AtomicBool::new(false);
 
 /// Chooses how [`now`] reads the clock; returns whether CPU ids are recorded.
 /// [`init`](super::init) calls it with the configured [`CpuIds`]. Example on

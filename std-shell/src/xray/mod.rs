@@ -46,6 +46,9 @@ mod pool;
 mod record;
 mod runtime;
 mod signal;
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[doc(hidden)]
+pub mod sled_abi;
 mod state;
 
 use std::fmt;

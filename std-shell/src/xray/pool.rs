@@ -41,6 +41,10 @@ pub(crate) struct ThreadRing {
     slots: &'static [Slot],
     ring: UnsafeCell<Option<Ring<'static>>>,
     recorder: UnsafeCell<Option<Recorder<'static, 'static>>>,
+    /// The recorder inside `recorder`, null while there is none: what the record
+    /// path written in assembly (`sled_abi`) reads, since the layout of an
+    /// `Option` is not known to it. Changed only with `recorder`.
+    pub(crate) recorder_ptr: UnsafeCell<*mut Recorder<'static, 'static>>,
     consumer: UnsafeCell<Option<Consumer<'static, 'static>>>,
     /// `FREE`, `LIVE` or `ORPHAN`; changed only under `lock`.
     pub(crate) state: AtomicU8,
@@ -74,6 +78,7 @@ impl ThreadRing {
             slots,
             ring: UnsafeCell::new(None),
             recorder: UnsafeCell::new(None),
+            recorder_ptr: UnsafeCell::new(std::ptr::null_mut()),
             consumer: UnsafeCell::new(None),
             state: AtomicU8::new(FREE),
             lock: AtomicBool::new(false),
@@ -125,6 +130,7 @@ impl ThreadRing {
         // SAFETY: exclusive access by the caller's contract; the old recorder and
         // consumer, which borrow the old ring, are dropped before the ring.
         unsafe {
+            *self.recorder_ptr.get() = std::ptr::null_mut();
             let old_dropped = (*self.recorder.get())
                 .take()
                 .map_or(0, |r| r.records_dropped());
@@ -138,7 +144,8 @@ impl ThreadRing {
                 let ring: &'static mut Ring<'static> = (*self.ring.get()).insert(ring);
                 let (rec, cons) = ring.split(config);
                 cons.set_buffer_ready(buffer_ready);
-                *self.recorder.get() = Some(rec);
+                let rec: *mut Recorder<'static, 'static> = (*self.recorder.get()).insert(rec);
+                *self.recorder_ptr.get() = rec;
                 *self.consumer.get() = Some(cons);
             }
             self.tid.store(config.writer.tid as i32, Ordering::Relaxed);

@@ -30,12 +30,23 @@ use super::pool::{ThreadRing, FREE, LIVE, ORPHAN};
 
 pub(crate) const OFF: u8 = 0;
 pub(crate) const ARMED: u8 = 1;
-pub(crate) const RECORDING: u8 = 2;
+/// [`STATE`] while the runtime records. Example on [`STATE`].
+pub const RECORDING: u8 = 2;
 pub(crate) const PAUSED: u8 = 3;
 pub(crate) const FINISHED: u8 = 4;
 
-/// The runtime's state; the one load every record starts with.
-pub(crate) static STATE: AtomicU8 = AtomicU8::new(OFF);
+/// The runtime's state; the one load every record starts with (public, hidden,
+/// as `flightrec::xray::sled_abi::STATE`, for the XRay trampolines' record path
+/// in assembly).
+///
+/// ```
+/// use std::sync::atomic::Ordering;
+/// use flightrec::xray::sled_abi::{RECORDING, STATE};
+/// // Nothing started the runtime in this doctest.
+/// assert_ne!(STATE.load(Ordering::Relaxed), RECORDING);
+/// assert!(!flightrec::xray::is_recording());
+/// ```
+pub static STATE: AtomicU8 = AtomicU8::new(OFF);
 
 /// Starts or stops recording (`ARMED` ⇄ `RECORDING`).
 pub(crate) fn set_recording(on: bool) -> bool {
