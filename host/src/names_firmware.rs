@@ -145,7 +145,8 @@ impl FirmwareNames {
     /// without an id and a map cut short are warnings.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names_firmware::{FirmwareNames, MAP_SECTION};
+    /// assert_eq!(MAP_SECTION, ".flightrec.map");
     /// let fw = FirmwareNames::from_section(0, b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
     /// // Id 1 names the entry at 25, id 2 the one at 1.
     /// let map = [1u32, 25, 2, 1].map(u32::to_le_bytes).concat();
