@@ -272,6 +272,10 @@ def measure(t):
     assert p1 == p2 == 0, "the steady-state pair run switched buffers"
     put("pair", pair, "enter + exit, steady state")
     put("record", tuple(v / 2 for v in pair), "per record (enter + exit) / 2, steady state")
+    wrapped, _, (w1, w2) = t.per_op("bench_pair_wrapped", 256)
+    assert w1 == w2 == 0, "the steady-state wrapped-clock run switched buffers"
+    put("record_wrapped", tuple(v / 2 for v in wrapped),
+        "per record, readings past the clock's first wrap (high word 1, read from memory)")
     ctx, _, (c1, c2) = t.per_op("bench_context_pair", 256)
     assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
     put("context_record", tuple(v / 2 for v in ctx),

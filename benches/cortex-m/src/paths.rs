@@ -3,6 +3,7 @@
 //! and takes the difference) or leaves outside the marks.
 
 use core::convert::Infallible;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 // Links the critical-section implementation.
 use core::ptr::{addr_of_mut, write_volatile};
@@ -21,7 +22,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 8;
+pub const COUNT: usize = 9;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -32,6 +33,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_flush_one_dma_wide,
     bench_fill_1k,
     bench_context_pair,
+    bench_pair_wrapped,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB.
@@ -87,6 +89,35 @@ pub extern "C" fn bench_pair(n: u32) -> u32 {
     for _ in 0..n {
         let _ = rec.enter(ID, ts());
         let _ = rec.exit(ID, ts());
+    }
+    rec.stats().buffers_finished
+}
+
+/// The clock's high word, as a software extension of a 32-bit counter keeps it:
+/// 1 here, the counter past its first wrap. Read from memory at each reading, so
+/// the compiler cannot fold it.
+static HIGH_WORD: AtomicU32 = AtomicU32::new(1);
+
+/// A reading past the clock's first wrap: the high word from memory, the
+/// counter's low word.
+fn ts_wrapped() -> Timestamp {
+    Timestamp {
+        tsc: u64::from(HIGH_WORD.load(Ordering::Relaxed)) << 32 | now(),
+        cpu: 0,
+    }
+}
+
+/// `n` enter + exit pairs with readings past the clock's first wrap (a high
+/// word of 1), steady state: what a firmware pays once its extended clock has
+/// wrapped, where [`bench_pair`]'s readings have a high word of 0. Returns the
+/// buffers finished (0).
+#[no_mangle]
+pub extern "C" fn bench_pair_wrapped(n: u32) -> u32 {
+    let mut ring = ring(true, Policy::FlightRecorder);
+    let (mut rec, _consumer) = ring.split(config());
+    for _ in 0..n {
+        let _ = rec.enter(ID, ts_wrapped());
+        let _ = rec.exit(ID, ts_wrapped());
     }
     rec.stats().buffers_finished
 }
