@@ -648,7 +648,7 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
             for b in [record[0], lo, hi] {
                 crc.byte(b);
                 w = if b == 0 {
-                    self.end_at_zero(w)
+                    self.end_at(w, false)
                 } else {
                     self.put_nonzero(w, b)
                 };
@@ -682,15 +682,10 @@ impl<W: Write> Stuffer<'_, W> {
         self.end_at(w, true)
     }
 
-    /// Ends the current block at `w`, where a zero would go; returns the next
-    /// block's first byte's place.
-    #[inline(always)]
-    fn end_at_zero(&mut self, w: usize) -> usize {
-        self.end_at(w, false)
-    }
-
-    /// Ends the current block at `w`, `full` or at a zero: its code is its length
-    /// with the code byte, 1..=255.
+    /// Ends the current block at `w`, `full` or at a zero (which `w` is the place
+    /// of): its code is its length with the code byte, 1..=255. Returns the next
+    /// block's first byte's place. `end_block`'s body, in line for callers that
+    /// keep the block's end in a register.
     #[inline(always)]
     fn end_at(&mut self, w: usize, full: bool) -> usize {
         self.after_full = full;
@@ -989,18 +984,7 @@ impl<'w, W: Write> Stuffer<'w, W> {
     /// a `full` block, which implies no zero; below, the zero that ended it).
     #[inline(never)]
     fn end_block(&mut self, full: bool) {
-        self.after_full = full;
-        // 1..=255: fits a byte.
-        let n = self.w - self.code_at;
-        if let Some(code) = self.out.get_mut(self.code_at) {
-            *code = n as u8;
-        }
-        self.code_at = self.w;
-        if self.code_at > GATHER {
-            self.write_finished(self.code_at);
-            self.code_at = 0;
-        }
-        self.w = self.code_at + 1;
+        self.w = self.end_at(self.w, full);
     }
 
     /// Writes the finished blocks, `out[..end]`, to the sink; the next block
