@@ -333,6 +333,45 @@ fn disassembly(prog: &Path, name: &str) -> Vec<String> {
     body
 }
 
+/// What every instruction of a fast path's code `body` (of the function `name`)
+/// must not do: touch a vector register, call or jump out, load the thread
+/// pointer, or run a locked or serialising instruction (its atomics are plain
+/// loads and stores: `Relaxed`, `Release`).
+fn check_fast_code(name: &str, body: &[String]) {
+    for insn in body {
+        let op = insn.split_whitespace().next().unwrap_or("");
+        assert!(
+            !["%xmm", "%ymm", "%zmm", "%mm", "%st"]
+                .iter()
+                .any(|r| insn.contains(r)),
+            "{name} touches a vector register: {insn}\n{body:#?}"
+        );
+        assert!(
+            !op.starts_with("call") && !insn.contains('*'),
+            "{name} calls out: {insn}\n{body:#?}"
+        );
+        if op.starts_with('j') {
+            assert!(
+                insn.contains(&format!("<{name}+")),
+                "{name} jumps out: {insn}\n{body:#?}"
+            );
+        }
+        assert!(
+            !insn.contains("%fs:0x0"),
+            "{name} loads the thread pointer: {insn}\n{body:#?}"
+        );
+        assert!(
+            ![
+                "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf", "popf",
+                "cpuid",
+            ]
+            .iter()
+            .any(|s| op.starts_with(s)),
+            "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
+        );
+    }
+}
+
 /// The trampolines' fast path calls `__flightrec_sleds_*_fast` with the
 /// function's vector argument registers live and unsaved (saving them costs
 /// about 3 ns of the 27 a sled costs): in an optimised, linked program those
@@ -352,39 +391,7 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
     for kind in ["entry", "exit", "tail_exit"] {
         let name = format!("__flightrec_sleds_{kind}_fast");
         let body = disassembly(&prog, &name);
-        for insn in &body {
-            let op = insn.split_whitespace().next().unwrap_or("");
-            assert!(
-                !["%xmm", "%ymm", "%zmm", "%mm", "%st"]
-                    .iter()
-                    .any(|r| insn.contains(r)),
-                "{name} touches a vector register: {insn}\n{body:#?}"
-            );
-            assert!(
-                !op.starts_with("call") && !insn.contains('*'),
-                "{name} calls out: {insn}\n{body:#?}"
-            );
-            if op.starts_with('j') {
-                assert!(
-                    insn.contains(&format!("<{name}+")),
-                    "{name} jumps out: {insn}\n{body:#?}"
-                );
-            }
-            assert!(
-                !insn.contains("%fs:0x0"),
-                "{name} loads the thread pointer: {insn}\n{body:#?}"
-            );
-            // Its atomics are plain loads and stores (`Relaxed`, `Release`).
-            assert!(
-                ![
-                    "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
-                    "popf", "cpuid",
-                ]
-                .iter()
-                .any(|s| op.starts_with(s)),
-                "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
-            );
-        }
+        check_fast_code(&name, &body);
         let tls = body.iter().filter(|i| i.contains("%fs:")).count();
         assert_eq!(tls, 1, "{name}: {tls} thread-local accesses\n{body:#?}");
     }
@@ -400,38 +407,7 @@ fn fast_paths_touch_no_vector_register_and_call_nothing() {
         let body = &all[..end.unwrap_or_else(|| panic!("{name}: no frame\n{all:#?}"))];
         let ret = body.iter().position(|i| i.starts_with("ret"));
         let line = &body[..ret.unwrap_or_else(|| panic!("{name}: no ret\n{body:#?}"))];
-        for insn in body {
-            let op = insn.split_whitespace().next().unwrap_or("");
-            assert!(
-                !["%xmm", "%ymm", "%zmm", "%mm", "%st"]
-                    .iter()
-                    .any(|r| insn.contains(r)),
-                "{name} touches a vector register: {insn}\n{body:#?}"
-            );
-            assert!(
-                !op.starts_with("call") && !insn.contains('*'),
-                "{name} calls out: {insn}\n{body:#?}"
-            );
-            if op.starts_with('j') {
-                assert!(
-                    insn.contains(&format!("<{name}+")),
-                    "{name} jumps out: {insn}\n{body:#?}"
-                );
-            }
-            assert!(
-                !insn.contains("%fs:0x0"),
-                "{name} loads the thread pointer: {insn}\n{body:#?}"
-            );
-            assert!(
-                ![
-                    "lock", "xchg", "cmpxchg", "xadd", "mfence", "lfence", "sfence", "pushf",
-                    "popf", "cpuid",
-                ]
-                .iter()
-                .any(|s| op.starts_with(s)),
-                "{name} has a locked or serialising instruction: {insn}\n{body:#?}"
-            );
-        }
+        check_fast_code(&name, body);
         let count = |insns: &[String], what: &str| {
             insns
                 .iter()
