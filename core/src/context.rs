@@ -353,19 +353,18 @@ impl Slot {
         Some(unsafe { self.use_claimed(ready, f) })
     }
 
-    /// [`with`](Self::with) for a slot whose word this execution has just loaded
-    /// and found `ready`.
+    /// The recorder of a slot this execution claimed.
+    ///
+    /// # Safety
+    /// This execution moved the word from READY to BUSY (`claim` or `claim_seen`
+    /// returned `true`), has not released it since, and drops the reference
+    /// before it does.
     #[inline(always)]
-    fn with_seen<R>(
-        &self,
-        ready: u32,
-        f: impl FnOnce(&mut Recorder<'static, 'static>) -> R,
-    ) -> Option<R> {
-        if !self.claim_seen(ready) {
-            return None;
-        }
-        // SAFETY: claimed just above.
-        Some(unsafe { self.use_claimed(ready, f) })
+    #[allow(clippy::mut_from_ref)] // the claim makes the access exclusive
+    unsafe fn claimed_recorder(&self) -> &mut Recorder<'static, 'static> {
+        // SAFETY: as in `use_claimed`: the claim gives this execution the recorder
+        // alone, and READY was stored only after `install` wrote it.
+        unsafe { (*self.recorder.get()).assume_init_mut() }
     }
 
     /// Runs `f` on the recorder of a slot this execution claimed, then releases it.
@@ -674,21 +673,63 @@ where
     #[inline(always)]
     fn record_low_word(&'static self, context: Context, low: u32) -> Result<(), Lost> {
         let ready = word(context, READY);
-        for slot in &self.slots {
+        // `N >= 1` (asserted in `new`): the loop tests for the end after a slot,
+        // not before each, so the first slot, thread mode's in firmware that
+        // installs it first, is one load and one compare away.
+        let Some((mut slot, mut rest)) = self.slots.split_first() else {
+            return Err(self.unroute());
+        };
+        loop {
             let w = slot.word.load(Ordering::Relaxed);
             if w == ready {
+                if !slot.claim_seen(ready) {
+                    return Err(self.refuse());
+                }
                 let mut clock = self.clock;
-                return match slot.with_seen(ready, |r| r.function_word(low, clock.now())) {
-                    Some(Ok(())) => Ok(()),
-                    Some(Err(dropped)) => Err(Lost::Dropped(dropped)),
-                    None => Err(self.refuse()),
-                };
+                let ts = clock.now();
+                // SAFETY: claimed just above, released below or by
+                // `record_claimed`.
+                let recorder = unsafe { slot.claimed_recorder() };
+                // The straight path calls nothing, so it keeps its values in the
+                // registers a call may clobber and saves few others; anything
+                // more (a buffer switch, a new high word of the time, a
+                // short-call exit) is one call at the end, out of line.
+                if recorder.try_function_word(low, ts) {
+                    slot.release(ready);
+                    return Ok(());
+                }
+                // SAFETY: claimed above, not released.
+                return unsafe { self.record_claimed(slot, low) };
             }
             if w >> 16 == context.0 as u32 && w & STATE_MASK == BUSY {
                 return Err(self.refuse());
             }
+            let Some((next, others)) = rest.split_first() else {
+                return Err(self.unroute());
+            };
+            (slot, rest) = (next, others);
         }
-        Err(self.unroute())
+    }
+
+    /// A record whose slot this execution claimed and whose recorder's
+    /// call-free store declined: records it the general way and releases the
+    /// slot. It reads the clock again rather than take the first reading (a
+    /// `Timestamp` and three more values would not all fit the argument
+    /// registers, and the call would no longer be the record path's last
+    /// step); the record's time is then a few cycles later.
+    ///
+    /// # Safety
+    /// This execution claimed `slot` and has not released it.
+    #[cold]
+    #[inline(never)]
+    unsafe fn record_claimed(&'static self, slot: &Slot, low: u32) -> Result<(), Lost> {
+        // The word is BUSY, and only this execution changes it until it puts it back.
+        let ready = slot.word.load(Ordering::Relaxed) - BUSY + READY;
+        let mut clock = self.clock;
+        // SAFETY: the caller claimed the slot and has not released it.
+        let result =
+            unsafe { slot.use_claimed(ready, |r| r.function_word_declined(low, clock.now())) };
+        result.map_err(Lost::Dropped)
     }
 
     // The two losses are out of line: the record path then keeps its registers

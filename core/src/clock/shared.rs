@@ -95,10 +95,9 @@ impl SharedExtension {
             return extend_counter(seen, raw, bits).1;
         }
         // Twice per period of the counter: the reading is in the half period after
-        // `seen`; count it. (The store stays here: a pointer to the clock passed to
-        // a function that is not inlined would keep the compiler from folding the
-        // clock's constant fields, such as a `TimerClock`'s read function.)
-        let (half_periods, value) = extend_across(seen, raw, bits);
+        // `seen`; count it. In line (a few instructions): a call here would make
+        // every caller's record path save the registers a call clobbers.
+        let (half_periods, value) = extend_counter(seen, raw, bits);
         #[cfg(not(target_has_atomic = "32"))]
         compiler_fence(Ordering::Release);
         self.half_periods.store(half_periods, STORE);
@@ -114,17 +113,10 @@ fn top_bit(raw: u32, bits: u32) -> u32 {
     (raw >> (bits - 1)) & 1
 }
 
-/// [`extend_counter`] out of line, for the reading that starts a half period.
-#[cold]
-#[inline(never)]
-fn extend_across(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
-    extend_counter(seen, raw, bits)
-}
-
 /// The 64-bit value of a `bits`-bit counter reading `raw`, given `seen`, the half
 /// periods counted before the reading (at most one behind); and the half periods
 /// counted with this reading.
-#[inline]
+#[inline(always)]
 fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
     let bits = bits.clamp(16, 32);
     let raw = if bits == 32 {

@@ -1056,6 +1056,32 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.function_slow(low, ts)
     }
 
+    /// Stores a function record (its low word, [`FunctionRecord::low_word`]) only
+    /// when that needs no call: the current buffer has room and nothing must come
+    /// first. `false`: nothing was written or counted; record it with
+    /// [`function_word`](Self::function_word).
+    #[inline(always)]
+    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
+        self.writer.try_function_word(low, ts)
+    }
+
+    /// [`function_word`](Self::function_word) for a record that
+    /// [`try_function_word`](Self::try_function_word) declined, out of line: the
+    /// writer's general path, then the buffer switch if that is full. Not the
+    /// fast path again (it would be a second copy of it).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn function_word_declined(
+        &mut self,
+        low: u32,
+        ts: Timestamp,
+    ) -> Result<(), Dropped> {
+        if self.writer.function_word_across(low, ts).is_ok() {
+            return Ok(());
+        }
+        self.function_slow(low, ts)
+    }
+
     /// The buffer switch (or the drop) of a function record, out of line: only the
     /// low word and the time go in, so the record path keeps few registers.
     #[cold]

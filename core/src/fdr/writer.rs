@@ -1213,6 +1213,43 @@ impl<'b> BufferWriter<'b> {
     /// fast path of 32-bit targets (see there).
     #[inline(always)]
     fn function_word_split(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+        self.split_store_or(
+            low,
+            ts,
+            Ok(()),
+            |w| w.function_word_across(low, ts),
+            |w, fast_end| w.function_split_slow(low, ts, fast_end),
+        )
+    }
+
+    /// Stores a function record only when that needs no call: what
+    /// [`function_word`](Self::function_word) stores on its straight path, with
+    /// the same bytes and state. `false`: nothing was written; record it with
+    /// `function_word`. For callers that want no call between their own steps,
+    /// such as a context's recorder, whose slot is claimed around the record.
+    #[inline(always)]
+    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
+        if cfg!(target_pointer_width = "32") {
+            self.split_store_or(low, ts, true, |_| false, |_, _| false)
+        } else {
+            let (action, id) = FunctionRecord::from_low_word(low);
+            self.function_without_calls(action, id, ts)
+        }
+    }
+
+    /// The split path: stores the record and gives `stored`, or gives what
+    /// `across` (a record on another high word, another CPU, or backwards in
+    /// time) or `slow` (the record's end past `fast_end`, the fast end it
+    /// compared with) give, having written nothing.
+    #[inline(always)]
+    fn split_store_or<R>(
+        &mut self,
+        low: u32,
+        ts: Timestamp,
+        stored: R,
+        across: impl FnOnce(&mut Self) -> R,
+        slow: impl FnOnce(&mut Self, usize) -> R,
+    ) -> R {
         let high = (ts.tsc >> 32) as u32;
         let raw = ts.tsc as u32;
         let (delta, backwards) = raw.overflowing_sub(self.latest_tsc as u32);
@@ -1228,12 +1265,12 @@ impl<'b> BufferWriter<'b> {
             (self.fast_end_epoch, self.fast_end_exit)
         };
         if !zero && high != self.epoch {
-            return self.function_word_across(low, ts);
+            return across(self);
         }
         // On CPU 0, and a clock that did not go backwards: the delta is exact and
         // fits.
         if ts.cpu != 0 || backwards {
-            return self.function_word_across(low, ts);
+            return across(self);
         }
         // Only an entry (action bits 0) is a plain store with a short-call
         // threshold; every other action compares with the exit's fast end, which
@@ -1242,7 +1279,7 @@ impl<'b> BufferWriter<'b> {
         let word = (u64::from(delta) << 32) | u64::from(low);
         let cur = self.cur;
         if cur.addr() + FUNC > fast_end {
-            return self.function_split_slow(low, ts, fast_end);
+            return slow(self, fast_end);
         }
         // SAFETY: as in `function_word_wide`: `cur + FUNC <= fast_end`, a non-zero
         // fast end is `base + limit`, `limit <= len`, and on `STRICT_ALIGNMENT`
@@ -1259,7 +1296,7 @@ impl<'b> BufferWriter<'b> {
         } else {
             self.latest_tsc = (u64::from(high) << 32) | u64::from(raw);
         }
-        Ok(())
+        stored
     }
 
     /// The split path's record that is not its store alone (`fast_end`, the
@@ -1295,7 +1332,7 @@ impl<'b> BufferWriter<'b> {
     /// to date for the next.
     #[cold]
     #[inline(never)]
-    fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
+    pub(crate) fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         self.function_word_first(low, ts)
     }
 
@@ -2034,11 +2071,15 @@ mod tests {
                 .with_threshold_ticks(threshold);
             let mut split_buf = Aligned([0; 640]);
             let mut wide_buf = Aligned([0; 640]);
+            let mut tried_buf = Aligned([0; 640]);
             let mut split = BufferWriter::new(&mut split_buf.0, &cfg, W0).unwrap();
             let mut wide = BufferWriter::new(&mut wide_buf.0, &cfg, W0).unwrap();
+            // The call-free split store first, `function_word_split` when it declines.
+            let mut tried = BufferWriter::new(&mut tried_buf.0, &cfg, W0).unwrap();
             if round % 2 == 0 {
                 split.defer_extents();
                 wide.defer_extents();
+                tried.defer_extents();
             }
             let start = [0, (1 << 32) - 300, u64::MAX - 2_000, next()][(round % 4) as usize];
             let mut tsc = start;
@@ -2052,12 +2093,24 @@ mod tests {
                 let a = split.function_word_split(low, t);
                 let b = wide.function_word_wide(low, t);
                 assert_eq!(a, b, "round {round}, record {i}");
+                let state = |w: &BufferWriter| (w.pos(), w.latest_tsc, w.latest_cpu, w.undo_start);
+                let before = state(&tried);
+                let c = if tried.split_store_or(low, t, true, |_| false, |_, _| false) {
+                    Ok(())
+                } else {
+                    assert_eq!(state(&tried), before, "a decline changed the writer");
+                    tried.function_word_split(low, t)
+                };
+                assert_eq!(c, a, "round {round}, record {i}");
+                assert_eq!(state(&tried), state(&split), "round {round}, record {i}");
                 if r % 31 == 1 {
                     let len = ((r >> 24) % 9) as usize;
                     let payload = [0x5a; 8];
                     let a = split.custom_event(t, &payload[..len]);
                     let b = wide.custom_event(t, &payload[..len]);
+                    let c = tried.custom_event(t, &payload[..len]);
                     assert_eq!(a, b);
+                    assert_eq!(a, c);
                 }
                 assert_eq!(
                     (
@@ -2096,7 +2149,9 @@ mod tests {
             }
             split.sync_extents();
             wide.sync_extents();
+            tried.sync_extents();
             assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
+            assert_eq!(tried.as_bytes(), split.as_bytes(), "round {round}");
         }
     }
 
