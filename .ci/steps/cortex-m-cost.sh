@@ -47,11 +47,16 @@ echo "--- build the bench firmware (with and without flightrec)"
     cp "target/$t/$elf" "$work/bench-none-$t.elf"
     cargo build -q --release --target "$t"
   done
+  # The promise of one core changes nothing on thumbv6m (no compare-and-swap).
+  t=thumbv7em-none-eabihf
+  cargo build -q --release --target $t --target-dir target/one-core \
+    --features unsafe-assume-single-core
 )
 
 echo "--- instructions and cycles per operation against $bench/baseline.txt"
 "$py" "$bench/run.py" "$bench/target/thumbv6m-none-eabi/$elf" \
-  "$bench/target/thumbv7em-none-eabihf/$elf" "$@"
+  "$bench/target/thumbv7em-none-eabihf/$elf" \
+  --one-core-v7em "$bench/target/one-core/thumbv7em-none-eabihf/release/flightrec-cortex-m-bench" "$@"
 
 echo "--- build the firmware example (with and without flightrec)"
 (

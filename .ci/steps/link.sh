@@ -116,9 +116,15 @@ grep -q 'function: .#' "$work/other.yaml"
 grep -q "warning: $work/none.elf: " "$work/none.err"
 echo "main thread: $records records; SysTick handler: $irq entries; trace2: $(wc -l <"$work/out/trace2.txt") lines"
 
-echo "--- the same firmware with ids of 8 bits (feature small-ids): the same names and counts"
-(cd "$fw" && cargo build -q --release --features small-ids)
+echo "--- the same firmware with ids of 8 bits and the promise of one core (features small-ids,"
+echo "    unsafe-assume-single-core): the same names and counts"
+(cd "$fw" && cargo build -q --release --features small-ids,unsafe-assume-single-core)
 cp "$elf" "$work/small.elf"
+# The promise took effect: the global recorder claims its slot without a
+# load-exclusive, which the default build has.
+claims() { llvm-objdump -d --disassemble-symbols=_flightrec_record_function "$1" | grep -c ldrex || true; }
+[[ $(claims "$work/fdr-only.elf") -gt 0 && $(claims "$work/small.elf") -eq 0 ]] ||
+  { echo "ldrex in the record path: default $(claims "$work/fdr-only.elf"), one core $(claims "$work/small.elf")"; exit 1; }
 timeout 300 qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
   -serial stdio -semihosting-config enable=on,target=native -icount shift=4 -kernel "$work/small.elf" \
   2>"$work/qemu-small.err" | "$flightrec" recv - -q -o "$work/small" --elf "$work/small.elf" 2>"$work/recv-small.txt" ||

@@ -255,8 +255,10 @@ class Target:
         return tuple((y - x) / n for x, y in zip(a, b)), (a, b), (ra, rb)
 
 
-def measure(t):
-    """The figures of one target: name -> (instructions, cycles on its core, what)."""
+def measure(t, one_core=None):
+    """The figures of one target: name -> (instructions, cycles on its core, what).
+    `one_core`: the same bench built with flightrec-core's feature
+    `unsafe-assume-single-core`, whose context entry is counted too."""
     core = 1 if t.name == "thumbv6m" else 2  # M0 cycles for v6m, M4 for v7em
     out = {}
 
@@ -281,6 +283,12 @@ def measure(t):
     put("context_record", tuple(v / 2 for v in ctx),
         "per record through the global recorder and per-context recorders "
         "(IPSR, shared timer clock, claim), steady state")
+    if one_core is not None:
+        ctx, _, (c1, c2) = one_core.per_op("bench_context_pair", 256)
+        assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
+        put("context_record_one_core", tuple(v / 2 for v in ctx),
+            "the same with feature `unsafe-assume-single-core` (claim by a load and a "
+            "store, no `dmb`)")
     n = 1024
     sw, (a, b), (s1, s2) = t.per_op("bench_switch", n)
     switches = s2 - s1
@@ -335,6 +343,8 @@ def main():
     p.add_argument("v7em_elf")
     p.add_argument("--update", action="store_true", help="rewrite baseline.txt")
     p.add_argument("--tolerance", type=float, default=3.0, help="percent (default 3)")
+    p.add_argument("--one-core-v7em", metavar="ELF",
+                   help="the thumbv7em bench built with feature unsafe-assume-single-core")
     p.add_argument("--profile", metavar="ENTRY",
                    help="print where ENTRY's counted cycles go, by function, and exit")
     args = p.parse_args()
@@ -362,7 +372,10 @@ def main():
     for name, elf, cpu, core in (("thumbv6m", args.v6m_elf, A.UC_CPU_ARM_CORTEX_M0, "M0"),
                                  ("thumbv7em", args.v7em_elf, A.UC_CPU_ARM_CORTEX_M4, "M4")):
         target = Target(name, elf, cpu)
-        figures, per_buffer, wire = measure(target)
+        one_core = None
+        if name == "thumbv7em" and args.one_core_v7em:
+            one_core = Target(name, args.one_core_v7em, cpu)
+        figures, per_buffer, wire = measure(target, one_core)
         floor_pair = figures["floor_pair"]
         print(f"\n{name}-none-eabi{'hf' if name == 'thumbv7em' else ''} on a Cortex-{core} "
               f"(1 KiB buffer = {per_buffer} function records)\n")

@@ -15,7 +15,9 @@
 //! by one execution at a time, and a preempting execution has finished with it
 //! before the preempted one continues. Each slot still carries a busy flag, taken
 //! with a compare-and-swap where the target has one and with a load and a store
-//! on single-core targets without it (thumbv6m): if a source maps two contexts
+//! on single-core targets without it (thumbv6m) or with the feature
+//! `unsafe-assume-single-core`, by which the program promises it runs on one
+//! core (about 10 fewer Cortex-M4 cycles a record): if a source maps two contexts
 //! that preempt each other to one recorder, or a record is made while the
 //! recorder is in use (an instrumented clock), the second record is refused and
 //! counted instead of corrupting the ring.
@@ -78,7 +80,7 @@ pub use cortex_m::CortexMContexts;
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::mem::MaybeUninit;
-#[cfg(not(target_has_atomic = "32"))]
+#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
 use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -292,7 +294,7 @@ impl Slot {
     /// Moves the slot from `READY` to `BUSY` for `context`.
     #[inline(always)]
     fn claim(&self, ready: u32) -> bool {
-        #[cfg(target_has_atomic = "32")]
+        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
         {
             self.word
                 .compare_exchange(
@@ -303,13 +305,15 @@ impl Slot {
                 )
                 .is_ok()
         }
-        #[cfg(not(target_has_atomic = "32"))]
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         {
-            // Single core, no compare-and-swap: an execution that preempts us
-            // between the load and the store finishes (and puts the word back)
+            // One core (thumbv6m, which has no compare-and-swap, or the promise
+            // of feature `unsafe-assume-single-core`): an execution that preempts
+            // us between the load and the store finishes (and puts the word back)
             // before we store, so the load and the store act as one step. On one
-            // in-order core a compiler fence orders the recorder's accesses after
-            // the claim (a `dmb` would cost cycles and order nothing more).
+            // core a compiler fence orders the recorder's accesses after the claim
+            // (an execution sees its own accesses in program order; a `dmb` would
+            // cost cycles and order nothing more).
             if self.word.load(Ordering::Relaxed) != ready {
                 return false;
             }
@@ -323,13 +327,13 @@ impl Slot {
     /// loaded and found `ready`.
     #[inline(always)]
     fn claim_seen(&self, ready: u32) -> bool {
-        #[cfg(target_has_atomic = "32")]
+        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
         {
             self.claim(ready)
         }
-        #[cfg(not(target_has_atomic = "32"))]
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         {
-            // Single core, no compare-and-swap: `claim` without its load. The word
+            // One core (see `claim`): `claim` without its load. The word
             // was `ready` at our load; an execution that preempted us since then
             // has finished and put back what it claimed, and only an install
             // changes a word for good, from FREE. So it is still `ready`.
@@ -392,11 +396,11 @@ impl Slot {
     /// Puts the word back to `ready` after the recorder was used.
     #[inline(always)]
     fn release(&self, ready: u32) {
-        #[cfg(target_has_atomic = "32")]
+        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
         self.word.store(ready, Ordering::Release);
-        #[cfg(not(target_has_atomic = "32"))]
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         {
-            // One in-order core (see `claim`).
+            // One core (see `claim`).
             compiler_fence(Ordering::Release);
             self.word.store(ready, Ordering::Relaxed);
         }

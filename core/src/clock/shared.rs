@@ -4,20 +4,21 @@
 //! `SysTickClock` (feature `cortex-m`) runs on the real registers.
 
 use core::num::NonZeroU64;
-#[cfg(not(target_has_atomic = "32"))]
+#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
 use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 // The count's load and store are ordered with the counter's reading. Targets
 // without compare-and-swap (thumbv6m: Cortex-M0 and M0+) are single in-order cores,
+// as is a program built with feature `unsafe-assume-single-core` (its promise),
 // where a compiler fence does that without a `dmb` on every reading.
-#[cfg(target_has_atomic = "32")]
+#[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
 const LOAD: Ordering = Ordering::Acquire;
-#[cfg(target_has_atomic = "32")]
+#[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
 const STORE: Ordering = Ordering::Release;
-#[cfg(not(target_has_atomic = "32"))]
+#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
 const LOAD: Ordering = Ordering::Relaxed;
-#[cfg(not(target_has_atomic = "32"))]
+#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
 const STORE: Ordering = Ordering::Relaxed;
 
 use super::{Clock, Timestamp};
@@ -86,7 +87,7 @@ impl SharedExtension {
         // Load before reading the counter: the count is then at most one half
         // period behind the reading (see the type's docs).
         let seen = self.half_periods.load(LOAD);
-        #[cfg(not(target_has_atomic = "32"))]
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         compiler_fence(Ordering::Acquire);
         let raw = read();
         // The common case, a reading in the half period the count says: nothing to
@@ -98,7 +99,7 @@ impl SharedExtension {
         // `seen`; count it. In line (a few instructions): a call here would make
         // every caller's record path save the registers a call clobbers.
         let (half_periods, value) = extend_counter(seen, raw, bits);
-        #[cfg(not(target_has_atomic = "32"))]
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         compiler_fence(Ordering::Release);
         self.half_periods.store(half_periods, STORE);
         value
