@@ -1216,6 +1216,7 @@ impl<'b> BufferWriter<'b> {
         self.split_store_or(
             low,
             ts,
+            true,
             Ok(()),
             |w| w.function_word_across(low, ts),
             |w, fast_end| w.function_split_slow(low, ts, fast_end),
@@ -1230,7 +1231,7 @@ impl<'b> BufferWriter<'b> {
     #[inline(always)]
     pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
         if cfg!(target_pointer_width = "32") {
-            self.split_store_or(low, ts, true, |_| false, |_, _| false)
+            self.split_store_or(low, ts, false, true, |_| false, |_, _| false)
         } else {
             let (action, id) = FunctionRecord::from_low_word(low);
             self.function_without_calls(action, id, ts)
@@ -1241,11 +1242,19 @@ impl<'b> BufferWriter<'b> {
     /// `across` (a record on another high word, another CPU, or backwards in
     /// time) or `slow` (the record's end past `fast_end`, the fast end it
     /// compared with) give, having written nothing.
+    ///
+    /// `zero_shortcut`: a high word of 0 takes `fast_end_zero*` and no test of
+    /// `epoch`. It pays where the high word is known to be 0 when compiled (a
+    /// 32-bit counter read directly: the test and the other case fold away);
+    /// where it is not known (an extended clock), testing it is a branch and
+    /// two more registers on the record path, so those callers pass `false`
+    /// and compare every high word with `epoch`.
     #[inline(always)]
     fn split_store_or<R>(
         &mut self,
         low: u32,
         ts: Timestamp,
+        zero_shortcut: bool,
         stored: R,
         across: impl FnOnce(&mut Self) -> R,
         slow: impl FnOnce(&mut Self, usize) -> R,
@@ -1257,8 +1266,9 @@ impl<'b> BufferWriter<'b> {
         // of 0 compares with `fast_end_zero`, which is 0 unless `epoch` is 0, so
         // that `epoch` is not loaded (a 32-bit counter's high word is always 0);
         // another compares with `epoch` (NO_EPOCH after a buffer's start or on
-        // another CPU, which no high word matches here).
-        let zero = high == 0;
+        // another CPU, which no high word matches here; `fast_end_epoch` is 0
+        // then, so a high word of NO_EPOCH fails the room test).
+        let zero = zero_shortcut && high == 0;
         let (end, end_exit) = if zero {
             (self.fast_end_zero, self.fast_end_zero_exit)
         } else {
@@ -2095,7 +2105,8 @@ mod tests {
                 assert_eq!(a, b, "round {round}, record {i}");
                 let state = |w: &BufferWriter| (w.pos(), w.latest_tsc, w.latest_cpu, w.undo_start);
                 let before = state(&tried);
-                let c = if tried.split_store_or(low, t, true, |_| false, |_, _| false) {
+                // Without the high-word-0 shortcut, as the context path stores.
+                let c = if tried.split_store_or(low, t, false, true, |_| false, |_, _| false) {
                     Ok(())
                 } else {
                     assert_eq!(state(&tried), before, "a decline changed the writer");
