@@ -101,6 +101,27 @@ pub trait Clock {
     /// assert_eq!(clock.now(), Timestamp { tsc: 7, cpu: 0 });
     /// ```
     fn now(&mut self) -> Timestamp;
+
+    /// [`now`](Self::now) when the reading changes nothing shared; `None` when
+    /// it would (a shared clock's reading that starts a half period of its
+    /// counter stores the new count), and then the caller reads the clock with
+    /// `now`. For a record path that keeps its rare work out of line: the
+    /// per-context recorders take this, and `now` out of line. By default the
+    /// clock's `now`.
+    ///
+    /// ```
+    /// use flightrec_core::clock::{Clock, TimerClock};
+    /// fn timer() -> u32 { 0x8000_0000 } // past half its period
+    /// static CLOCK: TimerClock = TimerClock::new(timer, 32, 1_000);
+    /// assert_eq!((&CLOCK).now_if_unshared(), None); // the first reading there
+    /// assert_eq!((&CLOCK).now().tsc, 0x8000_0000); // `now` counts it
+    /// assert_eq!((&CLOCK).now_if_unshared().map(|t| t.tsc), Some(0x8000_0000));
+    /// ```
+    #[inline(always)]
+    fn now_if_unshared(&mut self) -> Option<Timestamp> {
+        Some(self.now())
+    }
+
     /// Ticks per second. Never zero: a trace with a zero frequency cannot be converted
     /// to time, so every clock must know (or be told, after calibration) its rate. It
     /// goes into the file header ([`RecorderConfig`](crate::fdr::ring::RecorderConfig)
@@ -152,6 +173,11 @@ macro_rules! static_clock {
             #[inline]
             fn now(&mut self) -> $crate::clock::Timestamp {
                 $crate::clock::Clock::now(&mut &$clock)
+            }
+
+            #[inline]
+            fn now_if_unshared(&mut self) -> ::core::option::Option<$crate::clock::Timestamp> {
+                $crate::clock::Clock::now_if_unshared(&mut &$clock)
             }
 
             #[inline]

@@ -689,8 +689,14 @@ where
                 if !slot.claim_seen(ready) {
                     return Err(self.refuse());
                 }
+                // A reading that must store (the shared clock's next half
+                // period, twice per period of its counter) is read again by
+                // `record_claimed`, out of line.
                 let mut clock = self.clock;
-                let ts = clock.now();
+                let Some(ts) = clock.now_if_unshared() else {
+                    // SAFETY: claimed above, not released.
+                    return unsafe { self.record_claimed(slot, low) };
+                };
                 // SAFETY: claimed just above, released below or by
                 // `record_claimed`.
                 let recorder = unsafe { slot.claimed_recorder() };
@@ -715,9 +721,9 @@ where
         }
     }
 
-    /// A record whose slot this execution claimed and whose recorder's
-    /// call-free store declined: records it the general way and releases the
-    /// slot. It reads the clock again rather than take the first reading (a
+    /// A record whose slot this execution claimed and whose clock reading or
+    /// recorder's call-free store declined: records it the general way and
+    /// releases the slot. It reads the clock again rather than take the first reading (a
     /// `Timestamp` and three more values would not all fit the argument
     /// registers, and the call would no longer be the record path's last
     /// step); the record's time is then a few cycles later.

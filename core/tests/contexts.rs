@@ -294,3 +294,65 @@ fn a_source_by_reference() {
     let (calls, _) = drain(9, &mut RING.take_consumer().unwrap(), 256);
     assert_eq!(calls, [(FunctionAction::Enter, 4)]);
 }
+
+/// Records through the per-context path on a 16-bit timer whose readings cross
+/// half periods of the counter (the shared clock stores its count then), into
+/// buffers that fill (the recorder switches): every function record's time, as
+/// the trace gives it back, is the extended timer's. Both are the record path's
+/// out-of-line cases, which read the clock again.
+#[test]
+fn context_records_keep_their_time_across_half_periods_and_buffers() {
+    static TIMER: AtomicU32 = AtomicU32::new(0);
+    fn read_timer() -> u32 {
+        TIMER.load(Ordering::Relaxed)
+    }
+    static CLOCK16: TimerClock = TimerClock::new(read_timer, 16, TICKS);
+    fn thread_mode() -> Context {
+        Context::THREAD_MODE
+    }
+    static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+        ContextRecorders::new(thread_mode, &CLOCK16);
+    static RING: StaticRing<4, 256> = StaticRing::new(Policy::Streaming);
+    TRACE
+        .install(Context::THREAD_MODE, RING.take_recorder(cfg(7)).unwrap())
+        .unwrap();
+    let mut consumer = RING.take_consumer().unwrap();
+    let mut file = cfg(7).file_header(256).to_bytes().to_vec();
+    let mut expected = Vec::new();
+    let mut now = 0u64;
+    for i in 0..3_000u64 {
+        // Steps from 1 tick to just under half the counter's period.
+        now += 1 + (i * 7_919) % 30_000;
+        TIMER.store(now as u32 & 0xFFFF, Ordering::Relaxed);
+        let action = if i % 2 == 0 {
+            FunctionAction::Enter
+        } else {
+            FunctionAction::Exit
+        };
+        TRACE.record_in(Context::THREAD_MODE, action, f(3)).unwrap();
+        expected.push(now);
+        while let Some(b) = consumer.pop() {
+            file.extend_from_slice(&b);
+        }
+    }
+    TRACE.flush_all();
+    while let Some(b) = consumer.pop() {
+        file.extend_from_slice(&b);
+    }
+    verify(&file).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut at = 0u64;
+    let mut times = Vec::new();
+    for d in Decoder::new(&file).unwrap() {
+        match d.unwrap().record {
+            Record::NewCpuId { tsc, .. } | Record::TscWrap { tsc } => at = tsc,
+            Record::Function { delta, .. } => {
+                at += u64::from(delta);
+                times.push(at);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(times.len(), expected.len());
+    assert_eq!(times, expected);
+    assert!(RING.stats().buffers_finished > 10, "the run switched buffers");
+}

@@ -101,6 +101,12 @@ impl Clock for &DwtClock {
     }
 
     #[inline]
+    fn now_if_unshared(&mut self) -> Option<Timestamp> {
+        let tsc = self.extension.extend_if_unshared(32, || read(DWT_CYCCNT))?;
+        Some(Timestamp { tsc, cpu: 0 })
+    }
+
+    #[inline]
     fn ticks_per_second(&self) -> NonZeroU64 {
         self.ticks_per_second
     }

@@ -106,6 +106,33 @@ impl SharedExtension {
     }
 }
 
+impl SharedExtension {
+    /// [`extend`](Self::extend) when the reading is in the half period counted
+    /// (it stores nothing then); `None` when it starts the next one, which
+    /// `extend` counts.
+    ///
+    /// ```
+    /// use flightrec_core::clock::SharedExtension;
+    /// let ext = SharedExtension::new();
+    /// assert_eq!(ext.extend_if_unshared(16, || 0x7FF0), Some(0x7FF0));
+    /// assert_eq!(ext.extend_if_unshared(16, || 0x8000), None);
+    /// assert_eq!(ext.extend(16, || 0x8000), 0x8000);
+    /// assert_eq!(ext.extend_if_unshared(16, || 0x8001), Some(0x8001));
+    /// ```
+    #[inline(always)]
+    pub fn extend_if_unshared(&self, bits: u32, read: impl FnOnce() -> u32) -> Option<u64> {
+        // As in `extend`.
+        let seen = self.half_periods.load(LOAD);
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
+        compiler_fence(Ordering::Acquire);
+        let raw = read();
+        if top_bit(raw, bits) == seen & 1 {
+            return Some(extend_counter(seen, raw, bits).1);
+        }
+        None
+    }
+}
+
 /// The top bit of a `bits`-wide reading (`bits` clamped to 16..=32, as in
 /// [`extend_counter`]).
 #[inline(always)]
@@ -210,6 +237,12 @@ impl Clock for &TimerClock {
     #[inline(always)]
     fn now(&mut self) -> Timestamp {
         TimerClock::now(self)
+    }
+
+    #[inline(always)]
+    fn now_if_unshared(&mut self) -> Option<Timestamp> {
+        let tsc = self.extension.extend_if_unshared(self.bits, self.read)?;
+        Some(Timestamp { tsc, cpu: 0 })
     }
 
     #[inline]
