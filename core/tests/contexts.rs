@@ -354,5 +354,8 @@ fn context_records_keep_their_time_across_half_periods_and_buffers() {
     }
     assert_eq!(times.len(), expected.len());
     assert_eq!(times, expected);
-    assert!(RING.stats().buffers_finished > 10, "the run switched buffers");
+    assert!(
+        RING.stats().buffers_finished > 10,
+        "the run switched buffers"
+    );
 }
