@@ -278,6 +278,11 @@ def measure(t, one_core=None):
     assert w1 == w2 == 0, "the steady-state wrapped-clock run switched buffers"
     put("record_wrapped", tuple(v / 2 for v in wrapped),
         "per record, readings past the clock's first wrap (high word 1, read from memory)")
+    extended, _, (x1, x2) = t.per_op("bench_pair_extended", 256)
+    assert x1 == x2 == 0, "the steady-state extended-clock run switched buffers"
+    put("record_extended", tuple(v / 2 for v in extended),
+        "per record, a recorder called directly with a shared extended clock "
+        "(`TimerClock` over the counter: its time kept past the counter's wraps)")
     ctx, _, (c1, c2) = t.per_op("bench_context_pair", 256)
     assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
     put("context_record", tuple(v / 2 for v in ctx),

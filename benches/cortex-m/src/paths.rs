@@ -22,7 +22,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 9;
+pub const COUNT: usize = 10;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -34,6 +34,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_fill_1k,
     bench_context_pair,
     bench_pair_wrapped,
+    bench_pair_extended,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB.
@@ -118,6 +119,22 @@ pub extern "C" fn bench_pair_wrapped(n: u32) -> u32 {
     for _ in 0..n {
         let _ = rec.enter(ID, ts_wrapped());
         let _ = rec.exit(ID, ts_wrapped());
+    }
+    rec.stats().buffers_finished
+}
+
+/// `n` enter + exit pairs read from [`SHARED_CLOCK`], the counter extended to
+/// 64 bits by the count of half periods every context shares (what
+/// `TimerClock`, `DwtClock` give a recorder called directly), steady state:
+/// [`bench_pair`] with a clock that keeps its time past the counter's wraps.
+/// Returns the buffers finished (0).
+#[no_mangle]
+pub extern "C" fn bench_pair_extended(n: u32) -> u32 {
+    let mut ring = ring(true, Policy::FlightRecorder);
+    let (mut rec, _consumer) = ring.split(config());
+    for _ in 0..n {
+        let _ = rec.enter(ID, SHARED_CLOCK.now());
+        let _ = rec.exit(ID, SHARED_CLOCK.now());
     }
     rec.stats().buffers_finished
 }

@@ -96,9 +96,13 @@ impl SharedExtension {
             return extend_counter(seen, raw, bits).1;
         }
         // Twice per period of the counter: the reading is in the half period after
-        // `seen`; count it. In line (a few instructions): a call here would make
-        // every caller's record path save the registers a call clobbers.
-        let (half_periods, value) = extend_counter(seen, raw, bits);
+        // `seen`; count it, out of line (in line, the few instructions and the
+        // store would be predicated on the straight path, paid on every reading;
+        // a record path that must not call takes `extend_if_unshared`). The
+        // store stays here: a pointer to the clock passed to a function that is
+        // not inlined would keep the compiler from folding the clock's constant
+        // fields, such as a `TimerClock`'s read function.
+        let (half_periods, value) = extend_across(seen, raw, bits);
         #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
         compiler_fence(Ordering::Release);
         self.half_periods.store(half_periods, STORE);
@@ -131,6 +135,13 @@ impl SharedExtension {
         }
         None
     }
+}
+
+/// [`extend_counter`] out of line, for the reading that starts a half period.
+#[cold]
+#[inline(never)]
+fn extend_across(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
+    extend_counter(seen, raw, bits)
 }
 
 /// The top bit of a `bits`-wide reading (`bits` clamped to 16..=32, as in
