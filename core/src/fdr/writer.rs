@@ -722,20 +722,27 @@ impl<'b> BufferWriter<'b> {
     /// Sets the split path's fast ends ([`fast_end_epoch`](Self::fast_end_epoch),
     /// [`fast_end_zero`](Self::fast_end_zero) and their exit twins) from `epoch`,
     /// the threshold and `fast_end`.
+    ///
+    /// Without [`SPLIT`] only `fast_end_exit` is kept, as `fast_end` without a
+    /// short-call threshold and 0 with one: the x86_64 sled trampolines of
+    /// `flightrec-sleds` compare an exit's end with it (see [`layout`]), and
+    /// with 0 there every exit would leave their path for the slower one.
     #[inline]
     fn refresh_fast_end_zero(&mut self) {
+        let exit = if self.threshold != 0 {
+            0
+        } else {
+            self.fast_end
+        };
         if SPLIT {
             let valid = self.epoch != NO_EPOCH;
             let zero = self.epoch == 0;
-            let exit = if self.threshold != 0 {
-                0
-            } else {
-                self.fast_end
-            };
             self.fast_end_epoch = if valid { self.fast_end } else { 0 };
             self.fast_end_exit = if valid { exit } else { 0 };
             self.fast_end_zero = if zero { self.fast_end } else { 0 };
             self.fast_end_zero_exit = if zero { exit } else { 0 };
+        } else {
+            self.fast_end_exit = exit;
         }
     }
 
@@ -1886,7 +1893,8 @@ pub mod layout {
     /// The address a function record's end is compared with: `base + limit`
     /// when the record needs nothing but its store, else 0 (`usize`).
     pub const FAST_END: usize = offset_of!(BufferWriter<'static>, fast_end);
-    /// The same for an exit or tail exit: 0 with a short-call threshold (`usize`).
+    /// The same for an exit or tail exit: 0 with a short-call threshold (`usize`;
+    /// on 64-bit targets; `core/tests/writer_layout.rs` checks it).
     pub const FAST_END_EXIT: usize = offset_of!(BufferWriter<'static>, fast_end_exit);
     /// The CPU of the latest record (`u32`).
     pub const LATEST_CPU: usize = offset_of!(BufferWriter<'static>, latest_cpu);
