@@ -723,10 +723,10 @@ where
 
     /// A record whose slot this execution claimed and whose clock reading or
     /// recorder's call-free store declined: records it the general way and
-    /// releases the slot. It reads the clock again rather than take the first reading (a
-    /// `Timestamp` and three more values would not all fit the argument
-    /// registers, and the call would no longer be the record path's last
-    /// step); the record's time is then a few cycles later.
+    /// releases the slot. It reads the clock again rather than take the first
+    /// reading (a `Timestamp` and three more values would not all fit the
+    /// argument registers, and the call would no longer be the record path's
+    /// last step); the record's time is then a few cycles later.
     ///
     /// # Safety
     /// This execution claimed `slot` and has not released it.
