@@ -297,14 +297,21 @@ impl TickCount {
     /// One more period: the SysTick handler's job (the only writer).
     pub(crate) fn increment(&self) {
         let next = self.low.load(Ordering::Relaxed).wrapping_add(1);
-        self.low.store(next, Ordering::Release);
+        // Ordered as the half-period count is (see `LOAD` and `STORE`).
+        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
+        compiler_fence(Ordering::Release);
+        self.low.store(next, STORE);
         // Keeps the half-period count current, so no reader is ever two behind.
         self.extension.extend(32, || next);
     }
 
     pub(crate) fn get(&self) -> u64 {
-        self.extension
-            .extend(32, || self.low.load(Ordering::Acquire))
+        self.extension.extend(32, || {
+            let low = self.low.load(LOAD);
+            #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
+            compiler_fence(Ordering::Acquire);
+            low
+        })
     }
 }
 
