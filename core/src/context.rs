@@ -17,7 +17,7 @@
 //! with a compare-and-swap where the target has one and with a load and a store
 //! on single-core targets without it (thumbv6m) or with the feature
 //! `unsafe-assume-single-core`, by which the program promises it runs on one
-//! core (about 10 fewer Cortex-M4 cycles a record): if a source maps two contexts
+//! core (about 8 fewer Cortex-M4 cycles a record): if a source maps two contexts
 //! that preempt each other to one recorder, or a record is made while the
 //! recorder is in use (an instrumented clock), the second record is refused and
 //! counted instead of corrupting the ring.
