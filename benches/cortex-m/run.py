@@ -265,35 +265,35 @@ def measure(t, one_core=None):
     def put(key, vals, what):
         out[key] = (vals[0], vals[core], what)
 
+    def per_record(target, entry, key, what, pair=None):
+        """An entry's enter + exit pairs, steady state (no buffer finished, no
+        record lost), per record; `pair`: (key, what) of a row per pair first."""
+        pairs, _, (r1, r2) = target.per_op(entry, 256)
+        assert r1 == r2 == 0, f"the steady-state run of {entry} switched buffers or lost records"
+        if pair is not None:
+            put(pair[0], pairs, pair[1])
+        put(key, tuple(v / 2 for v in pairs), what)
+        return pairs
+
     floor, _, _ = t.per_op("bench_floor", 256)
     put("floor_pair", floor, "floor: 2 × (counter read + 8-byte store)")
     enter, _, (e1, e2) = t.per_op("bench_enter", 256)
     assert e1 == e2 == 0, "the steady-state enter run switched buffers"
     put("enter", enter, "one enter (counter read included), steady state")
-    pair, _, (p1, p2) = t.per_op("bench_pair", 256)
-    assert p1 == p2 == 0, "the steady-state pair run switched buffers"
-    put("pair", pair, "enter + exit, steady state")
-    put("record", tuple(v / 2 for v in pair), "per record (enter + exit) / 2, steady state")
-    wrapped, _, (w1, w2) = t.per_op("bench_pair_wrapped", 256)
-    assert w1 == w2 == 0, "the steady-state wrapped-clock run switched buffers"
-    put("record_wrapped", tuple(v / 2 for v in wrapped),
-        "per record, readings past the clock's first wrap (high word 1, read from memory)")
-    extended, _, (x1, x2) = t.per_op("bench_pair_extended", 256)
-    assert x1 == x2 == 0, "the steady-state extended-clock run switched buffers"
-    put("record_extended", tuple(v / 2 for v in extended),
-        "per record, a recorder called directly with a shared extended clock "
-        "(`TimerClock` over the counter: its time kept past the counter's wraps)")
-    ctx, _, (c1, c2) = t.per_op("bench_context_pair", 256)
-    assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
-    put("context_record", tuple(v / 2 for v in ctx),
-        "per record through the global recorder and per-context recorders "
-        "(IPSR, shared timer clock, claim), steady state")
+    pair = per_record(t, "bench_pair", "record", "per record (enter + exit) / 2, steady state",
+                      pair=("pair", "enter + exit, steady state"))
+    per_record(t, "bench_pair_wrapped", "record_wrapped",
+               "per record, readings past the clock's first wrap (high word 1, read from memory)")
+    per_record(t, "bench_pair_extended", "record_extended",
+               "per record, a recorder called directly with a shared extended clock "
+               "(`TimerClock` over the counter: its time kept past the counter's wraps)")
+    per_record(t, "bench_context_pair", "context_record",
+               "per record through the global recorder and per-context recorders "
+               "(IPSR, shared timer clock, claim), steady state")
     if one_core is not None:
-        ctx, _, (c1, c2) = one_core.per_op("bench_context_pair", 256)
-        assert c1 == c2 == 0, "the steady-state context run switched buffers or lost records"
-        put("context_record_one_core", tuple(v / 2 for v in ctx),
-            "the same with feature `unsafe-assume-single-core` (claim by a load and a "
-            "store, no `dmb`)")
+        per_record(one_core, "bench_context_pair", "context_record_one_core",
+                   "the same with feature `unsafe-assume-single-core` (claim by a load and a "
+                   "store, no `dmb`)")
     n = 1024
     sw, (a, b), (s1, s2) = t.per_op("bench_switch", n)
     switches = s2 - s1

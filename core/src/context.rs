@@ -80,8 +80,6 @@ pub use cortex_m::CortexMContexts;
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::mem::MaybeUninit;
-#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::clock::Clock;
@@ -89,6 +87,7 @@ use crate::fdr::records::FunctionRecord;
 use crate::fdr::ring::{Dropped, Recorder};
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
+use crate::one_core::{after_load, before_store, ONE_CORE, STORE};
 
 /// A preemption context: what a [`ContextSource`] says is running, and what a
 /// recorder is installed for.
@@ -294,53 +293,50 @@ impl Slot {
     /// Moves the slot from `READY` to `BUSY` for `context`.
     #[inline(always)]
     fn claim(&self, ready: u32) -> bool {
-        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
-        {
-            self.word
+        #[cfg(target_has_atomic = "32")]
+        if !ONE_CORE {
+            return self
+                .word
                 .compare_exchange(
                     ready,
                     ready - READY + BUSY,
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 )
-                .is_ok()
+                .is_ok();
         }
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        {
-            // One core (thumbv6m, which has no compare-and-swap, or the promise
-            // of feature `unsafe-assume-single-core`): an execution that preempts
-            // us between the load and the store finishes (and puts the word back)
-            // before we store, so the load and the store act as one step. On one
-            // core a compiler fence orders the recorder's accesses after the claim
-            // (an execution sees its own accesses in program order; a `dmb` would
-            // cost cycles and order nothing more).
-            if self.word.load(Ordering::Relaxed) != ready {
-                return false;
-            }
-            self.word.store(ready - READY + BUSY, Ordering::Relaxed);
-            compiler_fence(Ordering::Acquire);
-            true
+        // One core (thumbv6m, which has no compare-and-swap, or the promise of
+        // feature `unsafe-assume-single-core`, see `one_core`): an execution
+        // that preempts us between the load and the store finishes (and puts the
+        // word back) before we store, so the load and the store act as one step.
+        if self.word.load(Ordering::Relaxed) != ready {
+            return false;
         }
+        self.mark_busy(ready);
+        true
     }
 
     /// [`claim`](Self::claim) for a slot whose word this execution has just
     /// loaded and found `ready`.
     #[inline(always)]
     fn claim_seen(&self, ready: u32) -> bool {
-        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
-        {
-            self.claim(ready)
+        if !ONE_CORE {
+            return self.claim(ready);
         }
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        {
-            // One core (see `claim`): `claim` without its load. The word
-            // was `ready` at our load; an execution that preempted us since then
-            // has finished and put back what it claimed, and only an install
-            // changes a word for good, from FREE. So it is still `ready`.
-            self.word.store(ready - READY + BUSY, Ordering::Relaxed);
-            compiler_fence(Ordering::Acquire);
-            true
-        }
+        // One core (see `claim`): `claim` without its load. The word was `ready`
+        // at our load; an execution that preempted us since then has finished
+        // and put back what it claimed, and only an install changes a word for
+        // good, from FREE. So it is still `ready`.
+        self.mark_busy(ready);
+        true
+    }
+
+    /// One core's claim: BUSY stored over `ready`, and the recorder's accesses
+    /// kept after it by a compiler fence.
+    #[inline(always)]
+    fn mark_busy(&self, ready: u32) {
+        self.word.store(ready - READY + BUSY, Ordering::Relaxed);
+        after_load();
     }
 
     /// Uses the recorder of a slot whose word is `ready`, if it is not in use.
@@ -396,14 +392,8 @@ impl Slot {
     /// Puts the word back to `ready` after the recorder was used.
     #[inline(always)]
     fn release(&self, ready: u32) {
-        #[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
-        self.word.store(ready, Ordering::Release);
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        {
-            // One core (see `claim`).
-            compiler_fence(Ordering::Release);
-            self.word.store(ready, Ordering::Relaxed);
-        }
+        before_store();
+        self.word.store(ready, STORE);
     }
 }
 

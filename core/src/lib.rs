@@ -60,5 +60,6 @@ pub mod fdr;
 pub mod global;
 pub mod link;
 pub mod names;
+mod one_core;
 pub mod sled_map;
 pub mod trace2;

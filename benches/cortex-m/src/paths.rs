@@ -85,11 +85,18 @@ pub extern "C" fn bench_enter(n: u32) -> u32 {
 /// `n` enter + exit pairs, steady state. Returns the buffers finished (0).
 #[no_mangle]
 pub extern "C" fn bench_pair(n: u32) -> u32 {
+    steady_pairs(n, ts)
+}
+
+/// `n` enter + exit pairs into the steady ring (2 × 32 KiB, no buffer switch),
+/// each record's time from `now`, in line. Returns the buffers finished.
+#[inline(always)]
+fn steady_pairs(n: u32, now: impl Fn() -> Timestamp) -> u32 {
     let mut ring = ring(true, Policy::FlightRecorder);
     let (mut rec, _consumer) = ring.split(config());
     for _ in 0..n {
-        let _ = rec.enter(ID, ts());
-        let _ = rec.exit(ID, ts());
+        let _ = rec.enter(ID, now());
+        let _ = rec.exit(ID, now());
     }
     rec.stats().buffers_finished
 }
@@ -114,13 +121,7 @@ fn ts_wrapped() -> Timestamp {
 /// buffers finished (0).
 #[no_mangle]
 pub extern "C" fn bench_pair_wrapped(n: u32) -> u32 {
-    let mut ring = ring(true, Policy::FlightRecorder);
-    let (mut rec, _consumer) = ring.split(config());
-    for _ in 0..n {
-        let _ = rec.enter(ID, ts_wrapped());
-        let _ = rec.exit(ID, ts_wrapped());
-    }
-    rec.stats().buffers_finished
+    steady_pairs(n, ts_wrapped)
 }
 
 /// `n` enter + exit pairs read from [`SHARED_CLOCK`], the counter extended to
@@ -130,13 +131,7 @@ pub extern "C" fn bench_pair_wrapped(n: u32) -> u32 {
 /// Returns the buffers finished (0).
 #[no_mangle]
 pub extern "C" fn bench_pair_extended(n: u32) -> u32 {
-    let mut ring = ring(true, Policy::FlightRecorder);
-    let (mut rec, _consumer) = ring.split(config());
-    for _ in 0..n {
-        let _ = rec.enter(ID, SHARED_CLOCK.now());
-        let _ = rec.exit(ID, SHARED_CLOCK.now());
-    }
-    rec.stats().buffers_finished
+    steady_pairs(n, || SHARED_CLOCK.now())
 }
 
 /// `n` enter + exit pairs into 1 KiB buffers (flight recorder, 4 buffers), so the

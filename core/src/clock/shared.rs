@@ -4,22 +4,12 @@
 //! `SysTickClock` (feature `cortex-m`) runs on the real registers.
 
 use core::num::NonZeroU64;
-#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-use core::sync::atomic::compiler_fence;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-// The count's load and store are ordered with the counter's reading. Targets
-// without compare-and-swap (thumbv6m: Cortex-M0 and M0+) are single in-order cores,
-// as is a program built with feature `unsafe-assume-single-core` (its promise),
-// where a compiler fence does that without a `dmb` on every reading.
-#[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
-const LOAD: Ordering = Ordering::Acquire;
-#[cfg(all(target_has_atomic = "32", not(feature = "unsafe-assume-single-core")))]
-const STORE: Ordering = Ordering::Release;
-#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-const LOAD: Ordering = Ordering::Relaxed;
-#[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-const STORE: Ordering = Ordering::Relaxed;
+// The count's load and store are ordered with the counter's reading: by an
+// acquire load and a release store, or by compiler fences on one core (see
+// `one_core`).
+use crate::one_core::{after_load, before_store, LOAD, STORE};
 
 use super::{Clock, Timestamp};
 
@@ -84,12 +74,7 @@ impl SharedExtension {
     /// ```
     #[inline(always)]
     pub fn extend(&self, bits: u32, read: impl FnOnce() -> u32) -> u64 {
-        // Load before reading the counter: the count is then at most one half
-        // period behind the reading (see the type's docs).
-        let seen = self.half_periods.load(LOAD);
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        compiler_fence(Ordering::Acquire);
-        let raw = read();
+        let (seen, raw) = self.seen_and_read(read);
         // The common case, a reading in the half period the count says: nothing to
         // store, and the value is the count's periods above the reading.
         if top_bit(raw, bits) == seen & 1 {
@@ -103,14 +88,11 @@ impl SharedExtension {
         // not inlined would keep the compiler from folding the clock's constant
         // fields, such as a `TimerClock`'s read function.
         let (half_periods, value) = extend_across(seen, raw, bits);
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        compiler_fence(Ordering::Release);
+        before_store();
         self.half_periods.store(half_periods, STORE);
         value
     }
-}
 
-impl SharedExtension {
     /// [`extend`](Self::extend) when the reading is in the half period counted
     /// (it stores nothing then); `None` when it starts the next one, which
     /// `extend` counts.
@@ -125,15 +107,18 @@ impl SharedExtension {
     /// ```
     #[inline(always)]
     pub fn extend_if_unshared(&self, bits: u32, read: impl FnOnce() -> u32) -> Option<u64> {
-        // As in `extend`.
+        let (seen, raw) = self.seen_and_read(read);
+        (top_bit(raw, bits) == seen & 1).then(|| extend_counter(seen, raw, bits).1)
+    }
+
+    /// The half periods counted, then the counter's reading: loaded before
+    /// reading the counter, the count is at most one half period behind the
+    /// reading (see the type's docs).
+    #[inline(always)]
+    fn seen_and_read(&self, read: impl FnOnce() -> u32) -> (u32, u32) {
         let seen = self.half_periods.load(LOAD);
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        compiler_fence(Ordering::Acquire);
-        let raw = read();
-        if top_bit(raw, bits) == seen & 1 {
-            return Some(extend_counter(seen, raw, bits).1);
-        }
-        None
+        after_load();
+        (seen, read())
     }
 }
 
@@ -297,9 +282,8 @@ impl TickCount {
     /// One more period: the SysTick handler's job (the only writer).
     pub(crate) fn increment(&self) {
         let next = self.low.load(Ordering::Relaxed).wrapping_add(1);
-        // Ordered as the half-period count is (see `LOAD` and `STORE`).
-        #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-        compiler_fence(Ordering::Release);
+        // Ordered as the half-period count is.
+        before_store();
         self.low.store(next, STORE);
         // Keeps the half-period count current, so no reader is ever two behind.
         self.extension.extend(32, || next);
@@ -308,8 +292,7 @@ impl TickCount {
     pub(crate) fn get(&self) -> u64 {
         self.extension.extend(32, || {
             let low = self.low.load(LOAD);
-            #[cfg(any(not(target_has_atomic = "32"), feature = "unsafe-assume-single-core"))]
-            compiler_fence(Ordering::Acquire);
+            after_load();
             low
         })
     }
