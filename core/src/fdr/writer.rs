@@ -1238,11 +1238,18 @@ impl<'b> BufferWriter<'b> {
     #[inline(always)]
     pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
         if cfg!(target_pointer_width = "32") {
-            self.split_store_or(low, ts, false, true, |_| false, |_, _| false)
+            self.try_split_store(low, ts)
         } else {
             let (action, id) = FunctionRecord::from_low_word(low);
             self.function_without_calls(action, id, ts)
         }
+    }
+
+    /// [`try_function_word`](Self::try_function_word) on the split path, with
+    /// no high-word-0 shortcut (its callers read extended clocks).
+    #[inline(always)]
+    fn try_split_store(&mut self, low: u32, ts: Timestamp) -> bool {
+        self.split_store_or(low, ts, false, true, |_| false, |_, _| false)
     }
 
     /// The split path: stores the record and gives `stored`, or gives what
@@ -2113,8 +2120,7 @@ mod tests {
                 assert_eq!(a, b, "round {round}, record {i}");
                 let state = |w: &BufferWriter| (w.pos(), w.latest_tsc, w.latest_cpu, w.undo_start);
                 let before = state(&tried);
-                // Without the high-word-0 shortcut, as the context path stores.
-                let c = if tried.split_store_or(low, t, false, true, |_| false, |_, _| false) {
+                let c = if tried.try_split_store(low, t) {
                     Ok(())
                 } else {
                     assert_eq!(state(&tried), before, "a decline changed the writer");
