@@ -1340,13 +1340,16 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // `&mut self`, so no shared borrow of this buffer is alive.
         let buf = unsafe { self.ring.buffer_mut(self.slot) };
         let walltime = self.next_walltime(ts.tsc);
-        let Ok(mut w) = BufferWriter::new(buf, &self.config.writer, walltime) else {
+        // The count is brought up to date when the buffer is handed out
+        // (deferred extents).
+        if self
+            .writer
+            .start(buf, &self.config.writer, walltime, true)
+            .is_err()
+        {
             self.broken = true;
             return false;
-        };
-        // The count is brought up to date when the buffer is handed out.
-        w.defer_extents();
-        self.writer = w;
+        }
         if self.unmarked_loss > 0 {
             self.mark_loss(ts);
         }
