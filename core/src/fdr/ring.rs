@@ -792,6 +792,10 @@ pub struct Recorder<'r, 'a> {
     records_dropped: u64,
     /// The buffers cannot hold even one record with this configuration.
     broken: bool,
+    /// Slots `0 .. prepared` hold a preamble this recorder wrote (it takes the
+    /// slots in turn from 0): [`switch_for_function`](Self::switch_for_function)
+    /// rewrites only its changing records there.
+    prepared: usize,
     /// The ring's storage lives for `'a`, which outlives `'r`.
     _ring: PhantomData<&'r Ring<'a>>,
 }
@@ -801,6 +805,16 @@ pub struct Recorder<'r, 'a> {
 // plain data. Recording
 // takes `&mut self`, so being `Sync` lets other contexts only read (see the module
 // docs); `tests::recorder_is_send_and_sync` pins both.
+
+/// The WalltimeMarker of the buffer after one with `w` (see
+/// `Recorder::next_walltime`): both fields one up, the micros below 10^6.
+#[inline(always)]
+fn walltime_after(w: Walltime) -> Walltime {
+    Walltime {
+        seconds: w.seconds.saturating_add(1),
+        micros: if w.micros >= 999_999 { 0 } else { w.micros + 1 },
+    }
+}
 
 impl<'r, 'a> Recorder<'r, 'a> {
     pub(crate) fn new(ring: RingView<'r>, config: RecorderConfig) -> Self {
@@ -817,6 +831,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
             last_loss: Timestamp { tsc: 0, cpu: 0 },
             records_dropped: 0,
             broken: too_small,
+            prepared: 0,
             _ring: PhantomData,
         }
     }
@@ -1087,11 +1102,13 @@ impl<'r, 'a> Recorder<'r, 'a> {
     #[cold]
     #[inline(never)]
     fn function_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
-        // A new buffer's first record needs a NewCPUId: straight to the path that
-        // writes it.
+        if self.switch_for_function(low, ts) {
+            return Ok(());
+        }
+        // The rare rest (the first buffer, one after a loss marker or a flush,
+        // no free buffer): the writer's general path, out of line already.
         self.slow_path(ts, move |w| {
-            w.function_word_new_buffer(low, ts)
-                .map_err(RecordError::from)
+            w.function_word_across(low, ts).map_err(RecordError::from)
         })
     }
 
@@ -1304,36 +1321,90 @@ impl<'r, 'a> Recorder<'r, 'a> {
             micros: 0,
         });
         let this = *w;
-        w.seconds = w.seconds.saturating_add(1);
-        w.micros = if w.micros >= 999_999 { 0 } else { w.micros + 1 };
+        *w = walltime_after(this);
         this
+    }
+
+    /// Whether the policy lets the recorder take buffer `seq` (in streaming
+    /// mode: the consumer has released the buffer `n` before it).
+    #[inline(always)]
+    fn may_take(&self, seq: u32) -> bool {
+        match self.ring.policy {
+            Policy::Streaming => {
+                let tail = self.ring.state.tail.load(Ordering::Acquire);
+                seq.wrapping_sub(tail) < self.ring.slots.len() as u32
+            }
+            Policy::FlightRecorder => true,
+        }
+    }
+
+    /// Flight recorder: the current slot's buffer from `n` buffers ago, if it
+    /// was finished, is overwritten now: counted, and its length cleared.
+    #[inline(always)]
+    fn overwrite_slot(&mut self) {
+        if self.ring.policy != Policy::FlightRecorder {
+            return;
+        }
+        // Slot indexes are below N (`next_slot`): `get` only spares a panic path.
+        let slot = self.ring.slots.get(self.slot);
+        if let Some(slot) = slot.filter(|s| s.len.load(Ordering::Relaxed) > 0) {
+            let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
+            self.ring
+                .state
+                .buffers_overwritten
+                .store(lost.wrapping_add(1), Ordering::Relaxed);
+            slot.len.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The common buffer switch, straight: a function record found its buffer
+    /// full, nothing was lost, and the policy lets the recorder take the next
+    /// buffer. Finishes the buffer, and starts the next with the record as its
+    /// first event ([`BufferWriter::restart_with_function`]), with none of
+    /// [`slow_path`](Self::slow_path)'s tests for the first buffer, a lost
+    /// record, a loss marker or a broken ring. `false`: nothing changed, the
+    /// slow path does it.
+    #[inline(always)]
+    fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
+        let Some(walltime) = self.walltime else {
+            return false;
+        };
+        if self.unmarked_loss != 0
+            || !self.writer.may_restart(self.ring.buffer_size)
+            || self.ring.next_slot(self.slot) >= self.prepared
+            || !self.may_take(self.seq.wrapping_add(1))
+        {
+            return false;
+        }
+        // The buffer has events (`may_restart`): published, and `seq` and
+        // `slot` advance.
+        self.publish_current();
+        self.overwrite_slot();
+        self.walltime = Some(walltime_after(walltime));
+        // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
+        // buffer has the current one's length (every buffer of a ring does),
+        // which is what `may_restart` checked the writer against, and holds a
+        // preamble this recorder's `start` wrote with its one configuration
+        // (`prepared`; only this recorder writes the ring's buffers).
+        unsafe {
+            let buf = self.ring.buffer_mut(self.slot);
+            self.writer.restart_with_function(
+                buf.as_mut_ptr(),
+                &self.config.writer,
+                walltime,
+                low,
+                ts,
+            );
+        }
+        true
     }
 
     /// Takes the next buffer if the policy allows and writes its preamble.
     fn acquire(&mut self, ts: Timestamp) -> bool {
-        let n = self.ring.slots.len() as u32;
-        match self.ring.policy {
-            Policy::Streaming => {
-                let tail = self.ring.state.tail.load(Ordering::Acquire);
-                if self.seq.wrapping_sub(tail) >= n {
-                    return false;
-                }
-            }
-            Policy::FlightRecorder => {
-                // Slot indexes are below N (`next_slot`): `get` only spares a
-                // panic path.
-                let slot = self.ring.slots.get(self.slot);
-                if let Some(slot) = slot.filter(|s| s.len.load(Ordering::Relaxed) > 0) {
-                    // The slot still holds the buffer from `n` buffers ago: it is lost.
-                    let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
-                    self.ring
-                        .state
-                        .buffers_overwritten
-                        .store(lost.wrapping_add(1), Ordering::Relaxed);
-                    slot.len.store(0, Ordering::Relaxed);
-                }
-            }
+        if !self.may_take(self.seq) {
+            return false;
         }
+        self.overwrite_slot();
         // SAFETY: buffer `seq` is free: in streaming mode the consumer has released it
         // (checked above with acquire ordering against its release store of `tail`); in
         // flight-recorder mode no consumer reads buffers, and `for_each_buffer` needs
@@ -1350,6 +1421,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
             self.broken = true;
             return false;
         }
+        self.prepared = self.prepared.max(self.slot + 1);
         if self.unmarked_loss > 0 {
             self.mark_loss(ts);
         }
@@ -2024,6 +2096,109 @@ mod tests {
         }
         assert_eq!(next_read, 13);
         assert_eq!(rec.records_dropped(), 0);
+    }
+
+    /// Checks buffer `k` of the recorder in `buffers_keep_their_preambles_across_laps`:
+    /// its preamble, a NewCPUId at `t0` (any, with `None`) and function records 10
+    /// ticks apart; returns the time after its last record.
+    fn check_lap_buffer(b: &[u8], k: i64, t0: Option<u64>) -> u64 {
+        use crate::fdr::decoder::decode_record;
+        use crate::fdr::records::Record;
+        use crate::fdr::Version;
+        let mut at = 0;
+        let mut next = || {
+            let (r, n) = decode_record(Version::V5, &b[at..]).unwrap();
+            at += n;
+            (r, at == b.len())
+        };
+        assert_eq!(
+            next().0,
+            Record::BufferExtents {
+                size: b.len() as u64 - 16
+            }
+        );
+        assert_eq!(next().0, Record::NewBuffer { tid: 7 });
+        let walltime = Record::Walltime {
+            seconds: 1_700_000_000 + k,
+            micros: k as u32,
+        };
+        assert_eq!(next().0, walltime, "buffer {k}");
+        assert_eq!(next().0, Record::Pid { pid: 42 });
+        let (Record::NewCpuId { cpu: 0, tsc }, _) = next() else {
+            panic!("no NewCPUId in buffer {k}");
+        };
+        assert_eq!(t0.unwrap_or(tsc), tsc, "buffer {k}");
+        let (mut now, mut expected) = (tsc, tsc);
+        loop {
+            let (Record::Function { delta, .. }, last) = next() else {
+                panic!("not a function record in buffer {k}");
+            };
+            // Each delta counts from the record before.
+            now += u64::from(delta);
+            assert_eq!(now, expected, "buffer {k}");
+            expected += 10;
+            if last {
+                return expected;
+            }
+        }
+    }
+
+    /// Past the first lap the recorder rewrites only the changing records of a
+    /// slot's preamble (`switch_for_function`): every buffer still decodes to its
+    /// own extents, thread, wall time, process, NewCPUId and records, across
+    /// laps, after flushes (which start the next buffer the slow way) and on
+    /// both policies.
+    #[test]
+    fn buffers_keep_their_preambles_across_laps() {
+        #[repr(align(8))]
+        struct Storage([u8; 3 * 160]);
+        for policy in [Policy::Streaming, Policy::FlightRecorder] {
+            let mut storage = Storage([0; 3 * 160]);
+            let slots = [Slot::NEW; 3];
+            let mut ring = Ring::new(&mut storage.0, &slots, policy).unwrap();
+            let epoch = Walltime {
+                seconds: 1_700_000_000,
+                micros: 0,
+            };
+            let cfg =
+                RecorderConfig::new(WriterConfig::new(7).with_pid(42), 1_000).with_epoch(epoch, 0);
+            let (mut rec, mut cons) = ring.split(cfg);
+            let mut t = 0;
+            let mut k = 0;
+            for round in 0..200u64 {
+                // Entries only: no delta 0 pair that a threshold could touch.
+                rec.enter(fid(1), ts(round * 10)).unwrap();
+                if round % 37 == 36 {
+                    rec.flush();
+                }
+                while policy == Policy::Streaming && cons.pending() > 1 {
+                    t = check_lap_buffer(&cons.pop().unwrap(), k, Some(t));
+                    k += 1;
+                }
+            }
+            rec.flush();
+            assert_eq!(rec.records_dropped(), 0);
+            let finished = i64::from(rec.stats().buffers_finished);
+            assert!(finished > 9, "{policy:?}: several laps");
+            if policy == Policy::Streaming {
+                while let Some(b) = cons.pop() {
+                    t = check_lap_buffer(&b, k, Some(t));
+                    k += 1;
+                }
+                assert_eq!((t, k), (2_000, finished));
+            } else {
+                // The newest buffers, in order.
+                let mut kept = 0;
+                rec.for_each_buffer(|_| kept += 1);
+                let mut k = finished - kept;
+                let mut t = None;
+                rec.for_each_buffer(|b| {
+                    t = Some(check_lap_buffer(b, k, t));
+                    k += 1;
+                });
+                assert_eq!((t, k), (Some(2_000), finished));
+            }
+        }
     }
 
     #[test]

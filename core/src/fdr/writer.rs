@@ -174,6 +174,29 @@ unsafe fn store_meta(at: *mut u8, value: u128) {
     }
 }
 
+/// [`store_meta`] where `at` is known to be 4-aligned on [`STRICT_ALIGNMENT`]
+/// targets: no test, no byte stores.
+///
+/// # Safety
+/// As for [`store_meta`], and on `STRICT_ALIGNMENT` targets `at` is a multiple
+/// of 4.
+#[inline(always)]
+unsafe fn store_meta_aligned(at: *mut u8, value: u128) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if STRICT_ALIGNMENT {
+            at.cast::<[u32; 4]>().write([
+                (value as u32).to_le(),
+                ((value >> 32) as u32).to_le(),
+                ((value >> 64) as u32).to_le(),
+                ((value >> 96) as u32).to_le(),
+            ]);
+        } else {
+            store_meta(at, value);
+        }
+    }
+}
+
 /// [`store_meta`]'s byte stores, out of line: rare (after a payload whose length
 /// is not a multiple of 4), and long on a Cortex-M0.
 ///
@@ -184,6 +207,47 @@ unsafe fn store_meta(at: *mut u8, value: u128) {
 unsafe fn store_meta_bytes(at: *mut u8, value: u128) {
     // SAFETY: the caller's contract.
     unsafe { at.cast::<[u8; META]>().write_unaligned(value.to_le_bytes()) };
+}
+
+/// Stores a buffer's preamble at `base` (BufferExtents, its count the rest of
+/// the preamble; NewBuffer; WalltimeMarker; Pid) as whole records; returns the
+/// address after it.
+///
+/// # Safety
+/// `base .. base + config.preamble_len()` is inside one buffer the caller
+/// borrows exclusively.
+#[inline(always)]
+unsafe fn store_preamble(base: *mut u8, config: &WriterConfig, walltime: Walltime) -> *mut u8 {
+    let mut at = base;
+    let mut put = |record: u128| {
+        // SAFETY: the preamble's records are inside the buffer (the caller's
+        // contract).
+        unsafe { store_meta(at, record) };
+        at = at.wrapping_add(META);
+    };
+    if config.version.has_extents() {
+        let size = (config.preamble_len() - META) as u64;
+        put(BufferExtents { size }.to_le_u128());
+    }
+    // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
+    let tid = config.tid as i32;
+    put(NewBuffer { tid }.to_le_u128());
+    let walltime = WalltimeMarker {
+        seconds: walltime.seconds,
+        // A ring's recorder counts its buffers' micros below 10^6 already: the
+        // division (a library call on a Cortex-M0) only for other callers.
+        micros: if walltime.micros < 1_000_000 {
+            walltime.micros
+        } else {
+            micros_in_second(walltime.micros)
+        },
+    };
+    put(walltime.to_le_u128());
+    if let Some(pid) = config.pid {
+        let pid = pid as i32;
+        put(Pid { pid }.to_le_u128());
+    }
+    at
 }
 
 /// A wall-clock time: seconds and microseconds (what WalltimeMarker records carry).
@@ -637,38 +701,9 @@ impl<'b> BufferWriter<'b> {
         let len = buf.len();
         let base = buf.as_mut_ptr();
         let preamble = config.preamble_len();
-        // The preamble as whole records; the BufferExtents count is the bytes
-        // after it, the rest of the preamble. Its room was tested above
-        // (`min_buffer_len` is more than `preamble_len`).
-        let mut at = base;
-        let mut put = |record: u128| {
-            // SAFETY: the preamble's records fit in `buf` (tested above), which
-            // this function holds exclusively.
-            unsafe { store_meta(at, record) };
-            at = at.wrapping_add(META);
-        };
-        if config.version.has_extents() {
-            let size = (preamble - META) as u64;
-            put(BufferExtents { size }.to_le_u128());
-        }
-        // The wire field is `int32_t`; the same 4 bytes (see `WriterConfig::tid`).
-        let tid = config.tid as i32;
-        put(NewBuffer { tid }.to_le_u128());
-        let walltime = WalltimeMarker {
-            seconds: walltime.seconds,
-            // A ring's recorder counts its buffers' micros below 10^6 already: the
-            // division (a library call on a Cortex-M0) only for other callers.
-            micros: if walltime.micros < 1_000_000 {
-                walltime.micros
-            } else {
-                micros_in_second(walltime.micros)
-            },
-        };
-        put(walltime.to_le_u128());
-        if let Some(pid) = config.pid {
-            let pid = pid as i32;
-            put(Pid { pid }.to_le_u128());
-        }
+        // SAFETY: the preamble fits in `buf` (`min_buffer_len` is more than
+        // `preamble_len`), which this function holds exclusively.
+        let at = unsafe { store_preamble(base, config, walltime) };
         self.base = base;
         self.cur = at;
         self.len = len;
@@ -684,6 +719,86 @@ impl<'b> BufferWriter<'b> {
         self.epoch = NO_EPOCH;
         self.refresh_fast_end();
         Ok(())
+    }
+
+    /// Whether [`restart_with_function`](Self::restart_with_function) may move
+    /// this writer to another buffer of `len` bytes: it is on a buffer of that
+    /// length that has events, its extents are deferred, and (on
+    /// [`STRICT_ALIGNMENT`] targets) its buffer and `len` are multiples of 4, so
+    /// that every buffer of the ring starts aligned.
+    #[inline(always)]
+    pub(crate) fn may_restart(&self, len: usize) -> bool {
+        let aligned = !STRICT_ALIGNMENT || (self.base.addr() | len) & 3 == 0;
+        self.len == len && self.has_events() && !self.extents_every_record && aligned
+    }
+
+    /// A recorder's buffer switch for a function record: this writer moves to
+    /// the buffer at `base`, whose preamble an earlier [`start`](Self::start)
+    /// with the same configuration wrote (a ring's recorder uses its slots in
+    /// turn, and nothing else writes them). It rewrites the two records of the
+    /// preamble that change (the BufferExtents count and the WalltimeMarker),
+    /// then a NewCPUId and the record, which leaves the bytes and state of
+    /// `start` and then [`function_word_across`](Self::function_word_across); of
+    /// the fields it sets only those that differ from buffer to buffer (the
+    /// length, the limit, the version and the threshold stay).
+    ///
+    /// # Safety
+    /// [`may_restart`](Self::may_restart) with the length of the buffer at
+    /// `base`; that buffer is borrowed exclusively for `'b`, and holds the
+    /// preamble of a `start` with `config`, the configuration this writer was
+    /// started with. (`walltime.micros` is below 10^6, as a recorder counts
+    /// them; `start` reduces others.)
+    #[inline(always)]
+    pub(crate) unsafe fn restart_with_function(
+        &mut self,
+        base: *mut u8,
+        config: &WriterConfig,
+        walltime: Walltime,
+        low: u32,
+        ts: Timestamp,
+    ) {
+        let preamble = self.body_start;
+        let extents = config.version.has_extents();
+        let wall_at = if extents { 2 * META } else { META };
+        let walltime = WalltimeMarker {
+            seconds: walltime.seconds,
+            micros: walltime.micros,
+        };
+        let new_cpu = NewCpuId {
+            cpu: ts.cpu,
+            tsc: ts.tsc,
+        };
+        let at = base.wrapping_add(preamble);
+        // SAFETY: the buffer at `base` has this writer's length (the caller's
+        // contract), which holds the preamble, a NewCPUId and a record
+        // (`min_buffer_len`); on `STRICT_ALIGNMENT` targets `base`, and so every
+        // record here (at multiples of 16 bytes from it, the record too), is
+        // 4-aligned.
+        unsafe {
+            if extents {
+                let size = (preamble - META) as u64;
+                store_meta_aligned(base, BufferExtents { size }.to_le_u128());
+            }
+            store_meta_aligned(base.wrapping_add(wall_at), walltime.to_le_u128());
+            store_meta_aligned(at, new_cpu.to_le_u128());
+            store_fast(at.wrapping_add(META), u64::from(low));
+        }
+        self.base = base;
+        self.cur = at.wrapping_add(META + FUNC);
+        self.latest_cpu = u32::from(ts.cpu);
+        self.latest_tsc = ts.tsc;
+        // Nothing before the NewCPUId can be erased; nor can a kept exit or an
+        // EnterArg become erasable (as in `function_after_metadata`).
+        self.undo_start = if low & 0b1110 == 0 || low & 0b1110 == 0b0100 {
+            preamble + META
+        } else {
+            preamble + META + FUNC
+        };
+        self.fast_end = self.limit_addr();
+        self.refresh_epoch();
+        if !SPLIT {
+            self.refresh_fast_end_zero();
+        }
     }
 
     /// A writer without a buffer: the [`Recorder`](super::ring::Recorder)'s "no
@@ -1373,64 +1488,9 @@ impl<'b> BufferWriter<'b> {
     #[cold]
     #[inline(never)]
     pub(crate) fn function_word_across(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
-        self.function_word_first(low, ts)
-    }
-
-    /// [`function_word_across`](Self::function_word_across) inlined: what a
-    /// recorder calls, out of line already, for the first record of a new
-    /// buffer, which never takes the split path.
-    #[inline(always)]
-    pub(crate) fn function_word_first(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
         let result = self.function_word_wide(low, ts);
         self.refresh_epoch();
         result
-    }
-
-    /// [`function_word_first`](Self::function_word_first) for the first event of
-    /// a buffer, which a recorder's buffer switch writes: a NewCPUId and the
-    /// record with delta 0, each stored whole, with no test of what came before
-    /// (the same bytes and state as `function_word_first`, see
-    /// `first_record_paths_write_the_same_bytes`). After another event (a loss
-    /// marker a recorder wrote first) it is `function_word_first`.
-    #[inline(always)]
-    pub(crate) fn function_word_new_buffer(&mut self, low: u32, ts: Timestamp) -> Result<(), Full> {
-        let at = self.cur;
-        // After another event, with the extents kept by every record, or at a
-        // position off a multiple of 4 where that matters: the general way, out
-        // of line.
-        if self.latest_cpu != NO_CPU
-            || self.extents_every_record
-            || (STRICT_ALIGNMENT && at.addr() & 3 != 0)
-        {
-            return self.function_word_across(low, ts);
-        }
-        let pos = self.pos();
-        if pos + META + FUNC > self.limit {
-            return Err(Full);
-        }
-        let new_cpu = NewCpuId {
-            cpu: ts.cpu,
-            tsc: ts.tsc,
-        };
-        // SAFETY: `pos + META + FUNC <= limit <= len`, so the NewCPUId and the
-        // record are inside the buffer, which `&mut self` borrows exclusively;
-        // on `STRICT_ALIGNMENT` targets `at` is a multiple of 4 (tested above).
-        unsafe {
-            store_meta(at, new_cpu.to_le_u128());
-            store_fast(at.wrapping_add(META), u64::from(low));
-        }
-        self.cur = at.wrapping_add(META + FUNC);
-        self.latest_cpu = u32::from(ts.cpu);
-        self.latest_tsc = ts.tsc;
-        // Nothing before the NewCPUId can be erased; nor can a kept exit or an
-        // EnterArg become erasable (as in `function_after_metadata`).
-        self.undo_start = if low & 0b1110 == 0 || low & 0b1110 == 0b0100 {
-            pos + META
-        } else {
-            pos + META + FUNC
-        };
-        self.refresh_epoch();
-        Ok(())
     }
 
     /// [`function_word`](Self::function_word) on a 64-bit time: the fast path of
@@ -2196,16 +2256,15 @@ mod tests {
         }
     }
 
-    /// A buffer's first record through `function_word_new_buffer` (a NewCPUId
-    /// and the record stored whole) writes the bytes and leaves the state that
-    /// `function_word_first` does: every version, with and without a Pid, the
-    /// extents deferred or not, every action, thresholds, CPUs and times, a
-    /// buffer whose start is not 4-aligned, and after an event written first (a
-    /// loss marker) or in a buffer too small for the record.
+    /// A recorder's straight buffer switch, `restart_with_function` from a full
+    /// buffer, leaves the next buffer's bytes and the writer's whole state as
+    /// `start` and the general path (`function_word_across`) do, for every
+    /// version, with and without a Pid and a threshold, on every action and on
+    /// times across the high word.
     #[test]
-    fn first_record_paths_write_the_same_bytes() {
+    fn restart_writes_what_start_and_the_first_record_write() {
         #[repr(align(8))]
-        struct Aligned([u8; 200]);
+        struct Aligned([u8; 400]);
         let versions = [
             Version::V1,
             Version::V2,
@@ -2214,6 +2273,11 @@ mod tests {
             Version::V5,
         ];
         let times = [0, 7, (1 << 32) - 1, 1 << 32, u64::MAX - 3, u64::MAX];
+        let walltime = Walltime {
+            seconds: 1_700_000_123,
+            micros: 999_999,
+        };
+        let early_at = |tsc| Timestamp { tsc, cpu: 1 };
         for (round, (((&version, pid), action), &tsc)) in versions
             .iter()
             .flat_map(|v| [(v, None), (v, Some(9))])
@@ -2222,52 +2286,82 @@ mod tests {
             .enumerate()
         {
             let cpu = [0, 0, 3][round % 3];
-            let threshold = [0, 0, 5][round % 3 / 2 * 2 % 3];
-            let mut cfg = WriterConfig::new(1)
+            let mut cfg = WriterConfig::new(7)
                 .with_version(version)
-                .with_threshold_ticks(threshold);
+                .with_threshold_ticks([0, 5][round % 2]);
             if let Some(pid) = pid {
                 cfg = cfg.with_pid(pid);
             }
             let action = FunctionAction::from_bits(action).unwrap();
             let low = FunctionRecord::low_word(action, fid(round as u32 % 5 + 1));
             let t = Timestamp { tsc, cpu };
-            // The writer's start: aligned, or one byte in (byte stores on
-            // STRICT_ALIGNMENT targets); the length: roomy, or too short.
-            for (offset, len) in [(0, 200), (1, 199), (0, cfg.min_buffer_len())] {
-                let event_first = round % 4 == 1;
-                let mut a_buf = Aligned([0xEE; 200]);
-                let mut b_buf = Aligned([0xEE; 200]);
-                let mut a = BufferWriter::new(&mut a_buf.0[offset..][..len], &cfg, W0).unwrap();
-                let mut b = BufferWriter::new(&mut b_buf.0[offset..][..len], &cfg, W0).unwrap();
-                if round % 2 == 0 {
-                    a.defer_extents();
-                    b.defer_extents();
-                }
-                if event_first {
-                    let early = Timestamp { tsc: tsc / 2, cpu };
-                    let _ = a.typed_event(early, 1, b"lost");
-                    let _ = b.typed_event(early, 1, b"lost");
-                }
-                let ra = a.function_word_new_buffer(low, t);
-                let rb = b.function_word_first(low, t);
-                assert_eq!(ra, rb, "round {round}, offset {offset}, len {len}");
-                let state = |w: &BufferWriter| {
+            let mut a_buf = Aligned([0xEE; 400]);
+            let mut b_buf = Aligned([0x11; 400]);
+            let (a_old, a_next) = a_buf.0.split_at_mut(200);
+            let (_, b_next) = b_buf.0.split_at_mut(200);
+            // `a` fills a buffer, then restarts on the next.
+            let mut a = BufferWriter::detached();
+            // The next buffer had its preamble written by an earlier start
+            // (with another wall time) and then records.
+            let next = a_next.as_mut_ptr();
+            // SAFETY: `next` is `a_next`'s 200 bytes, used only through `a`.
+            a.start(
+                unsafe { core::slice::from_raw_parts_mut(next, 200) },
+                &cfg,
+                W0,
+                true,
+            )
+            .unwrap();
+            while a
+                .function(FunctionAction::Enter, fid(3), early_at(9))
+                .is_ok()
+            {}
+            a.finish_attached();
+            a.start(a_old, &cfg, W0, true).unwrap();
+            let early = Timestamp { tsc: 3, cpu: 1 };
+            a.function(FunctionAction::Enter, fid(2), early).unwrap();
+            while a.function(FunctionAction::Exit, fid(2), early).is_ok() {}
+            assert!(a.may_restart(200), "round {round}");
+            // SAFETY: `a_next` is 200 bytes, as `a`'s buffer, and is not used
+            // while `a` lives; `cfg` is `a`'s configuration.
+            unsafe { a.restart_with_function(next, &cfg, walltime, low, t) };
+            // `b` starts there and writes the record.
+            let mut b = BufferWriter::detached();
+            b.start(b_next, &cfg, walltime, true).unwrap();
+            b.function_word_across(low, t).unwrap();
+            let state = |w: &BufferWriter| {
+                (
+                    (w.pos(), w.len, w.limit, w.body_start, w.undo_start),
+                    (w.version, w.extents_every_record, w.threshold),
+                    (w.latest_tsc, w.latest_cpu, w.epoch),
                     (
-                        w.pos(),
-                        w.latest_tsc,
-                        w.latest_cpu,
-                        w.undo_start,
-                        w.epoch,
+                        w.fast_end.saturating_sub(w.base.addr()),
+                        w.fast_end_epoch.saturating_sub(w.base.addr()),
+                        w.fast_end_exit.saturating_sub(w.base.addr()),
                         w.fast_end_zero.saturating_sub(w.base.addr()),
                         w.fast_end_zero_exit.saturating_sub(w.base.addr()),
-                    )
-                };
-                assert_eq!(state(&a), state(&b), "round {round}, offset {offset}");
-                a.sync_extents();
-                b.sync_extents();
-                assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}, offset {offset}");
-            }
+                    ),
+                )
+            };
+            assert_eq!(state(&a), state(&b), "round {round}");
+            // The extents are deferred: the count is exact once synced (the
+            // general path writes it with the NewCPUId, the restart at the end).
+            a.sync_extents();
+            b.sync_extents();
+            assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}");
+            // And both go on alike.
+            let later = Timestamp {
+                tsc: tsc.wrapping_add(9),
+                cpu,
+            };
+            assert_eq!(
+                a.exit(fid(4), later),
+                b.exit(fid(4), later),
+                "round {round}"
+            );
+            a.sync_extents();
+            b.sync_extents();
+            assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}");
         }
     }
 
