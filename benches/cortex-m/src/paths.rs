@@ -37,8 +37,12 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_pair_extended,
 ];
 
-/// Storage of every ring (one entry runs at a time): 64 KiB.
-static mut STORAGE: [u8; 64 * 1024] = [0; 64 * 1024];
+/// Storage of every ring (one entry runs at a time): 64 KiB, 8-aligned as a
+/// `StaticRing`'s (thumbv6m stores records and a buffer's first records as
+/// words only where the buffers are 4-aligned).
+#[repr(C, align(8))]
+struct Storage([u8; 64 * 1024]);
+static mut STORAGE: Storage = Storage([0; 64 * 1024]);
 /// Slots of the steady ring (2 × 32 KiB: no buffer switch in a run).
 static BIG_SLOTS: [Slot; 2] = [Slot::NEW; 2];
 /// Slots of the small ring (4 × 1 KiB, the firmware example's geometry).
@@ -61,7 +65,7 @@ fn config() -> RecorderConfig {
 fn ring(big: bool, policy: Policy) -> Ring<'static> {
     // SAFETY: entries run one at a time and each makes one ring, so this is the only
     // reference to STORAGE while it lives.
-    let storage = unsafe { &mut *addr_of_mut!(STORAGE) };
+    let storage = unsafe { &mut (*addr_of_mut!(STORAGE)).0 };
     let (storage, slots): (&mut [u8], &'static [Slot]) = if big {
         (&mut storage[..], &BIG_SLOTS)
     } else {
