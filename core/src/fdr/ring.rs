@@ -634,7 +634,7 @@ impl RecorderConfig {
     /// ```
     pub fn file_header(&self, buffer_size: usize) -> FileHeader {
         FileHeader {
-            version: self.writer.version,
+            version: self.writer.version(),
             flags: HeaderFlags::CONSTANT_TSC | HeaderFlags::NONSTOP_TSC,
             cycle_frequency: self.ticks_per_second,
             buffer_size: buffer_size as u64,
@@ -974,7 +974,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
     }
 
     /// Records a function exit. With a short-call threshold
-    /// ([`WriterConfig::with_threshold_ticks`]) it may erase a short call instead.
+    /// (`WriterConfig::with_threshold_ticks`, feature `short-call-elision`) it may
+    /// erase a short call instead.
     ///
     /// ```
     /// use flightrec_core::clock::Timestamp;
@@ -1433,7 +1434,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn mark_loss(&mut self, ts: Timestamp) -> bool {
         let mut text = [0u8; 48];
         let len = loss_text(self.unmarked_loss, &mut text);
-        let marked = if self.config.writer.version.events_use_delta() {
+        let marked = if self.config.writer.version().events_use_delta() {
             self.writer
                 .typed_event(ts, LOSS_EVENT_TYPE, text.get(..len).unwrap_or(&[]))
         } else {

@@ -17,8 +17,9 @@
 //! first event and on a CPU change, and TSCWrap when a delta does not fit or the clock
 //! went backwards; the record after either carries delta 0.
 //!
-//! Short calls can be elided like compiler-rt's `func_duration_threshold_us`: an
-//! entry and its exit closer than [`WriterConfig::threshold_ticks`] are erased by
+//! Short calls can be elided like compiler-rt's `func_duration_threshold_us` (feature
+//! `short-call-elision`): an entry and its exit closer than
+//! [`WriterConfig::threshold`] ticks are erased by
 //! moving the write position back. Only function records written since the last
 //! metadata record (CPU change, wrap, call argument, event, buffer start) can be
 //! erased, and an exit erases an entry only when the ids match, so arguments, events
@@ -225,7 +226,7 @@ unsafe fn store_preamble(base: *mut u8, config: &WriterConfig, walltime: Walltim
         unsafe { store_meta(at, record) };
         at = at.wrapping_add(META);
     };
-    if config.version.has_extents() {
+    if config.version().has_extents() {
         let size = (config.preamble_len() - META) as u64;
         put(BufferExtents { size }.to_le_u128());
     }
@@ -320,7 +321,10 @@ impl Walltime {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WriterConfig {
-    /// Format version; version 5 by default.
+    /// Format version; version 5 by default (feature `fdr-all-versions`;
+    /// without it every buffer is version 5, and the code for the others is not
+    /// linked).
+    #[cfg(feature = "fdr-all-versions")]
     pub version: Version,
     /// The thread id written in NewBuffer (a task, core or interrupt-level id on bare
     /// metal). Readers group buffers by (pid, tid).
@@ -335,7 +339,10 @@ pub struct WriterConfig {
     /// The process id written in a Pid record, or `None` to write none (bare metal).
     /// Keep it the same for every buffer of a process.
     pub pid: Option<u32>,
-    /// Entry/exit pairs shorter than this many ticks are erased; 0 keeps everything.
+    /// Entry/exit pairs shorter than this many ticks are erased; 0 keeps everything
+    /// (feature `short-call-elision`; without it nothing is erased, and the code
+    /// that erases is not linked).
+    #[cfg(feature = "short-call-elision")]
     pub threshold_ticks: u64,
 }
 
@@ -346,24 +353,59 @@ impl WriterConfig {
     /// use flightrec_core::fdr::writer::WriterConfig;
     /// use flightrec_core::fdr::Version;
     /// let cfg = WriterConfig::new(3);
-    /// assert_eq!((cfg.version, cfg.tid, cfg.pid, cfg.threshold_ticks), (Version::V5, 3, None, 0));
+    /// assert_eq!((cfg.version(), cfg.tid, cfg.pid, cfg.threshold()), (Version::V5, 3, None, 0));
     /// ```
     pub const fn new(tid: u32) -> Self {
         Self {
+            #[cfg(feature = "fdr-all-versions")]
             version: Version::V5,
             tid,
             pid: None,
+            #[cfg(feature = "short-call-elision")]
             threshold_ticks: 0,
         }
     }
 
-    /// Sets the version, for readers older than LLVM's current one.
+    /// The format version: version 5, or the one set with
+    /// `with_version` (feature `fdr-all-versions`).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// use flightrec_core::fdr::Version;
+    /// assert_eq!(WriterConfig::new(1).version(), Version::V5);
+    /// ```
+    #[inline(always)]
+    pub const fn version(&self) -> Version {
+        #[cfg(feature = "fdr-all-versions")]
+        return self.version;
+        #[cfg(not(feature = "fdr-all-versions"))]
+        return Version::V5;
+    }
+
+    /// The short-call threshold in ticks: 0 (keep every call), or the one set
+    /// with `with_threshold_ticks` (feature `short-call-elision`).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    /// assert_eq!(WriterConfig::new(1).threshold(), 0);
+    /// ```
+    #[inline(always)]
+    pub const fn threshold(&self) -> u64 {
+        #[cfg(feature = "short-call-elision")]
+        return self.threshold_ticks;
+        #[cfg(not(feature = "short-call-elision"))]
+        return 0;
+    }
+
+    /// Sets the version, for readers older than LLVM's current one (feature
+    /// `fdr-all-versions`).
     ///
     /// ```
     /// use flightrec_core::fdr::writer::WriterConfig;
     /// use flightrec_core::fdr::Version;
     /// assert_eq!(WriterConfig::new(1).with_version(Version::V1).version, Version::V1);
     /// ```
+    #[cfg(feature = "fdr-all-versions")]
     pub const fn with_version(mut self, version: Version) -> Self {
         self.version = version;
         self
@@ -383,12 +425,13 @@ impl WriterConfig {
     }
 
     /// Sets the short-call threshold in ticks (see the [module docs](self) for what is
-    /// erased); 0 keeps every call.
+    /// erased); 0 keeps every call (feature `short-call-elision`).
     ///
     /// ```
     /// use flightrec_core::fdr::writer::WriterConfig;
     /// assert_eq!(WriterConfig::new(1).with_threshold_ticks(1_000).threshold_ticks, 1_000);
     /// ```
+    #[cfg(feature = "short-call-elision")]
     pub const fn with_threshold_ticks(mut self, ticks: u64) -> Self {
         self.threshold_ticks = ticks;
         self
@@ -404,14 +447,18 @@ impl WriterConfig {
     /// assert_eq!(WriterConfig::new(1).with_version(Version::V1).preamble_len(), 32);
     /// ```
     pub const fn preamble_len(&self) -> usize {
-        let extents = if self.version.has_extents() { META } else { 0 };
+        let extents = if self.version().has_extents() {
+            META
+        } else {
+            0
+        };
         let pid = if self.pid.is_some() { META } else { 0 };
         extents + 2 * META + pid
     }
 
     /// Bytes kept free at the end of a version-1 buffer for its EndOfBuffer record.
     const fn tail_reserve(&self) -> usize {
-        if self.version.has_extents() {
+        if self.version().has_extents() {
             0
         } else {
             META
@@ -708,12 +755,12 @@ impl<'b> BufferWriter<'b> {
         self.cur = at;
         self.len = len;
         self.limit = len - config.tail_reserve();
-        self.version = config.version;
-        self.extents_every_record = config.version.has_extents() && !deferred;
+        self.version = config.version();
+        self.extents_every_record = config.version().has_extents() && !deferred;
         self.body_start = preamble;
         self.latest_cpu = NO_CPU;
         self.latest_tsc = 0;
-        self.threshold = config.threshold_ticks;
+        self.threshold = config.threshold();
         self.undo_start = preamble;
         // No event yet: the split path's high word matches nothing.
         self.epoch = NO_EPOCH;
@@ -758,7 +805,7 @@ impl<'b> BufferWriter<'b> {
         ts: Timestamp,
     ) {
         let preamble = self.body_start;
-        let extents = config.version.has_extents();
+        let extents = config.version().has_extents();
         let wall_at = if extents { 2 * META } else { META };
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
@@ -862,7 +909,7 @@ impl<'b> BufferWriter<'b> {
     /// with 0 there every exit would leave their path for the slower one.
     #[inline]
     fn refresh_fast_end_zero(&mut self) {
-        let exit = if self.threshold != 0 {
+        let exit = if self.elision_threshold() != 0 {
             0
         } else {
             self.fast_end
@@ -894,6 +941,29 @@ impl<'b> BufferWriter<'b> {
             self.limit_addr()
         };
         self.refresh_fast_end_zero();
+    }
+
+    /// The version this writer writes: its configuration's, or version 5 when
+    /// only that one is compiled in (without feature `fdr-all-versions`), so
+    /// that the code of the others is not linked.
+    #[inline(always)]
+    fn fdr_version(&self) -> Version {
+        if cfg!(feature = "fdr-all-versions") {
+            self.version
+        } else {
+            Version::V5
+        }
+    }
+
+    /// The short-call threshold: its configuration's, or 0 without feature
+    /// `short-call-elision`, so that the code that erases is not linked.
+    #[inline(always)]
+    fn elision_threshold(&self) -> u64 {
+        if cfg!(feature = "short-call-elision") {
+            self.threshold
+        } else {
+            0
+        }
     }
 
     /// The address of `limit`: a fast end when a record needs only its store.
@@ -1053,7 +1123,7 @@ impl<'b> BufferWriter<'b> {
     /// assert_eq!(w.version(), Version::V3);
     /// ```
     pub fn version(&self) -> Version {
-        self.version
+        self.fdr_version()
     }
 
     /// Ends the buffer and returns its bytes. Version 1 gets its EndOfBuffer record
@@ -1098,7 +1168,7 @@ impl<'b> BufferWriter<'b> {
             // Room is guaranteed by `min_buffer_len`.
             self.write_new_cpu(0, 0);
         }
-        if !self.version.has_extents() {
+        if !self.fdr_version().has_extents() {
             self.put_meta(&EndOfBuffer);
         }
         self.sync_extents();
@@ -1144,7 +1214,7 @@ impl<'b> BufferWriter<'b> {
     /// Keeps the BufferExtents value equal to the bytes that follow it.
     #[inline(always)]
     pub(crate) fn sync_extents(&mut self) {
-        if self.version.has_extents() {
+        if self.fdr_version().has_extents() {
             let n = (self.pos() - META) as u64;
             // The first record is the BufferExtents; only its count changes.
             if let Some(dst) = self.buf_mut().get_mut(BufferExtents::SIZE_FIELD) {
@@ -1471,7 +1541,7 @@ impl<'b> BufferWriter<'b> {
         if high != self.epoch || high == NO_EPOCH {
             return self.function_word_across(low, ts);
         }
-        if low & 0b1110 != 0 && self.threshold != 0 {
+        if low & 0b1110 != 0 && self.elision_threshold() != 0 {
             return self.function_elidable(low, ts);
         }
         // A full buffer (or the detached writer) needs no general path.
@@ -1509,7 +1579,7 @@ impl<'b> BufferWriter<'b> {
         // With a short-call threshold an exit may erase its entry, and an exit or
         // an EnterArg ends the run that may be erased: only an entry (action bits
         // 0) is a plain store.
-        if low & 0b1110 != 0 && self.threshold != 0 {
+        if low & 0b1110 != 0 && self.elision_threshold() != 0 {
             return self.function_elidable(low, ts);
         }
         let word = (u64::from(delta as u32) << 32) | u64::from(low);
@@ -1585,7 +1655,7 @@ impl<'b> BufferWriter<'b> {
             return false;
         }
         let is_exit = matches!(action, FunctionAction::Exit | FunctionAction::TailExit);
-        if self.threshold != 0 && is_exit && self.elide(id, ts.tsc) {
+        if self.elision_threshold() != 0 && is_exit && self.elide(id, ts.tsc) {
             self.sync_extents();
             return true;
         }
@@ -1711,7 +1781,7 @@ impl<'b> BufferWriter<'b> {
         // `latest_tsc` is the entry's own time: it is the last record written.
         if action != FunctionAction::Enter
             || fid != id.get()
-            || tsc.wrapping_sub(self.latest_tsc) >= self.threshold
+            || tsc.wrapping_sub(self.latest_tsc) >= self.elision_threshold()
         {
             return false;
         }
@@ -1830,7 +1900,7 @@ impl<'b> BufferWriter<'b> {
     /// ```
     pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
         self.check_event(payload)?;
-        let time = if self.version.events_use_delta() {
+        let time = if self.fdr_version().events_use_delta() {
             let p = self.preamble_for(ts, i32::MAX as u64);
             self.write_preamble(p, ts);
             let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
@@ -1853,7 +1923,7 @@ impl<'b> BufferWriter<'b> {
             size: payload.len() as i32,
             time,
         };
-        let version = self.version;
+        let version = self.fdr_version();
         let pos = self.pos();
         let pos = put_marker(self.buf_mut(), pos, |out| marker.emit(version, out));
         self.set_pos(pos);
