@@ -1628,7 +1628,8 @@ fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
     let mut pos = 0;
     let mut put = |b: u8| {
         if let Some(o) = out.get_mut(pos) {
-            *o = b;
+            // No `memcpy` call for the loops below on bare metal.
+            crate::fdr::writer::put_byte(o, b);
         }
         pos += 1;
     };

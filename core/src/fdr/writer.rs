@@ -1989,12 +1989,42 @@ impl<'b> BufferWriter<'b> {
         let pos = self.pos();
         let end = pos + payload.len();
         if let Some(dst) = self.buf_mut().get_mut(pos..end) {
-            dst.copy_from_slice(payload);
+            copy_bytes(dst, payload);
             self.set_pos(end);
         }
         self.undo_start = self.pos();
         self.sync_extents();
         self.refresh_fast_end();
+    }
+}
+
+/// Stores `b` in `d`; on bare metal (`target_os = "none"`) as a volatile store,
+/// which keeps LLVM from making a loop of them a `memcpy` call: that would link
+/// compiler-builtins' `memcpy` (594 B on thumbv6m) into firmware that has no
+/// other use for it, for the copies of a payload or of a loss marker's text,
+/// which are short and rare. Elsewhere the C library's `memcpy` is there anyway.
+#[inline(always)]
+pub(crate) fn put_byte(d: &mut u8, b: u8) {
+    if cfg!(target_os = "none") {
+        put_byte_volatile(d, b);
+    } else {
+        *d = b;
+    }
+}
+
+/// [`put_byte`]'s bare-metal store.
+#[inline(always)]
+fn put_byte_volatile(d: &mut u8, b: u8) {
+    // SAFETY: `d` is a valid, aligned, exclusive reference to one byte.
+    unsafe { core::ptr::write_volatile(d, b) };
+}
+
+/// Copies `src` into the first bytes of `dst` with [`put_byte`] (no `memcpy`
+/// call on bare metal).
+#[inline(always)]
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    for (d, &b) in dst.iter_mut().zip(src) {
+        put_byte(d, b);
     }
 }
 
@@ -2433,6 +2463,23 @@ mod tests {
             b.sync_extents();
             assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}");
         }
+    }
+
+    /// The byte stores that keep bare-metal payload copies off `memcpy`
+    /// store what a plain copy does (run under Miri too).
+    #[test]
+    fn byte_stores_copy_what_a_copy_copies() {
+        let src: [u8; 7] = [1, 2, 3, 0xFF, 0, 9, 8];
+        let mut a = [0xEEu8; 9];
+        let mut b = [0xEEu8; 9];
+        copy_bytes(&mut a[1..], &src);
+        b[1..8].copy_from_slice(&src);
+        assert_eq!(a, b);
+        let mut c = [0xEEu8; 9];
+        for (d, &v) in c[1..].iter_mut().zip(&src) {
+            put_byte_volatile(d, v);
+        }
+        assert_eq!(c, b);
     }
 
     #[test]
