@@ -1389,13 +1389,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // (`prepared`; only this recorder writes the ring's buffers).
         unsafe {
             let buf = self.ring.buffer_mut(self.slot);
-            self.writer.restart_with_function(
-                buf.as_mut_ptr(),
-                &self.config.writer,
-                walltime,
-                low,
-                ts,
-            );
+            self.writer
+                .restart_with_function(buf.as_mut_ptr(), walltime, low, ts);
         }
         true
     }

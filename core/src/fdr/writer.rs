@@ -157,14 +157,7 @@ unsafe fn store_meta(at: *mut u8, value: u128) {
                 .write_unaligned(((value >> 64) as u64).to_le());
             return;
         }
-        // Four constant shifts, written out: a loop over them is not unrolled at
-        // opt-level "s" and shifts the 128-bit value in memory.
-        let words = [
-            (value as u32).to_le(),
-            ((value >> 32) as u32).to_le(),
-            ((value >> 64) as u32).to_le(),
-            ((value >> 96) as u32).to_le(),
-        ];
+        let words = meta_words(value);
         if !STRICT_ALIGNMENT {
             at.cast::<[u32; 4]>().write_unaligned(words);
         } else if at.addr() & 3 == 0 {
@@ -186,16 +179,24 @@ unsafe fn store_meta_aligned(at: *mut u8, value: u128) {
     // SAFETY: the caller's contract.
     unsafe {
         if STRICT_ALIGNMENT {
-            at.cast::<[u32; 4]>().write([
-                (value as u32).to_le(),
-                ((value >> 32) as u32).to_le(),
-                ((value >> 64) as u32).to_le(),
-                ((value >> 96) as u32).to_le(),
-            ]);
+            at.cast::<[u32; 4]>().write(meta_words(value));
         } else {
             store_meta(at, value);
         }
     }
+}
+
+/// A metadata record's value as its four little-endian words. Four constant
+/// shifts, written out: a loop over them is not unrolled at opt-level "s" and
+/// shifts the 128-bit value in memory.
+#[inline(always)]
+fn meta_words(value: u128) -> [u32; 4] {
+    [
+        (value as u32).to_le(),
+        ((value >> 32) as u32).to_le(),
+        ((value >> 64) as u32).to_le(),
+        ((value >> 96) as u32).to_le(),
+    ]
 }
 
 /// [`store_meta`]'s byte stores, out of line: rare (after a payload whose length
@@ -727,10 +728,9 @@ impl<'b> BufferWriter<'b> {
     /// [`as_bytes`](Self::as_bytes) may end at an earlier record;
     /// [`finish`](Self::finish) is always exact.
     ///
-    /// A recorder starts each buffer this
-    /// way: building a new writer and moving it over the old one stored and
-    /// copied every field twice (about 60 of the Cortex-M4's 460 cycles of a
-    /// buffer switch). On error nothing changed.
+    /// A recorder starts each buffer this way: building a new writer and moving
+    /// it over the old one stored and copied every field twice (about 60 of the
+    /// Cortex-M4's 460 cycles of a buffer switch). On error nothing changed.
     pub(crate) fn start(
         &mut self,
         buf: &'b mut [u8],
@@ -792,20 +792,19 @@ impl<'b> BufferWriter<'b> {
     /// # Safety
     /// [`may_restart`](Self::may_restart) with the length of the buffer at
     /// `base`; that buffer is borrowed exclusively for `'b`, and holds the
-    /// preamble of a `start` with `config`, the configuration this writer was
-    /// started with. (`walltime.micros` is below 10^6, as a recorder counts
-    /// them; `start` reduces others.)
+    /// preamble of a `start` with the configuration this writer was started
+    /// with. (`walltime.micros` is below 10^6, as a recorder counts them;
+    /// `start` reduces others.)
     #[inline(always)]
     pub(crate) unsafe fn restart_with_function(
         &mut self,
         base: *mut u8,
-        config: &WriterConfig,
         walltime: Walltime,
         low: u32,
         ts: Timestamp,
     ) {
         let preamble = self.body_start;
-        let extents = config.version().has_extents();
+        let extents = self.fdr_version().has_extents();
         let wall_at = if extents { 2 * META } else { META };
         let walltime = WalltimeMarker {
             seconds: walltime.seconds,
@@ -2422,9 +2421,9 @@ mod tests {
             a.function(FunctionAction::Enter, fid(2), early).unwrap();
             while a.function(FunctionAction::Exit, fid(2), early).is_ok() {}
             assert!(a.may_restart(200), "round {round}");
-            // SAFETY: `a_next` is 200 bytes, as `a`'s buffer, and is not used
-            // while `a` lives; `cfg` is `a`'s configuration.
-            unsafe { a.restart_with_function(next, &cfg, walltime, low, t) };
+            // SAFETY: `a_next` is 200 bytes, as `a`'s buffer, is not used while
+            // `a` lives, and holds the preamble of `a`'s start with `cfg`.
+            unsafe { a.restart_with_function(next, walltime, low, t) };
             // `b` starts there and writes the record.
             let mut b = BufferWriter::detached();
             b.start(b_next, &cfg, walltime, true).unwrap();
