@@ -287,9 +287,9 @@ def measure(t, one_core=None):
     per_record(t, "bench_pair_extended", "record_extended",
                "per record, a recorder called directly with a shared extended clock "
                "(`TimerClock` over the counter: its time kept past the counter's wraps)")
-    per_record(t, "bench_context_pair", "context_record",
-               "per record through the global recorder and per-context recorders "
-               "(IPSR, shared timer clock, claim), steady state")
+    context = per_record(t, "bench_context_pair", "context_record",
+                         "per record through the global recorder and per-context recorders "
+                         "(IPSR, shared timer clock, claim), steady state")
     if one_core is not None:
         per_record(one_core, "bench_context_pair", "context_record_one_core",
                    "the same with feature `unsafe-assume-single-core` (claim by a load and a "
@@ -302,6 +302,14 @@ def measure(t, one_core=None):
     put("switch", per_switch, f"one buffer switch (1 KiB buffers, {switches} switches counted)")
     put("switch_per_record", tuple((s - p) / 2 for s, p in zip(sw, pair)),
         "buffer switch amortised per record over 1 KiB buffers")
+    sw, (a, b), (s1, s2) = t.per_op("bench_context_switch", n)
+    switches = s2 - s1
+    assert s1 > 0 and switches > 0, "the context switch run lost records or did not switch"
+    put("context_switch", tuple((y - x - n * p) / switches for x, y, p in zip(a, b, context)),
+        f"one buffer switch through the global recorder (1 KiB buffers, {switches} switches "
+        "counted)")
+    put("context_switch_per_record", tuple((s - p) / 2 for s, p in zip(sw, context)),
+        "the same amortised per record over 1 KiB buffers")
     per_buffer = t.run("bench_fill_1k", 0)[1]
     buffers = 32
     flush, records = t.run("bench_flush_one", buffers, marked=True)

@@ -22,7 +22,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 10;
+pub const COUNT: usize = 11;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -35,6 +35,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_context_pair,
     bench_pair_wrapped,
     bench_pair_extended,
+    bench_context_switch,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB, 8-aligned as a
@@ -329,6 +330,32 @@ static CONTEXT_RING: StaticRing<2, { 16 * 1024 }, FlightRecorder> =
     StaticRing::new(Policy::FlightRecorder);
 
 flightrec_core::global_recorder!(CONTEXTS);
+
+/// The ring of the context entry's buffer switch: 4 × 1 KiB, flight recorder,
+/// as `bench_switch`'s.
+static CONTEXT_SWITCH_RING: StaticRing<4, 1024, FlightRecorder> =
+    StaticRing::new(Policy::FlightRecorder);
+
+/// `n` enter + exit pairs through the global recorder (as `bench_context_pair`)
+/// into 1 KiB buffers, so that they switch buffers: the buffer switch that
+/// instrumented functions pay (the record that finds its buffer full leaves the
+/// context path's straight store for its one call at the end). Returns the
+/// buffers finished; records refused or not routed would make it 0.
+#[no_mangle]
+pub extern "C" fn bench_context_switch(n: u32) -> u32 {
+    if let Ok(rec) = CONTEXT_SWITCH_RING.take_recorder(config()) {
+        let _ = CONTEXTS.install(Context::THREAD_MODE, rec);
+    }
+    for _ in 0..n {
+        record_function(FunctionAction::Enter, ID);
+        record_function(FunctionAction::Exit, ID);
+    }
+    let lost = CONTEXTS.stats();
+    if lost.refused + lost.unrouted > 0 {
+        return 0;
+    }
+    CONTEXT_SWITCH_RING.stats().buffers_finished
+}
 
 /// `n` enter + exit pairs through the global recorder, as an instrumented function
 /// makes them: the call to the registered recorder, the context source (IPSR), the
