@@ -1092,6 +1092,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
         low: u32,
         ts: Timestamp,
     ) -> Result<(), Dropped> {
+        // A buffer with no room for a record goes straight to the switch: the
+        // general path would only find that out (most declined records are the
+        // one that finds its buffer full).
+        if self.writer.lacks_room_for_function(low) {
+            return self.function_slow(low, ts);
+        }
         if self.writer.function_word_across(low, ts).is_ok() {
             return Ok(());
         }
@@ -2145,6 +2151,114 @@ mod tests {
     /// own extents, thread, wall time, process, NewCPUId and records, across
     /// laps, after flushes (which start the next buffer the slow way) and on
     /// both policies.
+    /// The context path's way for a record its straight store declined
+    /// (`function_word_declined`, which sends a buffer with no room straight to
+    /// the switch) writes the bytes and keeps the counts that the direct path
+    /// writes: on both policies, with and without a short-call threshold (an
+    /// exit that elision erases needs no room), across buffer switches, flushes,
+    /// the clock's high word and a second CPU.
+    #[test]
+    fn declined_records_write_what_the_direct_path_writes() {
+        #[repr(align(8))]
+        struct Storage([u8; 3 * 160]);
+        let actions = [
+            FunctionAction::Enter,
+            FunctionAction::Exit,
+            FunctionAction::Enter,
+            FunctionAction::TailExit,
+            FunctionAction::Enter,
+            FunctionAction::Exit,
+        ];
+        for policy in [Policy::Streaming, Policy::FlightRecorder] {
+            for threshold in [0, 5] {
+                let mut a = Storage([0; 3 * 160]);
+                let mut b = Storage([0; 3 * 160]);
+                let (slots_a, slots_b) = ([Slot::NEW; 3], [Slot::NEW; 3]);
+                {
+                    let mut ring_a = Ring::new(&mut a.0, &slots_a, policy).unwrap();
+                    let mut ring_b = Ring::new(&mut b.0, &slots_b, policy).unwrap();
+                    let writer = WriterConfig::new(3).with_threshold_ticks(threshold);
+                    let cfg = RecorderConfig::new(writer, 1_000);
+                    let (mut direct, mut cons_a) = ring_a.split(cfg);
+                    let (mut declined, mut cons_b) = ring_b.split(cfg);
+                    // First a buffer filled to its last byte by entries, then a
+                    // short call's exit: a threshold erases the entry, which needs
+                    // no room.
+                    let enter = FunctionRecord::low_word(FunctionAction::Enter, fid(9));
+                    let exit = FunctionRecord::low_word(FunctionAction::Exit, fid(9));
+                    // Before its first record a recorder has no buffer: no room.
+                    assert!(direct.writer.lacks_room_for_function(enter));
+                    let mut tsc = 0;
+                    loop {
+                        assert_eq!(direct.function_word(enter, ts(tsc)), Ok(()));
+                        assert_eq!(declined.function_word_declined(enter, ts(tsc)), Ok(()));
+                        tsc += 20;
+                        if direct.writer.lacks_room_for_function(enter) {
+                            break;
+                        }
+                    }
+                    let exit_at = ts(tsc - 20 + 3);
+                    assert_eq!(direct.function_word(exit, exit_at), Ok(()));
+                    assert_eq!(declined.function_word_declined(exit, exit_at), Ok(()));
+                    let switched = u32::from(threshold == 0);
+                    assert_eq!(direct.stats().buffers_finished, switched);
+                    assert_eq!(declined.stats(), direct.stats());
+                    let mut buffers = 0;
+                    for i in 0..600u64 {
+                        let action = actions[(i % 6) as usize];
+                        let low = FunctionRecord::low_word(action, fid(1 + (i % 3) as u32));
+                        // Short calls (3 ticks, under the threshold) and long ones;
+                        // the high word changes at i = 300; CPU 1 for a stretch.
+                        let call = if (i / 2) % 3 == 0 { 3 } else { 11 };
+                        let high = if i < 300 { 0 } else { 1 << 32 };
+                        let tsc = 10_000 + (i / 2) * 20 + (i % 2) * call + high;
+                        let t = Timestamp {
+                            tsc,
+                            cpu: u16::from((400..420).contains(&i)),
+                        };
+                        let (x, y) = (
+                            direct.function_word(low, t),
+                            declined.function_word_declined(low, t),
+                        );
+                        assert_eq!(x, y, "{policy:?} {threshold}: record {i}");
+                        if i % 97 == 96 {
+                            direct.flush();
+                            declined.flush();
+                        }
+                        if policy == Policy::Streaming && cons_a.pending() > 1 {
+                            let (p, q) = (cons_a.pop().unwrap(), cons_b.pop().unwrap());
+                            assert_eq!(&*p, &*q, "{policy:?} {threshold}: buffer {buffers}");
+                            buffers += 1;
+                        }
+                    }
+                    direct.flush();
+                    declined.flush();
+                    assert_eq!(direct.stats(), declined.stats());
+                    assert_eq!(direct.records_dropped(), declined.records_dropped());
+                    assert!(
+                        direct.stats().buffers_finished > 12,
+                        "{policy:?} {threshold}: switches"
+                    );
+                    if policy == Policy::Streaming {
+                        while let Some(p) = cons_a.pop() {
+                            assert_eq!(&*p, &*cons_b.pop().unwrap());
+                            buffers += 1;
+                        }
+                        assert!(cons_b.pop().is_none());
+                        assert!(buffers > 12);
+                    } else {
+                        let (mut p, mut q) = (0, 0);
+                        direct.for_each_buffer(|_| p += 1);
+                        declined.for_each_buffer(|_| q += 1);
+                        assert_eq!(p, q);
+                    }
+                }
+                // Every byte of both rings, the flight recorder's kept buffers too.
+                assert!(a.0 == b.0, "{policy:?} {threshold}: storage");
+            }
+        }
+    }
+
     #[test]
     fn buffers_keep_their_preambles_across_laps() {
         #[repr(align(8))]

@@ -965,6 +965,16 @@ impl<'b> BufferWriter<'b> {
         }
     }
 
+    /// Whether the buffer cannot take a function record of low word `low` in any
+    /// form: no room for its 8 bytes (nor, then, for a NewCPUId or TSCWrap
+    /// before it), and not an exit that short-call elision could write by
+    /// erasing its entry. The detached writer has no room.
+    #[inline(always)]
+    pub(crate) fn lacks_room_for_function(&self, low: u32) -> bool {
+        self.cur.addr() + FUNC > self.limit_addr()
+            && (low & 0b1110 == 0 || self.elision_threshold() == 0)
+    }
+
     /// The address of `limit`: a fast end when a record needs only its store.
     #[inline(always)]
     fn limit_addr(&self) -> usize {
