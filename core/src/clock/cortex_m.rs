@@ -162,7 +162,9 @@ impl SysTickClock {
     /// Example on [`SysTickClock`].
     #[inline]
     pub fn tick(&self) {
-        self.ticks.increment();
+        // The period that ended: the reload value in force (a firmware that
+        // changes it counts the new period from the next wrap's handler).
+        self.ticks.increment((read(SYST_RVR) & 0x00FF_FFFF) + 1);
     }
 
     /// The time now, in core cycles, on CPU 0. Example on [`SysTickClock`].

@@ -254,9 +254,12 @@ pub(crate) const fn nonzero_or_one(n: u64) -> NonZeroU64 {
     }
 }
 
-/// A count of SysTick periods, written by the handler alone and read by every
-/// context: 32 bits extended with a [`SharedExtension`] whose only writer that
-/// matters is the handler, which keeps it current.
+/// The core cycles of the SysTick periods counted so far, written by the
+/// handler alone and read by every context: 32 bits extended with a
+/// [`SharedExtension`] whose only writer that matters is the handler, which keeps
+/// it current (a period has at most 2^24 cycles, far below the extension's half
+/// period). Cycles rather than periods, so that a reading adds and does not
+/// multiply (a 64-bit product is a library call on thumbv6m).
 #[derive(Debug)]
 #[cfg_attr(
     not(all(feature = "cortex-m", target_arch = "arm", target_os = "none")),
@@ -279,9 +282,10 @@ impl TickCount {
         }
     }
 
-    /// One more period: the SysTick handler's job (the only writer).
-    pub(crate) fn increment(&self) {
-        let next = self.low.load(Ordering::Relaxed).wrapping_add(1);
+    /// One more period of `period` cycles: the SysTick handler's job (the only
+    /// writer).
+    pub(crate) fn increment(&self, period: u32) {
+        let next = self.low.load(Ordering::Relaxed).wrapping_add(period);
         // Ordered as the half-period count is.
         before_store();
         self.low.store(next, STORE);
@@ -298,8 +302,9 @@ impl TickCount {
     }
 }
 
-/// The time of a SysTick clock in core cycles: whole periods counted by the handler
-/// (`ticks`) and the down-counting current value within the period.
+/// The time of a SysTick clock in core cycles: the cycles of the periods counted
+/// by the handler (`ticks`) and the down-counting current value within the
+/// period.
 ///
 /// The reading protocol lives here, away from the registers, so that host tests
 /// drive it with a fake SysTick: `read_current` reads the current value and
@@ -317,7 +322,6 @@ pub(crate) fn systick_now(
     mut read_current: impl FnMut() -> u32,
     mut read_pending: impl FnMut() -> bool,
 ) -> u64 {
-    let period = u64::from(reload) + 1;
     loop {
         let before = ticks.get();
         let mut current = read_current();
@@ -326,11 +330,12 @@ pub(crate) fn systick_now(
             // The counter wrapped and the handler has not run: count the wrap, and
             // read the counter again, since the first read may predate the wrap.
             current = read_current();
-            uncounted = 1;
+            uncounted = reload + 1;
         }
         if ticks.get() == before {
-            let within = u64::from(reload.saturating_sub(current));
-            return (before + uncounted) * period + within;
+            let within = reload.saturating_sub(current);
+            // Both below 2^25: their sum fits 32 bits.
+            return before + u64::from(uncounted + within);
         }
     }
 }
@@ -455,9 +460,27 @@ mod tests {
         fn handle(&self) {
             while self.pending() {
                 self.handled.set(self.handled.get() + 1);
-                self.ticks.increment();
+                self.ticks.increment(Self::RELOAD + 1);
             }
         }
+    }
+
+    /// The cycles of periods of different lengths add up past 2^32: 300 periods
+    /// of SysTick's longest, 2^24 cycles, and a few short ones.
+    #[test]
+    fn tick_counts_add_periods_past_32_bits() {
+        let ticks = TickCount::new();
+        let mut truth = 0u64;
+        for (n, period) in [(3, 1_000), (300, 1 << 24), (5, 12_345), (1, 1)] {
+            for _ in 0..n {
+                ticks.increment(period);
+                truth += u64::from(period);
+                assert_eq!(ticks.get(), truth);
+            }
+        }
+        assert!(truth > 1 << 32);
+        let within = systick_now(&ticks, 999, || 999 - 40, || false);
+        assert_eq!(within, truth + 40);
     }
 
     /// Readings by a context that the handler cannot preempt, with the wrap not
