@@ -1082,22 +1082,29 @@ impl<'r, 'a> Recorder<'r, 'a> {
     }
 
     /// [`function_word`](Self::function_word) for a record that
-    /// [`try_function_word`](Self::try_function_word) declined, out of line: the
-    /// writer's general path, then the buffer switch if that is full. Not the
-    /// fast path again (it would be a second copy of it).
-    #[cold]
-    #[inline(never)]
+    /// [`try_function_word`](Self::try_function_word) declined (the caller is
+    /// out of line already): a buffer with no room for a record goes straight to
+    /// the switch, since the general path would only find that out (most
+    /// declined records are the one that finds its buffer full); the rest takes
+    /// the writer's general path, then the switch if that is full. Not the fast
+    /// path again (it would be a second copy of it).
+    #[inline(always)]
     pub(crate) fn function_word_declined(
         &mut self,
         low: u32,
         ts: Timestamp,
     ) -> Result<(), Dropped> {
-        // A buffer with no room for a record goes straight to the switch: the
-        // general path would only find that out (most declined records are the
-        // one that finds its buffer full).
         if self.writer.lacks_room_for_function(low) {
             return self.function_slow(low, ts);
         }
+        self.function_word_general(low, ts)
+    }
+
+    /// [`function_word_declined`](Self::function_word_declined)'s record that
+    /// the buffer may have room for: the writer's general path, then the switch.
+    #[cold]
+    #[inline(never)]
+    fn function_word_general(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         if self.writer.function_word_across(low, ts).is_ok() {
             return Ok(());
         }
