@@ -1508,8 +1508,14 @@ impl<'b> BufferWriter<'b> {
         }
         // Only an entry (action bits 0) is a plain store with a short-call
         // threshold; every other action compares with the exit's fast end, which
-        // is 0 then.
-        let fast_end = if low & 0b1110 != 0 { end_exit } else { end };
+        // is 0 then. Without elision compiled in, an exit's fast ends are the
+        // entry's (`refresh_fast_end_zero`; `split_and_wide_paths_write_the_same_bytes`
+        // checks it after every record with a threshold of 0): no choice to make.
+        let fast_end = if cfg!(feature = "short-call-elision") && low & 0b1110 != 0 {
+            end_exit
+        } else {
+            end
+        };
         let word = (u64::from(delta) << 32) | u64::from(low);
         let cur = self.cur;
         if cur.addr() + FUNC > fast_end {
