@@ -5,9 +5,15 @@
  * included. A half-written sled crashes; a trampoline that loses a register
  * gives a wrong result.
  *
+ * The main thread patches only once every worker runs, and stops them only after
+ * each has run two more rounds of calls after its last __xray_patch, so that a
+ * loaded machine that schedules the workers late still has them run while the
+ * sleds change and record afterwards.
+ *
  * Usage: threads ROUNDS. Exit status 0 when every result was right.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +30,8 @@ extern int __xray_remove_handler(void);
 static atomic_int done;
 static atomic_long wrong;
 static atomic_long calls;
+/* Rounds of 1000 calls each worker finished. */
+static atomic_long rounds_of[4];
 
 __attribute__((noinline)) double blend(double x, double y, int64_t k) {
     __asm__ volatile("" : "+x"(x));
@@ -49,6 +57,12 @@ __attribute__((noinline)) int64_t noted(const char *p, size_t n) {
     return h + (int64_t)n + p[0];
 }
 
+/* Waits until every worker has finished `more` rounds past `from`. */
+__attribute__((xray_never_instrument)) static void wait_rounds(const long from[4], long more) {
+    for (int i = 0; i < 4; i++)
+        while (atomic_load(&rounds_of[i]) < from[i] + more) sched_yield();
+}
+
 /* Kinds seen by the program's own handler: enter, exit, tail exit. */
 static atomic_long seen[3];
 
@@ -58,7 +72,8 @@ __attribute__((xray_never_instrument)) static void count(int32_t id, int kind) {
 }
 
 __attribute__((xray_never_instrument)) static void *worker(void *arg) {
-    int64_t base = (int64_t)(intptr_t)arg * 1000;
+    intptr_t me = (intptr_t)arg;
+    int64_t base = (int64_t)me * 1000;
     long n = 0;
     while (!atomic_load(&done)) {
         for (int64_t i = 0; i < 1000; i++) {
@@ -68,6 +83,7 @@ __attribute__((xray_never_instrument)) static void *worker(void *arg) {
             if (noted("ab", 2) != 14 + 2 + 'a') atomic_fetch_add(&wrong, 1);
             n++;
         }
+        atomic_fetch_add(&rounds_of[me], 1);
     }
     atomic_fetch_add(&calls, n);
     return NULL;
@@ -78,6 +94,8 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
     pthread_t t[4];
     for (intptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, worker, (void *)i);
     int32_t max_id = (int32_t)__xray_max_function_id();
+    const long none[4] = {0, 0, 0, 0};
+    wait_rounds(none, 1);
     for (long r = 0; r < rounds; r++) {
         if (__xray_patch() != 1 || __xray_unpatch() != 1) {
             fprintf(stderr, "patching failed in round %ld\n", r);
@@ -90,6 +108,10 @@ __attribute__((xray_never_instrument)) int main(int argc, char **argv) {
         }
     }
     __xray_patch();
+    /* A round under way may have begun before the patch: two more. */
+    long now[4];
+    for (int i = 0; i < 4; i++) now[i] = atomic_load(&rounds_of[i]);
+    wait_rounds(now, 2);
     atomic_store(&done, 1);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     /* A handler of the program's own replaces recording: relay's entry and tail
