@@ -5,8 +5,7 @@
 //! 32-bit cores have no 64-bit divide instruction: `u64 / u64` calls the compiler's
 //! library routine, 866 bytes of flash on a Cortex-M3 and about 60 instructions a
 //! call, linked into every firmware that records. These loops are a few dozen
-//! bytes and run once per recorder or per loss marker (at most 64 steps of a
-//! shift, a compare and a subtraction for each division), never per record.
+//! bytes and run once per recorder or per loss marker, never per record.
 
 use core::num::NonZeroU64;
 
@@ -16,30 +15,32 @@ pub(crate) const TEN: NonZeroU64 = NonZeroU64::new(10).unwrap();
 pub(crate) const MILLION: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
 
 /// `(n / d, n % d)` by binary long division: one shift, compare and subtract per
-/// bit of `n`, its leading zeros skipped first.
+/// quotient bit.
 pub(crate) fn div_rem(n: u64, d: NonZeroU64) -> (u64, u64) {
     let d = d.get();
-    // `n`'s bits enter the remainder from the top, and the quotient's bits fill
-    // `n` from the bottom as it empties: one register pair for both. The count
-    // and shifts are constant or by one (a 64-bit shift by a run-time count and
-    // `leading_zeros` are each a library routine on thumbv6m).
-    let mut x = n;
-    let mut bits = 64;
-    while bits > 0 && x >> 63 == 0 {
-        x <<= 1;
-        bits -= 1;
+    if n < d {
+        return (0, n);
     }
-    let mut rem = 0u64;
-    for _ in 0..bits {
-        let carry = rem >> 63;
-        rem = (rem << 1) | (x >> 63);
-        x <<= 1;
-        if carry != 0 || rem >= d {
-            rem = rem.wrapping_sub(d);
-            x |= 1;
+    // The divisor shifted up to the highest place where it still fits `n`, a
+    // bit at a time: a 64-bit shift by a run-time count and `leading_zeros` are
+    // each a library routine on thumbv6m (`__aeabi_llsl`, `__clzsi2`).
+    let mut divisor = d;
+    let mut shift = 0u32;
+    while divisor >> 63 == 0 && divisor << 1 <= n {
+        divisor <<= 1;
+        shift += 1;
+    }
+    let mut rem = n;
+    let mut quotient = 0u64;
+    for _ in 0..=shift {
+        quotient <<= 1;
+        if rem >= divisor {
+            rem -= divisor;
+            quotient |= 1;
         }
+        divisor >>= 1;
     }
-    (x, rem)
+    (quotient, rem)
 }
 
 /// `floor(rem * 10^6 / d)` for `rem < d`: the microseconds in `rem` ticks of a
