@@ -294,22 +294,23 @@ def measure(t, one_core=None):
         per_record(one_core, "bench_context_pair", "context_record_one_core",
                    "the same with feature `unsafe-assume-single-core` (claim by a load and a "
                    "store, no `dmb`)")
-    n = 1024
-    sw, (a, b), (s1, s2) = t.per_op("bench_switch", n)
-    switches = s2 - s1
-    assert switches > 0
-    per_switch = tuple((y - x - n * p) / switches for x, y, p in zip(a, b, pair))
-    put("switch", per_switch, f"one buffer switch (1 KiB buffers, {switches} switches counted)")
-    put("switch_per_record", tuple((s - p) / 2 for s, p in zip(sw, pair)),
-        "buffer switch amortised per record over 1 KiB buffers")
-    sw, (a, b), (s1, s2) = t.per_op("bench_context_switch", n)
-    switches = s2 - s1
-    assert s1 > 0 and switches > 0, "the context switch run lost records or did not switch"
-    put("context_switch", tuple((y - x - n * p) / switches for x, y, p in zip(a, b, context)),
-        f"one buffer switch through the global recorder (1 KiB buffers, {switches} switches "
-        "counted)")
-    put("context_switch_per_record", tuple((s - p) / 2 for s, p in zip(sw, context)),
-        "the same amortised per record over 1 KiB buffers")
+    def switch_rows(entry, steady, key, what, per_record_what):
+        """One buffer switch of `entry` (pairs into 1 KiB buffers, returning the
+        buffers finished), beside `steady`, the same pairs' steady-state cost."""
+        n = 1024
+        sw, (a, b), (s1, s2) = t.per_op(entry, n)
+        switches = s2 - s1
+        assert s1 > 0 and switches > 0, f"{entry} lost records or did not switch"
+        put(key, tuple((y - x - n * p) / switches for x, y, p in zip(a, b, steady)),
+            f"{what} (1 KiB buffers, {switches} switches counted)")
+        put(f"{key}_per_record", tuple((s - p) / 2 for s, p in zip(sw, steady)),
+            per_record_what)
+
+    switch_rows("bench_switch", pair, "switch", "one buffer switch",
+                "buffer switch amortised per record over 1 KiB buffers")
+    switch_rows("bench_context_switch", context, "context_switch",
+                "one buffer switch through the global recorder",
+                "the same amortised per record over 1 KiB buffers")
     per_buffer = t.run("bench_fill_1k", 0)[1]
     buffers = 32
     flush, records = t.run("bench_flush_one", buffers, marked=True)

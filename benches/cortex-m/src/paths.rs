@@ -336,14 +336,14 @@ flightrec_core::global_recorder!(CONTEXTS);
 static CONTEXT_SWITCH_RING: StaticRing<4, 1024, FlightRecorder> =
     StaticRing::new(Policy::FlightRecorder);
 
-/// `n` enter + exit pairs through the global recorder (as `bench_context_pair`)
-/// into 1 KiB buffers, so that they switch buffers: the buffer switch that
-/// instrumented functions pay (the record that finds its buffer full leaves the
-/// context path's straight store for its one call at the end). Returns the
-/// buffers finished; records refused or not routed would make it 0.
-#[no_mangle]
-pub extern "C" fn bench_context_switch(n: u32) -> u32 {
-    if let Ok(rec) = CONTEXT_SWITCH_RING.take_recorder(config()) {
+/// `n` enter + exit pairs through the global recorder into `ring`, installed for
+/// thread mode: the buffers finished and the records refused or not routed.
+#[inline(always)]
+fn context_pairs<const N: usize, const B: usize>(
+    ring: &'static StaticRing<N, B, FlightRecorder>,
+    n: u32,
+) -> (u32, u32) {
+    if let Ok(rec) = ring.take_recorder(config()) {
         let _ = CONTEXTS.install(Context::THREAD_MODE, rec);
     }
     for _ in 0..n {
@@ -351,10 +351,20 @@ pub extern "C" fn bench_context_switch(n: u32) -> u32 {
         record_function(FunctionAction::Exit, ID);
     }
     let lost = CONTEXTS.stats();
-    if lost.refused + lost.unrouted > 0 {
-        return 0;
+    (ring.stats().buffers_finished, lost.refused + lost.unrouted)
+}
+
+/// `n` enter + exit pairs through the global recorder (as `bench_context_pair`)
+/// into 1 KiB buffers, so that they switch buffers: the buffer switch that
+/// instrumented functions pay (the record that finds its buffer full leaves the
+/// context path's straight store for its one call at the end). Returns the
+/// buffers finished; records refused or not routed would make it 0.
+#[no_mangle]
+pub extern "C" fn bench_context_switch(n: u32) -> u32 {
+    match context_pairs(&CONTEXT_SWITCH_RING, n) {
+        (finished, 0) => finished,
+        _ => 0,
     }
-    CONTEXT_SWITCH_RING.stats().buffers_finished
 }
 
 /// `n` enter + exit pairs through the global recorder, as an instrumented function
@@ -364,13 +374,6 @@ pub extern "C" fn bench_context_switch(n: u32) -> u32 {
 /// not routed (0: every record was written, none switched buffers).
 #[no_mangle]
 pub extern "C" fn bench_context_pair(n: u32) -> u32 {
-    if let Ok(rec) = CONTEXT_RING.take_recorder(config()) {
-        let _ = CONTEXTS.install(Context::THREAD_MODE, rec);
-    }
-    for _ in 0..n {
-        record_function(FunctionAction::Enter, ID);
-        record_function(FunctionAction::Exit, ID);
-    }
-    let lost = CONTEXTS.stats();
-    CONTEXT_RING.stats().buffers_finished + lost.refused + lost.unrouted
+    let (finished, lost) = context_pairs(&CONTEXT_RING, n);
+    finished + lost
 }

@@ -112,11 +112,12 @@ impl Clock for &DwtClock {
     }
 }
 
-/// SysTick plus a count of its periods: a clock in core cycles for every Cortex-M,
-/// M0 included. The SysTick handler calls [`tick`](SysTickClock::tick) first;
-/// every context, the handler and higher priorities included, reads
-/// [`now`](SysTickClock::now) at any time (see `systick_now` for how a reading
-/// copes with a wrap the handler has not counted yet).
+/// SysTick plus the cycles of the periods its handler counted: a clock in core
+/// cycles for every Cortex-M, M0 included. The SysTick handler calls
+/// [`tick`](SysTickClock::tick) first; every context, the handler and higher
+/// priorities included, reads [`now`](SysTickClock::now) at any time (see
+/// `systick_now` for how a reading copes with a wrap the handler has not counted
+/// yet).
 ///
 /// ```
 /// # #[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
@@ -162,8 +163,9 @@ impl SysTickClock {
     /// Example on [`SysTickClock`].
     #[inline]
     pub fn tick(&self) {
-        // The period that ended: the reload value in force (a firmware that
-        // changes it counts the new period from the next wrap's handler).
+        // The period that ended, at the reload value in force now: a firmware
+        // that changed the reload during this period counts it at the new length
+        // (SysTick loads the new value only at the next wrap).
         self.ticks.increment((read(SYST_RVR) & 0x00FF_FFFF) + 1);
     }
 

@@ -2153,11 +2153,6 @@ mod tests {
         }
     }
 
-    /// Past the first lap the recorder rewrites only the changing records of a
-    /// slot's preamble (`switch_for_function`): every buffer still decodes to its
-    /// own extents, thread, wall time, process, NewCPUId and records, across
-    /// laps, after flushes (which start the next buffer the slow way) and on
-    /// both policies.
     /// The context path's way for a record its straight store declined
     /// (`function_word_declined`, which sends a buffer with no room straight to
     /// the switch) writes the bytes and keeps the counts that the direct path
@@ -2266,6 +2261,11 @@ mod tests {
         }
     }
 
+    /// Past the first lap the recorder rewrites only the changing records of a
+    /// slot's preamble (`switch_for_function`): every buffer still decodes to its
+    /// own extents, thread, wall time, process, NewCPUId and records, across
+    /// laps, after flushes (which start the next buffer the slow way) and on
+    /// both policies.
     #[test]
     fn buffers_keep_their_preambles_across_laps() {
         #[repr(align(8))]

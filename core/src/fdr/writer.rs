@@ -965,14 +965,22 @@ impl<'b> BufferWriter<'b> {
         }
     }
 
+    /// Whether short-call elision may change how a function record of low word
+    /// `low` is written: a threshold is set and the record is not an entry (an
+    /// exit may erase its entry; an exit or an EnterArg ends the run that may be
+    /// erased).
+    #[inline(always)]
+    fn elision_applies(&self, low: u32) -> bool {
+        low & 0b1110 != 0 && self.elision_threshold() != 0
+    }
+
     /// Whether the buffer cannot take a function record of low word `low` in any
     /// form: no room for its 8 bytes (nor, then, for a NewCPUId or TSCWrap
-    /// before it), and not an exit that short-call elision could write by
+    /// before it), and not a record that short-call elision could write by
     /// erasing its entry. The detached writer has no room.
     #[inline(always)]
     pub(crate) fn lacks_room_for_function(&self, low: u32) -> bool {
-        self.cur.addr() + FUNC > self.limit_addr()
-            && (low & 0b1110 == 0 || self.elision_threshold() == 0)
+        self.cur.addr() + FUNC > self.limit_addr() && !self.elision_applies(low)
     }
 
     /// The address of `limit`: a fast end when a record needs only its store.
@@ -1556,7 +1564,7 @@ impl<'b> BufferWriter<'b> {
         if high != self.epoch || high == NO_EPOCH {
             return self.function_word_across(low, ts);
         }
-        if low & 0b1110 != 0 && self.elision_threshold() != 0 {
+        if self.elision_applies(low) {
             return self.function_elidable(low, ts);
         }
         // A full buffer (or the detached writer) needs no general path.
@@ -1594,7 +1602,7 @@ impl<'b> BufferWriter<'b> {
         // With a short-call threshold an exit may erase its entry, and an exit or
         // an EnterArg ends the run that may be erased: only an entry (action bits
         // 0) is a plain store.
-        if low & 0b1110 != 0 && self.elision_threshold() != 0 {
+        if self.elision_applies(low) {
             return self.function_elidable(low, ts);
         }
         let word = (u64::from(delta as u32) << 32) | u64::from(low);

@@ -1,6 +1,6 @@
 //! Time from SysTick: a 1 kHz interrupt, in processor clock cycles. With tracing,
-//! flightrec's `SysTickClock` counts the periods and gives every context, thread
-//! mode and the handler alike, the same 64-bit time.
+//! flightrec's `SysTickClock` counts the periods' cycles and gives every context,
+//! thread mode and the handler alike, the same 64-bit time.
 
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
