@@ -1392,7 +1392,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         }
         // The buffer has events (`may_restart`): published, and `seq` and
         // `slot` advance.
-        self.publish_current();
+        self.publish_with_events();
         self.overwrite_slot();
         self.walltime = Some(walltime_after(walltime));
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
@@ -1493,7 +1493,16 @@ impl<'r, 'a> Recorder<'r, 'a> {
         if self.writer.is_detached() || !self.writer.has_events() {
             return;
         }
-        let len = self.writer.finish_attached();
+        self.publish_with_events();
+    }
+
+    /// [`publish_current`](Self::publish_current) of a buffer known to have
+    /// events, in line: the straight switch has checked that already
+    /// (`may_restart`), and a call there cost about 25 cycles of its
+    /// 340 on a Cortex-M4.
+    #[inline(always)]
+    fn publish_with_events(&mut self) {
+        let len = self.writer.finish_with_events();
         if let Some(slot) = self.ring.slots.get(self.slot) {
             slot.len.store(len as u32, Ordering::Relaxed);
         }
