@@ -781,8 +781,10 @@ pub struct Recorder<'r, 'a> {
     /// `seq` has wrapped past `u32::MAX` at least once.
     seq_wrapped: bool,
     /// The WalltimeMarker of the next buffer, once the first buffer has started
-    /// (see `next_walltime`).
-    walltime: Option<Walltime>,
+    /// (see `next_walltime`); before it, micros [`WALLTIME_NOT_STARTED`]
+    /// (a sentinel rather than an `Option`: the straight switch then loads it
+    /// without a test, and the recorder keeps its layout).
+    walltime: Walltime,
     /// Records lost since the last loss marker was written.
     unmarked_loss: u64,
     /// When the last record was lost: the time of a loss marker that `flush`
@@ -796,6 +798,16 @@ pub struct Recorder<'r, 'a> {
     /// slots in turn from 0): [`switch_for_function`](Self::switch_for_function)
     /// rewrites only its changing records there.
     prepared: usize,
+    /// The next buffer switch may be [`switch_for_function`](Self::switch_for_function)'s
+    /// as far as the recorder goes: the writer is on a buffer, the wall time
+    /// has started, no loss waits for its marker, every slot holds a preamble
+    /// and the ring is not broken. One test on the switch where these were
+    /// five (about 25 Cortex-M4 cycles). `acquire` sets it
+    /// ([`refresh_straight_switch`](Self::refresh_straight_switch)) after the
+    /// writer's `start`; whatever can make a part false clears it (a drop, a
+    /// loss counted from outside, a detach). A false one only sends the switch
+    /// the slow way, which the loss marker's buffer takes anyway.
+    straight_switch: bool,
     /// The ring's storage lives for `'a`, which outlives `'r`.
     _ring: PhantomData<&'r Ring<'a>>,
 }
@@ -806,12 +818,18 @@ pub struct Recorder<'r, 'a> {
 // takes `&mut self`, so being `Sync` lets other contexts only read (see the module
 // docs); `tests::recorder_is_send_and_sync` pins both.
 
+/// `Recorder::walltime`'s micros before the first buffer: no wall-clock
+/// second yet (a started one's micros are below 10^6).
+const WALLTIME_NOT_STARTED: u32 = u32::MAX;
+
 /// The WalltimeMarker of the buffer after one with `w` (see
 /// `Recorder::next_walltime`): both fields one up, the micros below 10^6.
+/// The seconds wrap rather than saturate: a recorder never starts 2^63
+/// buffers, and the saturating add's test cost 4 Cortex-M4 cycles a switch.
 #[inline(always)]
 fn walltime_after(w: Walltime) -> Walltime {
     Walltime {
-        seconds: w.seconds.saturating_add(1),
+        seconds: w.seconds.wrapping_add(1),
         micros: if w.micros >= 999_999 { 0 } else { w.micros + 1 },
     }
 }
@@ -826,12 +844,16 @@ impl<'r, 'a> Recorder<'r, 'a> {
             seq: 0,
             slot: 0,
             seq_wrapped: false,
-            walltime: None,
+            walltime: Walltime {
+                seconds: 0,
+                micros: WALLTIME_NOT_STARTED,
+            },
             unmarked_loss: 0,
             last_loss: Timestamp { tsc: 0, cpu: 0 },
             records_dropped: 0,
             broken: too_small,
             prepared: 0,
+            straight_switch: false,
             _ring: PhantomData,
         }
     }
@@ -902,6 +924,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         }
         self.records_dropped = self.records_dropped.saturating_add(n);
         self.unmarked_loss = self.unmarked_loss.saturating_add(n);
+        self.straight_switch = false;
         self.last_loss = ts;
         self.ring
             .state
@@ -1084,10 +1107,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// [`function_word`](Self::function_word) for a record that
     /// [`try_function_word`](Self::try_function_word) declined (the caller is
     /// out of line already): a buffer with no room for a record goes straight to
-    /// the switch, since the general path would only find that out (most
-    /// declined records are the one that finds its buffer full); the rest takes
-    /// the writer's general path, then the switch if that is full. Not the fast
-    /// path again (it would be a second copy of it).
+    /// the switch, in line here, since the general path would only find that
+    /// out (most declined records are the one that finds its buffer full) and a
+    /// call would add a second frame to the switch; the rest takes the writer's
+    /// general path. Not the fast path again (it would be a second copy of it).
     #[inline(always)]
     pub(crate) fn function_word_declined(
         &mut self,
@@ -1095,20 +1118,26 @@ impl<'r, 'a> Recorder<'r, 'a> {
         ts: Timestamp,
     ) -> Result<(), Dropped> {
         if self.writer.lacks_room_for_function(low) {
-            return self.function_slow(low, ts);
+            if self.switch_for_function(low, ts) {
+                return Ok(());
+            }
+            return self.function_switch_slow(low, ts);
         }
         self.function_word_general(low, ts)
     }
 
     /// [`function_word_declined`](Self::function_word_declined)'s record that
-    /// the buffer may have room for: the writer's general path, then the switch.
+    /// the buffer may have room for: the writer's general path, then, if the
+    /// buffer is full after all (a NewCPUId or TSCWrap must come first and does
+    /// not fit), the slow path's switch rather than the straight one, which
+    /// would be a third copy of it for a rare case.
     #[cold]
     #[inline(never)]
     fn function_word_general(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         if self.writer.function_word_across(low, ts).is_ok() {
             return Ok(());
         }
-        self.function_slow(low, ts)
+        self.function_switch_slow(low, ts)
     }
 
     /// The buffer switch (or the drop) of a function record, out of line: only the
@@ -1119,8 +1148,16 @@ impl<'r, 'a> Recorder<'r, 'a> {
         if self.switch_for_function(low, ts) {
             return Ok(());
         }
-        // The rare rest (the first buffer, one after a loss marker or a flush,
-        // no free buffer): the writer's general path, out of line already.
+        self.function_switch_slow(low, ts)
+    }
+
+    /// The buffer switch that [`switch_for_function`](Self::switch_for_function)
+    /// leaves (the first buffer, one after a loss marker or a flush, no free
+    /// buffer), or the drop: the writer's general path after the slow path's
+    /// switch, out of line.
+    #[cold]
+    #[inline(never)]
+    fn function_switch_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         self.slow_path(ts, move |w| {
             w.function_word_across(low, ts).map_err(RecordError::from)
         })
@@ -1308,6 +1345,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn count_drop(&mut self, ts: Timestamp) {
         self.records_dropped += 1;
         self.unmarked_loss += 1;
+        self.straight_switch = false;
         self.last_loss = ts;
         // Only this recorder writes the counter, so a load and a store suffice (no
         // read-modify-write, which thumbv6m lacks).
@@ -1329,14 +1367,29 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// nothing (a 64-bit division is a library call of about 60 instructions on a
     /// Cortex-M0).
     fn next_walltime(&mut self, tsc: u64) -> Walltime {
-        let config = &self.config;
-        let w = self.walltime.get_or_insert_with(|| Walltime {
-            seconds: config.walltime_at(tsc).seconds,
-            micros: 0,
-        });
-        let this = *w;
-        *w = walltime_after(this);
+        if self.walltime.micros == WALLTIME_NOT_STARTED {
+            self.walltime = Walltime {
+                seconds: self.config.walltime_at(tsc).seconds,
+                micros: 0,
+            };
+        }
+        let this = self.walltime;
+        self.walltime = walltime_after(this);
         this
+    }
+
+    /// Sets [`straight_switch`](Self::straight_switch) from the state it sums up.
+    fn refresh_straight_switch(&mut self) {
+        self.straight_switch = self.straight_switch_now();
+    }
+
+    /// What [`straight_switch`](Self::straight_switch) sums up, from the state.
+    fn straight_switch_now(&self) -> bool {
+        self.walltime.micros != WALLTIME_NOT_STARTED
+            && self.unmarked_loss == 0
+            && self.writer.restarts_on(self.ring.buffer_size)
+            && self.prepared == self.ring.slots.len()
+            && !self.broken
     }
 
     /// Whether the policy lets the recorder take buffer `seq` (in streaming
@@ -1372,34 +1425,36 @@ impl<'r, 'a> Recorder<'r, 'a> {
     }
 
     /// The common buffer switch, straight: a function record found its buffer
-    /// full, nothing was lost, and the policy lets the recorder take the next
-    /// buffer. Finishes the buffer, and starts the next with the record as its
+    /// full, nothing was lost, every slot holds a preamble
+    /// ([`straight_switch`](Self::straight_switch)), and the policy lets the
+    /// recorder take the next buffer. Finishes the buffer, and starts the next with the record as its
     /// first event ([`BufferWriter::restart_with_function`]), with none of
     /// [`slow_path`](Self::slow_path)'s tests for the first buffer, a lost
     /// record, a loss marker or a broken ring. `false`: nothing changed, the
     /// slow path does it.
     #[inline(always)]
     fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
-        let Some(walltime) = self.walltime else {
-            return false;
-        };
-        if self.unmarked_loss != 0
-            || !self.writer.may_restart(self.ring.buffer_size)
-            || self.ring.next_slot(self.slot) >= self.prepared
+        if !self.straight_switch
+            || !self.writer.has_events()
             || !self.may_take(self.seq.wrapping_add(1))
         {
             return false;
         }
-        // The buffer has events (`may_restart`): published, and `seq` and
-        // `slot` advance.
+        let walltime = self.walltime;
+        // The buffer has events: published, and `seq` and `slot` advance.
         self.publish_with_events();
         self.overwrite_slot();
-        self.walltime = Some(walltime_after(walltime));
+        self.walltime = walltime_after(walltime);
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
-        // buffer has the current one's length (every buffer of a ring does),
-        // which is what `may_restart` checked the writer against, and holds a
-        // preamble this recorder's `start` wrote with its one configuration
-        // (`prepared`; only this recorder writes the ring's buffers).
+        // buffer has the current one's length (every buffer of a ring does).
+        // The writer's `restart_with_function` contract holds: `has_events` was
+        // tested above, and `restarts_on` with that length is part of
+        // `straight_switch`, set
+        // after the `start` in `acquire` (the only `start` of this writer),
+        // cleared with every `detach`, and kept by a restart. The buffer holds
+        // a preamble this recorder's `start` wrote with its one configuration
+        // (`straight_switch`: every slot is `prepared`; only this recorder
+        // writes the ring's buffers).
         unsafe {
             let buf = self.ring.buffer_mut(self.slot);
             self.writer
@@ -1434,6 +1489,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         if self.unmarked_loss > 0 {
             self.mark_loss(ts);
         }
+        self.refresh_straight_switch();
         true
     }
 
@@ -1482,6 +1538,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn finish_current(&mut self) {
         self.publish_current();
         self.writer.detach();
+        self.straight_switch = false;
     }
 
     /// [`finish_current`](Self::finish_current) without detaching the writer,
@@ -1498,8 +1555,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
 
     /// [`publish_current`](Self::publish_current) of a buffer known to have
     /// events, in line: the straight switch has checked that already
-    /// (`may_restart`), and a call there cost about 25 cycles of its
-    /// 340 on a Cortex-M4.
+    /// (`has_events`), and the call (with the writer's finish, a call of its
+    /// own) cost about 30 of the switch's 345 Cortex-M4 cycles.
     #[inline(always)]
     fn publish_with_events(&mut self) {
         let len = self.writer.finish_with_events();
@@ -2160,6 +2217,84 @@ mod tests {
                 return expected;
             }
         }
+    }
+
+    /// `straight_switch` stays what it sums up through every path that changes
+    /// one of its parts: the first buffers, switches, drops with the consumer
+    /// behind, losses counted from outside, loss markers, flushes, a record
+    /// too large, and a ring too small for any record.
+    #[test]
+    fn straight_switch_follows_its_conditions() {
+        #[repr(align(8))]
+        struct Storage([u8; 3 * 160]);
+        let enter = FunctionRecord::low_word(FunctionAction::Enter, fid(2));
+        let exit = FunctionRecord::low_word(FunctionAction::Exit, fid(2));
+        for policy in [Policy::Streaming, Policy::FlightRecorder] {
+            let mut storage = Storage([0; 3 * 160]);
+            let slots = [Slot::NEW; 3];
+            let mut ring = Ring::new(&mut storage.0, &slots, policy).unwrap();
+            let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+            let (mut rec, mut consumer) = ring.split(cfg);
+            let mut straight = 0;
+            let mut check = |rec: &Recorder, step: &str| {
+                assert_eq!(
+                    rec.straight_switch,
+                    rec.straight_switch_now(),
+                    "{policy:?}: {step}"
+                );
+                straight += u32::from(rec.straight_switch);
+            };
+            check(&rec, "new");
+            for i in 0..400u64 {
+                let low = if i % 2 == 0 { enter } else { exit };
+                // The declined path first (it takes the straight switch), then
+                // the direct one.
+                let t = ts(10 * i);
+                let _ = if i % 3 == 0 {
+                    rec.function_word(low, t)
+                } else {
+                    rec.function_word_declined(low, t)
+                };
+                check(&rec, "record");
+                match i % 100 {
+                    30 => {
+                        rec.count_lost(2, t);
+                        check(&rec, "count_lost");
+                    }
+                    50 => {
+                        rec.flush();
+                        check(&rec, "flush");
+                    }
+                    70 => {
+                        assert!(rec.custom_event(t, &[0; 200]).is_err());
+                        check(&rec, "too large");
+                    }
+                    _ => {}
+                }
+                // Streaming: the consumer takes buffers only in the second half,
+                // so the first half drops records (the consumer is behind).
+                if policy == Policy::Streaming && i >= 200 {
+                    while consumer.pop().is_some() {}
+                }
+            }
+            rec.flush();
+            check(&rec, "last flush");
+            assert!(
+                straight > 100,
+                "{policy:?}: the straight switch was ready {straight} times"
+            );
+            assert!(rec.records_dropped() > 0, "{policy:?}");
+        }
+        // Buffers too small for one record: broken from the start.
+        let mut storage = Storage([0; 3 * 160]);
+        let slots = [Slot::NEW; 3];
+        let mut ring = Ring::new(&mut storage.0[..3 * 40], &slots, Policy::FlightRecorder).unwrap();
+        let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
+        assert_eq!(
+            rec.function_word_declined(enter, ts(1)),
+            Err(Dropped::TooLarge)
+        );
+        assert!(!rec.straight_switch && !rec.straight_switch_now());
     }
 
     /// The context path's way for a record its straight store declined

@@ -769,14 +769,17 @@ impl<'b> BufferWriter<'b> {
     }
 
     /// Whether [`restart_with_function`](Self::restart_with_function) may move
-    /// this writer to another buffer of `len` bytes: it is on a buffer of that
-    /// length that has events, its extents are deferred, and (on
-    /// [`STRICT_ALIGNMENT`] targets) its buffer and `len` are multiples of 4, so
-    /// that every buffer of the ring starts aligned.
+    /// this writer, once its buffer [`has_events`](Self::has_events), to another
+    /// buffer of `len` bytes: it is on a buffer of that length, its extents are
+    /// deferred, and (on [`STRICT_ALIGNMENT`] targets) its buffer and `len` are
+    /// multiples of 4, so that every buffer of the ring starts aligned. Only
+    /// [`start`](Self::start) and [`detach`](Self::detach) change this, and a
+    /// restart keeps it, so a recorder tests it once per buffer it starts
+    /// rather than on every switch.
     #[inline(always)]
-    pub(crate) fn may_restart(&self, len: usize) -> bool {
+    pub(crate) fn restarts_on(&self, len: usize) -> bool {
         let aligned = !STRICT_ALIGNMENT || (self.base.addr() | len) & 3 == 0;
-        self.len == len && self.has_events() && !self.extents_every_record && aligned
+        self.len == len && !self.extents_every_record && aligned
     }
 
     /// A recorder's buffer switch for a function record: this writer moves to
@@ -790,8 +793,8 @@ impl<'b> BufferWriter<'b> {
     /// length, the limit, the version and the threshold stay).
     ///
     /// # Safety
-    /// [`may_restart`](Self::may_restart) with the length of the buffer at
-    /// `base`; that buffer is borrowed exclusively for `'b`, and holds the
+    /// [`restarts_on`](Self::restarts_on) with the length of the buffer at
+    /// `base`, and [`has_events`](Self::has_events); that buffer is borrowed exclusively for `'b`, and holds the
     /// preamble of a `start` with the configuration this writer was started
     /// with. (`walltime.micros` is below 10^6, as a recorder counts them;
     /// `start` reduces others.)
@@ -2452,7 +2455,7 @@ mod tests {
             let early = Timestamp { tsc: 3, cpu: 1 };
             a.function(FunctionAction::Enter, fid(2), early).unwrap();
             while a.function(FunctionAction::Exit, fid(2), early).is_ok() {}
-            assert!(a.may_restart(200), "round {round}");
+            assert!(a.restarts_on(200) && a.has_events(), "round {round}");
             // SAFETY: `a_next` is 200 bytes, as `a`'s buffer, is not used while
             // `a` lives, and holds the preamble of `a`'s start with `cfg`.
             unsafe { a.restart_with_function(next, walltime, low, t) };
