@@ -441,7 +441,8 @@ mod tests {
 
     #[test]
     fn entries_written_read_back_the_same() {
-        let base = 0xffff_8000_0000_1000usize;
+        // A kernel-half address where `usize` has one; a high one elsewhere.
+        let base = (0xffff_8000_0000_1000u64 as usize) | (usize::MAX - usize::MAX / 2);
         for version in 0..=MAX_VERSION {
             for (i, (address, function)) in
                 [(0x10usize, 0x8usize), (base, base - 0x40), (0, usize::MAX)]

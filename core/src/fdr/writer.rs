@@ -1244,9 +1244,21 @@ impl<'b> BufferWriter<'b> {
     pub(crate) fn sync_extents(&mut self) {
         if self.fdr_version().has_extents() {
             let n = (self.pos() - META) as u64;
-            // The first record is the BufferExtents; only its count changes.
-            if let Some(dst) = self.buf_mut().get_mut(BufferExtents::SIZE_FIELD) {
-                dst.copy_from_slice(&n.to_le_bytes());
+            // The first record is the BufferExtents; only its count changes. On
+            // a 32-bit target a buffer is shorter than 2^32 bytes, so the count's
+            // high half stays the zeros the preamble wrote: only the low half is
+            // stored (on thumbv6m four byte stores fewer at every finish).
+            let field = if cfg!(target_pointer_width = "32") {
+                BufferExtents::SIZE_FIELD.start..BufferExtents::SIZE_FIELD.start + 4
+            } else {
+                BufferExtents::SIZE_FIELD
+            };
+            let count = n.to_le_bytes();
+            if let (Some(dst), Some(src)) = (
+                self.buf_mut().get_mut(field.clone()),
+                count.get(..field.len()),
+            ) {
+                dst.copy_from_slice(src);
             }
         }
     }
