@@ -328,3 +328,8 @@ PY
 
 # The examples themselves run with the workspace tests (`cargo test --workspace`).
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli -p flightrec-sleds
+# The private items too: the core's and the runtimes' internal reasoning lives in
+# their docs (their own target directory, so the public docs above stay as built).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --document-private-items \
+  --target-dir target/doc-private \
+  -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli -p flightrec-sleds

@@ -135,7 +135,7 @@ pub fn patch() -> Result<usize, Error> {
 }
 
 /// Restores every sled to its unpatched form (compiler-rt: `__xray_unpatch`):
-/// instrumented code then costs a jump over the sled. Example on [`patch`].
+/// instrumented code then costs a jump over the sled. Example on [`patch()`].
 pub fn unpatch() -> Result<usize, Error> {
     let map = sleds_or_report()?;
     patch::set_patched(map.sleds().iter(), false).map_err(Error::Patch)
@@ -323,7 +323,7 @@ static FROM_ENV: Mutex<Option<Result<bool, Error>>> = Mutex::new(None);
 
 /// Reads `XRAY_OPTIONS` and `XRAY_FDR_OPTIONS` as compiler-rt does: starts
 /// flightrec's runtime if they select `xray-fdr` (recording from then on if
-/// `patch_premain=true`, else from [`patch`]), and patches the sleds if
+/// `patch_premain=true`, else from [`patch()`]), and patches the sleds if
 /// `patch_premain=true`. `Ok(true)` if the runtime runs. Runs once; later calls
 /// return the first result. Errors are also reported on stderr.
 ///

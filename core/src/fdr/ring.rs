@@ -526,7 +526,7 @@ impl<'r> RingView<'r> {
     }
 
     /// # Safety
-    /// As [`Ring::buffer_mut`], for shared access to a finished buffer.
+    /// As [`buffer_mut`](Self::buffer_mut), for shared access to a finished buffer.
     unsafe fn buffer(&self, index: usize, len: usize) -> &'r [u8] {
         debug_assert!(index < self.slots.len());
         let len = len.min(self.buffer_size);

@@ -63,7 +63,7 @@ pub(crate) fn start_event<'a>(rt: &Runtime, loc: Loc<'_>, argv: impl Iterator<It
 ///
 /// Setting the environment variable is not synchronised with C code reading
 /// the environment on other threads: call it early, before starting threads,
-/// as git does. Children started through [`child`](super::child) get the value
+/// as git does. Children started through [`child`](super::child()) get the value
 /// explicitly in any case.
 ///
 /// ```

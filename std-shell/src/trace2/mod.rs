@@ -42,14 +42,14 @@
 //!   written, as in git (see [`signal`] for `SIGPIPE`).
 //! * Commands: [`cmd_name`], [`cmd_mode`], [`cmd_path`], [`alias`],
 //!   [`def_param`], [`def_repo`].
-//! * Regions and data: [`region`], [`region_in`], [`region_msg`] (RAII),
-//!   [`data`], [`data_in`], [`data_fmt`], [`data_json`], [`printf`],
+//! * Regions and data: [`region()`], [`region_in`], [`region_msg`] (RAII),
+//!   [`data()`], [`data_in`], [`data_fmt`], [`data_json`], [`printf`],
 //!   [`error`], [`error_fmt`], and the macros [`region!`](crate::region),
 //!   [`data!`](crate::data), [`printf!`](crate::printf),
 //!   [`error!`](crate::error).
 //! * Threads: [`thread_start`] returns a guard that emits `thread_exit`.
 //! * Timers and counters: [`Timer`], [`Counter`] statics.
-//! * Children: [`child`] (around a `std::process::Command`), [`exec`].
+//! * Children: [`child()`] (around a `std::process::Command`), [`exec`].
 //!
 //! Every line is formatted by the core's formatters into the thread's own
 //! buffer and written with one `write()` per destination, in the order

@@ -199,7 +199,7 @@ impl Runtime {
 /// every line is written before its call returns and this does nothing. In
 /// [`WriteMode::Background`](super::target::WriteMode::Background) it waits
 /// for the writer thread: call it before handing the trace file to someone
-/// else, or before starting a child process without [`child`](super::child)
+/// else, or before starting a child process without [`child`](super::child())
 /// (which flushes after `child_start` itself). Exit paths flush on their own.
 ///
 /// ```

@@ -20,7 +20,7 @@
 //! one write of a batch may carry.
 //!
 //! A write waits for a stalled reader at most the sink's timeout (see
-//! [`stall`](super::stall)), then fails with `ErrorKind::TimedOut`.
+//! [`super::stall`]), then fails with `ErrorKind::TimedOut`.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
