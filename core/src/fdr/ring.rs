@@ -799,9 +799,9 @@ pub struct Recorder<'r, 'a> {
     /// rewrites only its changing records there.
     prepared: usize,
     /// The next buffer switch may be [`switch_for_function`](Self::switch_for_function)'s
-    /// as far as the recorder goes: the writer is on a buffer, the wall time
-    /// has started, no loss waits for its marker, every slot holds a preamble
-    /// and the ring is not broken. One test on the switch where these were
+    /// as far as the recorder goes: the writer is on one of the ring's buffers
+    /// (`BufferWriter::restarts_on`), the wall time has started, no loss waits
+    /// for its marker, every slot holds a preamble and the ring is not broken. One test on the switch where these were
     /// five (about 25 Cortex-M4 cycles). `acquire` sets it
     /// ([`refresh_straight_switch`](Self::refresh_straight_switch)) after the
     /// writer's `start`; whatever can make a part false clears it (a drop, a
@@ -1427,8 +1427,9 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// The common buffer switch, straight: a function record found its buffer
     /// full, nothing was lost, every slot holds a preamble
     /// ([`straight_switch`](Self::straight_switch)), and the policy lets the
-    /// recorder take the next buffer. Finishes the buffer, and starts the next with the record as its
-    /// first event ([`BufferWriter::restart_with_function`]), with none of
+    /// recorder take the next buffer. Finishes the buffer, and starts the next
+    /// with the record as its first event
+    /// ([`BufferWriter::restart_with_function`]), with none of
     /// [`slow_path`](Self::slow_path)'s tests for the first buffer, a lost
     /// record, a loss marker or a broken ring. `false`: nothing changed, the
     /// slow path does it.
@@ -1449,12 +1450,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // buffer has the current one's length (every buffer of a ring does).
         // The writer's `restart_with_function` contract holds: `has_events` was
         // tested above, and `restarts_on` with that length is part of
-        // `straight_switch`, set
-        // after the `start` in `acquire` (the only `start` of this writer),
-        // cleared with every `detach`, and kept by a restart. The buffer holds
-        // a preamble this recorder's `start` wrote with its one configuration
-        // (`straight_switch`: every slot is `prepared`; only this recorder
-        // writes the ring's buffers).
+        // `straight_switch`, set after the `start` in `acquire` (the only
+        // `start` of this writer), cleared with every `detach`, and kept by a
+        // restart. The buffer holds a preamble this recorder's `start` wrote
+        // with its one configuration (`straight_switch`: every slot is
+        // `prepared`; only this recorder writes the ring's buffers).
         unsafe {
             let buf = self.ring.buffer_mut(self.slot);
             self.writer
