@@ -825,7 +825,7 @@ const WALLTIME_NOT_STARTED: u32 = u32::MAX;
 /// The WalltimeMarker of the buffer after one with `w` (see
 /// `Recorder::next_walltime`): both fields one up, the micros below 10^6.
 /// The seconds wrap rather than saturate: a recorder never starts 2^63
-/// buffers, and the saturating add's test cost 4 Cortex-M4 cycles a switch.
+/// buffers, and the saturating add's test cost 3 Cortex-M4 cycles a switch.
 #[inline(always)]
 fn walltime_after(w: Walltime) -> Walltime {
     Walltime {
