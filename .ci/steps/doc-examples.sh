@@ -289,7 +289,8 @@ def check(path, items):
             bad.append(f"{where}: its example asserts nothing")
             continue
         text = " ".join(it["doc"])
-        ptr = re.search(r"[Ee]xample on \[`?([\w:]+?)`?\]", text)
+        # "[`f()`]": a function named beside a module of the same name.
+        ptr = re.search(r"[Ee]xample on \[`?([\w:]+?)(?:\(\))?`?\]", text)
         if ptr:
             target = ptr.group(1).split("::")[-1]
             use = re.compile(r"\b" + re.escape(it["name"]) + r"\b")
