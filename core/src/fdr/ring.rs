@@ -1441,11 +1441,13 @@ impl<'r, 'a> Recorder<'r, 'a> {
         {
             return false;
         }
-        let walltime = self.walltime;
         // The buffer has events: published, and `seq` and `slot` advance.
         self.publish_with_events();
-        self.overwrite_slot();
+        // Read after the publishing, not before it, so that the wall time is
+        // not held in registers (or on the stack, on thumbv6m) across it.
+        let walltime = self.walltime;
         self.walltime = walltime_after(walltime);
+        self.overwrite_slot();
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
         // buffer has the current one's length (every buffer of a ring does).
         // The writer's `restart_with_function` contract holds: `has_events` was
