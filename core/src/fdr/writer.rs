@@ -794,10 +794,10 @@ impl<'b> BufferWriter<'b> {
     ///
     /// # Safety
     /// [`restarts_on`](Self::restarts_on) with the length of the buffer at
-    /// `base`, and [`has_events`](Self::has_events); that buffer is borrowed exclusively for `'b`, and holds the
-    /// preamble of a `start` with the configuration this writer was started
-    /// with. (`walltime.micros` is below 10^6, as a recorder counts them;
-    /// `start` reduces others.)
+    /// `base`, and [`has_events`](Self::has_events); that buffer is borrowed
+    /// exclusively for `'b`, and holds the preamble of a `start` with the
+    /// configuration this writer was started with. (`walltime.micros` is below
+    /// 10^6, as a recorder counts them; `start` reduces others.)
     #[inline(always)]
     pub(crate) unsafe fn restart_with_function(
         &mut self,
