@@ -1570,8 +1570,13 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
         self.ring.state.head.store(self.seq, Ordering::Release);
+        // Only a streaming ring has a consumer to tell (the policy first: a
+        // flight recorder's switch then loads no callback).
+        if self.ring.policy != Policy::Streaming {
+            return;
+        }
         let ready = self.ring.state.buffer_ready.load(Ordering::Relaxed);
-        if !ready.is_null() && self.ring.policy == Policy::Streaming {
+        if !ready.is_null() {
             // SAFETY: `set_buffer_ready` stores nothing but `fn()` pointers (cast to
             // `*mut ()`), so a non-null value is one, with its provenance.
             let ready = unsafe { core::mem::transmute::<*mut (), fn()>(ready) };
