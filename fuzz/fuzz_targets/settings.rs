@@ -75,7 +75,10 @@ fuzz_target!(|data: &[u8]| {
             .position(|v| *v == name)
             .and_then(|i| values[i].clone())
     };
-    let files = ConfigFiles { global: vec![config_file.0.clone()], ..ConfigFiles::none() };
+    let files = ConfigFiles {
+        global: vec![config_file.0.clone()],
+        ..ConfigFiles::none()
+    };
     match Trace2Config::load_with("GIT_TRACE2", Some("trace2"), env, &files) {
         Ok(cfg) => {
             assert!(cfg.event_nesting >= 1, "nesting filter below 1");
@@ -94,7 +97,10 @@ fuzz_target!(|data: &[u8]| {
                 // TAB, LF, CR); `str::trim` would also want VT and Unicode spaces,
                 // which git keeps.
                 let trimmed = p.trim_matches([' ', '\t', '\n', '\r']);
-                assert!(!p.is_empty() && trimmed == p, "untrimmed or empty pattern {p:?}");
+                assert!(
+                    !p.is_empty() && trimmed == p,
+                    "untrimmed or empty pattern {p:?}"
+                );
             }
         }
         Err(e) => {

@@ -30,12 +30,19 @@ const SYSTICK: Context = Context::priority(0);
 /// thread mode.
 /// Each ring's outlet is its link source (the FDR thread id) and its consumer.
 pub fn start() -> [Outlet<'static, 'static>; 2] {
-    [start_one(1, Context::THREAD_MODE, &MAIN), start_one(2, SYSTICK, &IRQ)]
+    [
+        start_one(1, Context::THREAD_MODE, &MAIN),
+        start_one(2, SYSTICK, &IRQ),
+    ]
 }
 
 /// One ring's start: one copy in flash for both rings.
 #[inline(never)]
-fn start_one(id: u32, context: Context, ring: &'static StaticRing<4, 1024>) -> Outlet<'static, 'static> {
+fn start_one(
+    id: u32,
+    context: Context,
+    ring: &'static StaticRing<4, 1024>,
+) -> Outlet<'static, 'static> {
     let cfg = RecorderConfig::new(WriterConfig::new(id), u64::from(CLOCK_HZ));
     let (recorder, consumer) = ring.split(cfg).expect("split once");
     TRACE.install(context, recorder).expect("install");
