@@ -799,11 +799,11 @@ pub struct Recorder<'r, 'a> {
     /// rewrites only its changing records there.
     prepared: usize,
     /// The next buffer switch may be [`switch_for_function`](Self::switch_for_function)'s
-    /// as far as the recorder goes: the writer is on one of the ring's buffers
-    /// (`BufferWriter::restarts_on`), the wall time has started, no loss waits
-    /// for its marker, every slot holds a preamble and the ring is not broken. One test on the switch where these were
-    /// five (about 25 Cortex-M4 cycles). `acquire` sets it
-    /// ([`refresh_straight_switch`](Self::refresh_straight_switch)) after the
+    /// as far as the recorder goes ([`straight_switch_now`](Self::straight_switch_now)):
+    /// the writer is on one of the ring's buffers (`BufferWriter::restarts_on`),
+    /// the wall time has started, no loss waits for its marker, every slot holds
+    /// a preamble and the ring is not broken. One test on the switch where these
+    /// were five (about 25 Cortex-M4 cycles). `acquire` sets it after the
     /// writer's `start`; whatever can make a part false clears it (a drop, a
     /// loss counted from outside, a detach). A false one only sends the switch
     /// the slow way, which the loss marker's buffer takes anyway.
@@ -1118,10 +1118,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         ts: Timestamp,
     ) -> Result<(), Dropped> {
         if self.writer.lacks_room_for_function(low) {
-            if self.switch_for_function(low, ts) {
-                return Ok(());
-            }
-            return self.function_switch_slow(low, ts);
+            return self.switch_or_slow(low, ts);
         }
         self.function_word_general(low, ts)
     }
@@ -1145,6 +1142,14 @@ impl<'r, 'a> Recorder<'r, 'a> {
     #[cold]
     #[inline(never)]
     fn function_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
+        self.switch_or_slow(low, ts)
+    }
+
+    /// The straight switch, else the slow path's: the body of
+    /// [`function_slow`](Self::function_slow), and in line in
+    /// [`function_word_declined`](Self::function_word_declined).
+    #[inline(always)]
+    fn switch_or_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         if self.switch_for_function(low, ts) {
             return Ok(());
         }
@@ -1378,11 +1383,6 @@ impl<'r, 'a> Recorder<'r, 'a> {
         this
     }
 
-    /// Sets [`straight_switch`](Self::straight_switch) from the state it sums up.
-    fn refresh_straight_switch(&mut self) {
-        self.straight_switch = self.straight_switch_now();
-    }
-
     /// What [`straight_switch`](Self::straight_switch) sums up, from the state.
     fn straight_switch_now(&self) -> bool {
         self.walltime.micros != WALLTIME_NOT_STARTED
@@ -1491,7 +1491,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         if self.unmarked_loss > 0 {
             self.mark_loss(ts);
         }
-        self.refresh_straight_switch();
+        self.straight_switch = self.straight_switch_now();
         true
     }
 
@@ -2254,8 +2254,8 @@ mod tests {
             check(&rec, "new");
             for i in 0..400u64 {
                 let low = if i % 2 == 0 { enter } else { exit };
-                // The declined path first (it takes the straight switch), then
-                // the direct one.
+                // Both ways to the switch: the direct path for every third
+                // record, the declined path (the attribute's) for the others.
                 let t = ts(10 * i);
                 let _ = if i % 3 == 0 {
                     rec.function_word(low, t)

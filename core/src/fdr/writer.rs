@@ -67,6 +67,17 @@ const FUNC: usize = FUNCTION_RECORD_SIZE;
 const NO_CPU: u32 = u32::MAX;
 /// [`BufferWriter`]'s `epoch` when the split record path may not be taken.
 const NO_EPOCH: u32 = u32::MAX;
+
+/// The split path's `epoch` for a last record at `tsc` on `cpu`: the time's
+/// high word on CPU 0, else [`NO_EPOCH`] (see `BufferWriter::epoch`).
+#[inline(always)]
+fn epoch_of(cpu: u32, tsc: u64) -> u32 {
+    if cpu == 0 {
+        (tsc >> 32) as u32
+    } else {
+        NO_EPOCH
+    }
+}
 /// Whether function records take the split path (the time's two 32-bit halves
 /// apart, see [`BufferWriter::function_word`]): on 32-bit targets, where a 64-bit
 /// subtraction, test and store are two of each, and in this module's tests, which
@@ -847,11 +858,7 @@ impl<'b> BufferWriter<'b> {
         // `refresh_epoch` in line: a call cost about 30 of the switch's cycles
         // on a Cortex-M4, and the new time and end are in registers here.
         if SPLIT {
-            self.epoch = if ts.cpu == 0 {
-                (ts.tsc >> 32) as u32
-            } else {
-                NO_EPOCH
-            };
+            self.epoch = epoch_of(u32::from(ts.cpu), ts.tsc);
         }
         self.refresh_fast_end_zero();
     }
@@ -899,11 +906,7 @@ impl<'b> BufferWriter<'b> {
     /// inlined).
     #[inline(never)]
     fn refresh_epoch_split(&mut self) {
-        self.epoch = if self.latest_cpu == 0 {
-            (self.latest_tsc >> 32) as u32
-        } else {
-            NO_EPOCH
-        };
+        self.epoch = epoch_of(self.latest_cpu, self.latest_tsc);
         self.refresh_fast_end_zero();
     }
 
@@ -1472,7 +1475,7 @@ impl<'b> BufferWriter<'b> {
                 // else to do first (no new high word, no elision, which make it
                 // 0): the record that finds its buffer full, the common way
                 // here. Said here, without the call and frame of the slow path
-                // that would find it out (about 25 Cortex-M4 cycles of the
+                // that would find it out (about 40 Cortex-M4 cycles of the
                 // recorder's switch).
                 if fast_end != 0 {
                     return Err(Full);
