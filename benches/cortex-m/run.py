@@ -45,6 +45,13 @@ BASELINE = os.path.join(HERE, "baseline.txt")
 FLASH, FLASH_SIZE = 0x0000_0000, 256 * 1024
 RAM, RAM_SIZE = 0x2000_0000, 128 * 1024
 MMIO, MMIO_SIZE = 0x4000_0000, 0x1000
+# The System Control Space, as plain memory: the context source reads an
+# exception's priority from SHPR1-3 or the NVIC's IPR there.
+SCS, SCS_SIZE = 0xE000_E000, 0x1000
+SHPR3 = 0xE000_ED20  # priorities of exceptions 12 to 15, a byte each
+# Entries run as the handler of an exception: IPSR and the priority SHPR3 gives it
+# (`HANDLER_PRIORITY` of the bench firmware).
+HANDLER_ENTRIES = {"bench_context_pair_handler": (15, 0x80)}
 RETURN = FLASH + FLASH_SIZE - 16  # LR points here; the run stops when PC gets here
 COUNTER_STEP = 3
 LIMIT = 50_000_000  # instructions; a panic loops forever
@@ -62,6 +69,7 @@ class Machine:
         self.uc.mem_map(FLASH, FLASH_SIZE)
         self.uc.mem_map(RAM, RAM_SIZE)
         self.uc.mmio_map(MMIO, MMIO_SIZE, self._read, None, self._write, None)
+        self.uc.mem_map(SCS, SCS_SIZE)
         with open(elf_path, "rb") as f:
             elf = ELFFile(f)
             for seg in elf.iter_segments():
@@ -115,10 +123,16 @@ class Machine:
         self.sizes[address] = size
         self.prev = address
 
-    def call(self, addr, n, marked=False):
-        """Runs the entry at `addr` with r0 = n; returns its r0."""
+    def call(self, addr, n, marked=False, handler=None):
+        """Runs the entry at `addr` with r0 = n; returns its r0. `handler`: the
+        (exception, priority) it runs as, else thread mode."""
         self.marked = marked
         self.counting = not marked
+        if handler is not None:
+            exception, priority = handler
+            assert 12 <= exception <= 15, "SHPR3's exceptions only"
+            self.uc.mem_write(SHPR3 + exception - 12, bytes([priority]))
+            self.uc.reg_write(A.UC_ARM_REG_IPSR, exception)
         self.uc.reg_write(A.UC_ARM_REG_SP, RAM + RAM_SIZE)
         self.uc.reg_write(A.UC_ARM_REG_LR, RETURN | 1)
         self.uc.reg_write(A.UC_ARM_REG_R0, n)
@@ -226,7 +240,7 @@ class Target:
 
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
-        ret = m.call(self.symbols[entry], n, marked)
+        ret = m.call(self.symbols[entry], n, marked, HANDLER_ENTRIES.get(entry))
         self.sent = bytes(m.uart) + bytes(m.dma)
         # Stack high-water mark of the run: bytes below the SP the entry started with.
         self.stack[entry] = max(self.stack.get(entry, 0), RAM + RAM_SIZE - m.min_sp)
@@ -238,7 +252,7 @@ class Target:
         runs = []
         for k in (n, 2 * n):
             m = Machine(self.elf, self.cpu)
-            ret = m.call(self.symbols[entry], k, marked)
+            ret = m.call(self.symbols[entry], k, marked, HANDLER_ENTRIES.get(entry))
             runs.append((by_symbol(m, self.cs, self.functions), ret))
         (a, ra), (b, rb) = runs
         per = (rb - ra) if marked else n
@@ -290,6 +304,9 @@ def measure(t, one_core=None):
     context = per_record(t, "bench_context_pair", "context_record",
                          "per record through the global recorder and per-context recorders "
                          "(IPSR, shared timer clock, claim), steady state")
+    per_record(t, "bench_context_pair_handler", "context_record_handler",
+               "the same from an exception handler (SysTick, priority 0x80; the "
+               "recorder in the second slot, after thread mode's)")
     if one_core is not None:
         per_record(one_core, "bench_context_pair", "context_record_one_core",
                    "the same with feature `unsafe-assume-single-core` (claim by a load and a "

@@ -22,7 +22,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 11;
+pub const COUNT: usize = 12;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -36,6 +36,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_pair_wrapped,
     bench_pair_extended,
     bench_context_switch,
+    bench_context_pair_handler,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB, 8-aligned as a
@@ -376,4 +377,33 @@ pub extern "C" fn bench_context_switch(n: u32) -> u32 {
 pub extern "C" fn bench_context_pair(n: u32) -> u32 {
     let (finished, lost) = context_pairs(&CONTEXT_RING, n);
     finished + lost
+}
+
+/// The priority the runner gives SysTick (exception 15) in SHPR3, and so the
+/// context of [`bench_context_pair_handler`]'s records.
+const HANDLER_PRIORITY: u8 = 0x80;
+
+/// `n` enter + exit pairs through the global recorder from an exception handler:
+/// the runner sets IPSR to 15 (SysTick) and SHPR3's byte for it to
+/// [`HANDLER_PRIORITY`]. Thread mode's recorder is installed first (as firmware
+/// does), so the handler's is the second slot: what an instrumented interrupt
+/// handler pays, the context source's priority read and the scan past thread
+/// mode's slot included. Steady state. Returns the buffers finished plus the
+/// records refused or not routed (0).
+#[no_mangle]
+pub extern "C" fn bench_context_pair_handler(n: u32) -> u32 {
+    if let Ok(rec) = CONTEXT_SWITCH_RING.take_recorder(config()) {
+        let _ = CONTEXTS.install(Context::THREAD_MODE, rec);
+    }
+    if let Ok(rec) = CONTEXT_RING.take_recorder(config()) {
+        let _ = CONTEXTS.install(Context::priority(HANDLER_PRIORITY), rec);
+    }
+    for _ in 0..n {
+        record_function(FunctionAction::Enter, ID);
+        record_function(FunctionAction::Exit, ID);
+    }
+    let lost = CONTEXTS.stats();
+    let handler = CONTEXT_RING.stats().buffers_finished;
+    let thread = CONTEXT_SWITCH_RING.stats().buffers_finished;
+    handler + thread + lost.refused + lost.unrouted
 }
