@@ -701,13 +701,27 @@ where
                 // SAFETY: claimed above, not released.
                 return unsafe { self.record_claimed(slot, low) };
             }
-            if w >> 16 == context.0 as u32 && w & STATE_MASK == BUSY {
-                return Err(self.refuse());
-            }
             let Some((next, others)) = rest.split_first() else {
-                return Err(self.unroute());
+                return Err(self.no_ready_slot(context));
             };
             (slot, rest) = (next, others);
+        }
+    }
+
+    /// Why the scan found no slot of `context` ready: the slot was in use
+    /// (refused; it may be ready again by now, when its user has put it back),
+    /// or there is none (not routed). Apart from the scan, which then compares
+    /// each slot with one value only.
+    #[cold]
+    #[inline(never)]
+    fn no_ready_slot(&self, context: Context) -> Lost {
+        let (ready, busy) = (word(context, READY), word(context, BUSY));
+        let ours =
+            |slot: &Slot| matches!(slot.word.load(Ordering::Relaxed), w if w == busy || w == ready);
+        if self.slots.iter().any(ours) {
+            self.refuse()
+        } else {
+            self.unroute()
         }
     }
 

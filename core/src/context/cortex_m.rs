@@ -9,6 +9,7 @@ use core::arch::asm;
 use core::ptr;
 
 use super::{Context, ContextSource};
+use crate::hint::cold_path;
 
 /// System handler priority registers: SHPR1 at 0xE000ED18 holds exceptions 4-7,
 /// SHPR2 8-11, SHPR3 12-15, a byte each.
@@ -45,12 +46,15 @@ impl CortexMContexts {
     }
 }
 
-/// The priority byte of exception `n` (4 and up) in the register block at `base`
-/// (exception or interrupt 0 of the block at `base`), read as a word: ARMv6-M
-/// allows only word accesses to these registers.
+/// The priority byte of exception `n` (4 to 511): SHPR1-3 hold exceptions 4 to
+/// 15 a byte each from [`SHPR_BASE`], the NVIC's IPR interrupts 0 and up
+/// (exceptions 16 and up) from [`NVIC_IPR_BASE`]. Read as a word: ARMv6-M allows
+/// only word accesses to these registers. Both blocks start on a word, so the
+/// byte's place in its word is `n`'s low two bits either way: one address to
+/// choose, and one read.
 #[inline(always)]
-fn priority_byte(base: usize, n: usize) -> u8 {
-    let addr = base + (n & !3);
+fn priority_byte(n: usize) -> u8 {
+    let addr = priority_word(n);
     // SAFETY: `addr` is a word of the System Control Block's SHPR or the NVIC's IPR
     // block, which every Cortex-M core maps at these fixed addresses (the
     // `cortex-m` feature is for Cortex-M targets only); `n` comes from IPSR, so it
@@ -58,6 +62,33 @@ fn priority_byte(base: usize, n: usize) -> u8 {
     let word = unsafe { ptr::read_volatile(addr as *const u32) };
     (word >> ((n & 3) * 8)) as u8
 }
+
+/// The address of the word that holds exception `n`'s priority byte (4 to 511),
+/// the byte `n & 3` of it.
+#[inline(always)]
+const fn priority_word(n: usize) -> usize {
+    let first = if n >= 16 {
+        NVIC_IPR_BASE - 16
+    } else {
+        SHPR_BASE - 4
+    };
+    first + (n & !3)
+}
+
+// The byte of exception `n` is at SHPR_BASE + n - 4 (4 to 15) or NVIC_IPR_BASE +
+// n - 16 (16 and up): checked where the module builds.
+const _: () = {
+    let mut n = 4;
+    while n < 512 {
+        let byte = if n < 16 {
+            SHPR_BASE + n - 4
+        } else {
+            NVIC_IPR_BASE + n - 16
+        };
+        assert!(priority_word(n) == byte & !3 && byte & 3 == n & 3);
+        n += 1;
+    }
+};
 
 impl ContextSource for CortexMContexts {
     #[inline]
@@ -69,12 +100,20 @@ impl ContextSource for CortexMContexts {
         // (ARMv6-M and ARMv7-M), so thread mode is a test for zero, with no mask
         // to build first; the last arm keeps any other value off the registers.
         let exception = ipsr as usize;
+        if exception == 0 {
+            return Context::THREAD_MODE;
+        }
+        // Thread mode falls through; the handlers' path is laid out apart (a
+        // taken branch there and one back, for the register it reads).
+        cold_path();
+        // Handlers of configurable priority (every interrupt, SVCall, PendSV,
+        // SysTick): one range test, then the register to read.
+        if exception.wrapping_sub(4) < 508 {
+            return Context::priority(priority_byte(exception));
+        }
         match exception {
-            0 => Context::THREAD_MODE,
             2 => Context::NMI,
             3 => Context::HARD_FAULT,
-            4..=15 => Context::priority(priority_byte(SHPR_BASE, exception - 4)),
-            16..=511 => Context::priority(priority_byte(NVIC_IPR_BASE, exception - 16)),
             // 1 (Reset) never runs as an exception; a context with no recorder.
             _ => Context::new(0x2ff),
         }
