@@ -58,7 +58,6 @@ pub mod context;
 mod divide;
 pub mod fdr;
 pub mod global;
-mod hint;
 pub mod link;
 pub mod names;
 mod one_core;
