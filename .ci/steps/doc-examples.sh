@@ -334,3 +334,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p flightrec-core -p flightrec -p
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --document-private-items \
   --target-dir target/doc-private \
   -p flightrec-core -p flightrec -p flightrec-host -p flightrec-cli -p flightrec-sleds
+# The core's Cortex-M modules build on Cortex-M targets only: their docs, private
+# items included, on one.
+rustup target add thumbv7em-none-eabihf >/dev/null 2>&1 || true
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features cortex-m,rtt --document-private-items \
+  --target thumbv7em-none-eabihf --target-dir target/doc-private -p flightrec-core

@@ -2,8 +2,8 @@
 //!
 //! The core never reads a clock by itself: every recording call (for example
 //! [`Recorder::enter`](crate::fdr::ring::Recorder::enter)) takes a [`Timestamp`] from a
-//! [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64 with [`Tsc`]
-//! or [`TscP`], a hardware timer with [`TimerClock`], the Cortex-M cycle counter or
+//! [`Clock`] the caller owns. That keeps the core portable (a TSC on x86_64 with `Tsc`
+//! or `TscP`, a hardware timer with [`TimerClock`], the Cortex-M cycle counter or
 //! SysTick with `DwtClock` and `SysTickClock` (feature `cortex-m`), a [`ManualClock`]
 //! in tests) and keeps the hot path free of indirection.
 //!
@@ -59,7 +59,7 @@ pub struct Timestamp {
 /// A source of ticks.
 ///
 /// Implementations must be cheap: [`Clock::now`] is called once per recorded event.
-/// The core provides [`ManualClock`], [`Wrapping32`], [`Tsc`] and [`TscP`]; a target
+/// The core provides [`ManualClock`], [`Wrapping32`], `Tsc` and `TscP` (x86_64); a target
 /// with another counter implements the two methods itself:
 ///
 /// ```
