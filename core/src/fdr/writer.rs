@@ -1537,15 +1537,14 @@ impl<'b> BufferWriter<'b> {
         // another compares with `epoch` (NO_EPOCH after a buffer's start or on
         // another CPU, which no high word matches here; `fast_end_epoch` is 0
         // then, so a high word of NO_EPOCH fails the room test).
-        let zero = zero_shortcut && high == 0;
-        let (end, end_exit) = if zero {
+        let (end, end_exit) = if zero_shortcut && high == 0 {
             (self.fast_end_zero, self.fast_end_zero_exit)
         } else {
+            if high != self.epoch {
+                return across(self);
+            }
             (self.fast_end_epoch, self.fast_end_exit)
         };
-        if !zero && high != self.epoch {
-            return across(self);
-        }
         // On CPU 0, and a clock that did not go backwards: the delta is exact and
         // fits.
         if ts.cpu != 0 || backwards {
