@@ -77,8 +77,8 @@ impl SharedExtension {
         let (seen, raw) = self.seen_and_read(read);
         // The common case, a reading in the half period the count says: nothing to
         // store, and the value is the count's periods above the reading.
-        if top_bit(raw, bits) == seen & 1 {
-            return extend_counter(seen, raw, bits).1;
+        if in_counted_half(raw, seen, bits) {
+            return extend_in_counted_half(seen, raw, bits);
         }
         // Twice per period of the counter: the reading is in the half period after
         // `seen`; count it, out of line (in line, the few instructions and the
@@ -108,7 +108,7 @@ impl SharedExtension {
     #[inline(always)]
     pub fn extend_if_unshared(&self, bits: u32, read: impl FnOnce() -> u32) -> Option<u64> {
         let (seen, raw) = self.seen_and_read(read);
-        (top_bit(raw, bits) == seen & 1).then(|| extend_counter(seen, raw, bits).1)
+        in_counted_half(raw, seen, bits).then(|| extend_in_counted_half(seen, raw, bits))
     }
 
     /// The half periods counted, then the counter's reading: loaded before
@@ -127,6 +127,17 @@ impl SharedExtension {
 #[inline(never)]
 fn extend_across(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
     extend_counter(seen, raw, bits)
+}
+
+/// Whether a `bits`-wide reading is in the half period that `seen` counts: its
+/// top bit has `seen`'s parity ([`top_bit`]`(raw, bits) == seen & 1`). Both are
+/// compared in bit 31, the reading's top bit shifted there and the parity put
+/// there, which a sign test reads: on Thumb a shift or two, an exclusive or and
+/// a branch on the sign, with no mask to build (three cycles fewer on the M0).
+#[inline(always)]
+fn in_counted_half(raw: u32, seen: u32, bits: u32) -> bool {
+    let bits = bits.clamp(16, 32);
+    ((raw << (32 - bits)) ^ (seen << 31)) as i32 >= 0
 }
 
 /// The top bit of a `bits`-wide reading (`bits` clamped to 16..=32, as in
@@ -151,15 +162,33 @@ fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
     let top = top_bit(raw, bits);
     // The reading's half period has the parity of its top bit: `seen` or the next.
     let half_periods = seen.wrapping_add(top ^ (seen & 1));
-    // `(periods << bits) | raw` with 32-bit shifts only: a 64-bit shift by a
-    // variable amount is a library call on 32-bit cores.
-    let periods = half_periods >> 1;
+    (half_periods, join_periods(half_periods >> 1, raw, bits))
+}
+
+/// [`extend_counter`]'s value for a reading in the half period `seen` counts
+/// ([`in_counted_half`]): the periods are `seen`'s, with no parity to compare.
+#[inline(always)]
+fn extend_in_counted_half(seen: u32, raw: u32, bits: u32) -> u64 {
+    let bits = bits.clamp(16, 32);
+    let raw = if bits == 32 {
+        raw
+    } else {
+        raw & ((1 << bits) - 1)
+    };
+    join_periods(seen >> 1, raw, bits)
+}
+
+/// `(periods << bits) | raw` (`bits` 16 to 32, `raw` below `2^bits`) with
+/// 32-bit shifts only: a 64-bit shift by a variable amount is a library call on
+/// 32-bit cores.
+#[inline(always)]
+fn join_periods(periods: u32, raw: u32, bits: u32) -> u64 {
     let (high, low) = if bits == 32 {
         (periods, raw)
     } else {
         (periods >> (32 - bits), (periods << bits) | raw)
     };
-    (half_periods, (u64::from(high) << 32) | u64::from(low))
+    (u64::from(high) << 32) | u64::from(low)
 }
 
 /// A free-running hardware timer of 16 to 32 bits, read through a function the
@@ -344,6 +373,46 @@ pub(crate) fn systick_now(
 mod tests {
     use super::*;
     use core::cell::Cell;
+
+    /// The half-period test and the value of a reading in the counted half are
+    /// `extend_counter`'s, for every width, both parities, readings at and
+    /// around each half's edges, and bits above the width.
+    #[test]
+    fn counted_half_agrees_with_extend_counter() {
+        let seens = [
+            0,
+            1,
+            2,
+            3,
+            0x7fff_fffe,
+            0x7fff_ffff,
+            0xffff_fffe,
+            0xffff_ffff,
+        ];
+        for bits in 12..=34 {
+            let w = bits.clamp(16, 32);
+            let top = 1u32 << (w - 1);
+            let mut raws = [0, 1, top - 1, top, top + 1, u32::MAX, 0x1234_5678, 0].to_vec();
+            if w < 32 {
+                raws.extend([(1 << w) - 1, 1 << w, (1 << w) | top, (3 << w) | 5]);
+            }
+            for &seen in &seens {
+                for &raw in &raws {
+                    let in_half = top_bit(raw, bits) == seen & 1;
+                    assert_eq!(
+                        in_counted_half(raw, seen, bits),
+                        in_half,
+                        "{bits} {seen:#x} {raw:#x}"
+                    );
+                    if in_half {
+                        let (half_periods, value) = extend_counter(seen, raw, bits);
+                        assert_eq!(half_periods, seen);
+                        assert_eq!(extend_in_counted_half(seen, raw, bits), value);
+                    }
+                }
+            }
+        }
+    }
 
     /// A fake 16-bit counter stepped by a fixed amount: every context's readings
     /// extended through one shared extension stay exact.
