@@ -2,14 +2,15 @@
 //! emulator (`run.py` next to this crate loads the ELF, calls each entry with the
 //! number of operations in r0 and counts what executes).
 //!
-//! The hardware is five memory-mapped registers the emulator provides:
+//! The hardware is six memory-mapped registers the emulator provides:
 //! [`COUNTER`], a free-running 32-bit counter that is the clock (every record reads
 //! it, as firmware reads SysTick or a timer); [`MARK`], written 1 and 0 around the
 //! part of an entry that is counted when the runner counts between marks; and
 //! [`UART_DATA`], a transmit register with no wait, the link's sink; and
 //! [`DMA_ADDR`] and [`DMA_LEN`], a transmit DMA channel that takes a whole block
 //! (its address, then its length, which starts the transfer; no wait), the other
-//! sink.
+//! sink; and [`COUNTER_SET`], which sets the counter (an entry's setup takes the
+//! clock past a wrap with it).
 //! Nothing else: no vector table, no startup code (the runner loads `.data`).
 #![no_std]
 #![no_main]
@@ -30,6 +31,9 @@ pub const DMA_ADDR: usize = 0x4000_000C;
 /// The transmit DMA channel's length: writing it sends `DMA_LEN` bytes from
 /// `DMA_ADDR` (the emulator copies them at once).
 pub const DMA_LEN: usize = 0x4000_0010;
+/// Writing it sets the counter: the next reading of [`COUNTER`] is the value
+/// written plus the counter's step.
+pub const COUNTER_SET: usize = 0x4000_0014;
 
 /// One reading of the clock, zero-extended as firmware does with a 32-bit counter.
 #[inline(always)]

@@ -19,10 +19,10 @@ use flightrec_core::fdr::FunctionId;
 use flightrec_core::global::record_function;
 use flightrec_core::link::{LinkWriter, Source};
 
-use crate::{mark, now, DMA_ADDR, DMA_LEN, UART_DATA};
+use crate::{mark, now, COUNTER_SET, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 12;
+pub const COUNT: usize = 13;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -37,6 +37,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_pair_extended,
     bench_context_switch,
     bench_context_pair_handler,
+    bench_pair_extended_wrapped,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB, 8-aligned as a
@@ -137,6 +138,25 @@ pub extern "C" fn bench_pair_wrapped(n: u32) -> u32 {
 /// Returns the buffers finished (0).
 #[no_mangle]
 pub extern "C" fn bench_pair_extended(n: u32) -> u32 {
+    steady_pairs(n, || SHARED_CLOCK.now())
+}
+
+/// [`bench_pair_extended`] past the counter's first wrap, where a firmware's
+/// extended clock spends all but its first 2^32 ticks: the setup sets the counter
+/// to the start of its second half, then to its wrap, reading the clock after
+/// each, so the extension counts a period and the readings' high word is 1.
+/// Returns the buffers finished (0), or 1 if the high word is not 1.
+#[no_mangle]
+pub extern "C" fn bench_pair_extended_wrapped(n: u32) -> u32 {
+    // The emulator's next reading is the value set plus its step (3).
+    for counter in [0x8000_0000u32, 0] {
+        // SAFETY: COUNTER_SET is a writable 32-bit register on the emulated machine.
+        unsafe { write_volatile(COUNTER_SET as *mut u32, counter.wrapping_sub(3)) };
+        let _ = SHARED_CLOCK.now();
+    }
+    if SHARED_CLOCK.now().tsc >> 32 != 1 {
+        return 1;
+    }
     steady_pairs(n, || SHARED_CLOCK.now())
 }
 
