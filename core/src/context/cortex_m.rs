@@ -105,8 +105,9 @@ impl ContextSource for CortexMContexts {
         // SAFETY: reading IPSR has no side effect and touches no memory.
         unsafe { asm!("mrs {}, IPSR", out(reg) ipsr, options(nomem, nostack, preserves_flags)) };
         // `MRS` of IPSR gives the exception number in bits 8:0 and zeros above
-        // (ARMv6-M and ARMv7-M), so thread mode is a test for zero, with no mask
-        // to build first; the last arm keeps any other value off the registers.
+        // (ARMv6-M and ARMv7-M; bits 31:9 are reserved, read as zero), so thread
+        // mode is a test for zero with no mask to build first, and a number from
+        // 4 is 511 at most.
         let exception = ipsr as usize;
         if exception == 0 {
             return Context::THREAD_MODE;
@@ -115,8 +116,8 @@ impl ContextSource for CortexMContexts {
         // taken branch there and one back, for the register it reads).
         cold_path();
         // Handlers of configurable priority (every interrupt, SVCall, PendSV,
-        // SysTick): one range test, then the register to read.
-        if exception.wrapping_sub(4) < 508 {
+        // SysTick): one test, then the register to read.
+        if exception >= 4 {
             return Context::priority(priority_byte(exception));
         }
         match exception {
