@@ -153,39 +153,27 @@ fn top_bit(raw: u32, bits: u32) -> u32 {
 /// counted with this reading.
 #[inline(always)]
 fn extend_counter(seen: u32, raw: u32, bits: u32) -> (u32, u64) {
-    let bits = bits.clamp(16, 32);
-    let raw = if bits == 32 {
-        raw
-    } else {
-        raw & ((1 << bits) - 1)
-    };
-    let top = top_bit(raw, bits);
     // The reading's half period has the parity of its top bit: `seen` or the next.
-    let half_periods = seen.wrapping_add(top ^ (seen & 1));
-    (half_periods, join_periods(half_periods >> 1, raw, bits))
+    let half_periods = seen.wrapping_add(top_bit(raw, bits) ^ (seen & 1));
+    (
+        half_periods,
+        extend_in_counted_half(half_periods, raw, bits),
+    )
 }
 
-/// [`extend_counter`]'s value for a reading in the half period `seen` counts
-/// ([`in_counted_half`]): the periods are `seen`'s, with no parity to compare.
+/// The 64-bit value of a `bits`-bit counter reading `raw` in the half period that
+/// `half_periods` counts ([`in_counted_half`]): that count's periods above the
+/// reading, with no parity to compare. `(periods << bits) | raw` with 32-bit
+/// shifts only: a 64-bit shift by a variable amount is a library call on 32-bit
+/// cores.
 #[inline(always)]
-fn extend_in_counted_half(seen: u32, raw: u32, bits: u32) -> u64 {
+fn extend_in_counted_half(half_periods: u32, raw: u32, bits: u32) -> u64 {
     let bits = bits.clamp(16, 32);
-    let raw = if bits == 32 {
-        raw
-    } else {
-        raw & ((1 << bits) - 1)
-    };
-    join_periods(seen >> 1, raw, bits)
-}
-
-/// `(periods << bits) | raw` (`bits` 16 to 32, `raw` below `2^bits`) with
-/// 32-bit shifts only: a 64-bit shift by a variable amount is a library call on
-/// 32-bit cores.
-#[inline(always)]
-fn join_periods(periods: u32, raw: u32, bits: u32) -> u64 {
+    let periods = half_periods >> 1;
     let (high, low) = if bits == 32 {
         (periods, raw)
     } else {
+        let raw = raw & ((1 << bits) - 1);
         (periods >> (32 - bits), (periods << bits) | raw)
     };
     (u64::from(high) << 32) | u64::from(low)

@@ -78,6 +78,7 @@ fn epoch_of(cpu: u32, tsc: u64) -> u32 {
         NO_EPOCH
     }
 }
+
 /// Whether function records take the split path (the time's two 32-bit halves
 /// apart, see [`BufferWriter::function_word`]): on 32-bit targets, where a 64-bit
 /// subtraction, test and store are two of each, and in this module's tests, which
