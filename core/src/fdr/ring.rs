@@ -1498,13 +1498,15 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// Writes the loss marker (see [`LOSS_EVENT_TYPE`]) for the records lost since
     /// the last one into the current buffer; returns whether it fit.
     fn mark_loss(&mut self, ts: Timestamp) -> bool {
-        let mut text = [0u8; 48];
-        let len = loss_text(self.unmarked_loss, &mut text);
+        // The text is written straight into the buffer: no buffer of its own to
+        // clear and copy (a `memclr` call and a copy loop on thumbv6m).
+        let n = self.unmarked_loss;
+        let len = loss_text_len(n);
+        let fill = |out: &mut [u8]| loss_text(n, out);
         let marked = if self.config.writer.version().events_use_delta() {
-            self.writer
-                .typed_event(ts, LOSS_EVENT_TYPE, text.get(..len).unwrap_or(&[]))
+            self.writer.typed_event_with(ts, LOSS_EVENT_TYPE, len, fill)
         } else {
-            self.writer.custom_event(ts, text.get(..len).unwrap_or(&[]))
+            self.writer.custom_event_with(ts, len, fill)
         };
         if marked.is_ok() {
             self.unmarked_loss = 0;
@@ -1701,38 +1703,46 @@ impl<'r, 'a> Recorder<'r, 'a> {
     }
 }
 
-/// Formats `flightrec: lost N records` into `out`; returns the length.
-fn loss_text(n: u64, out: &mut [u8; 48]) -> usize {
-    const PREFIX: &[u8] = b"flightrec: lost ";
-    const SUFFIX: &[u8] = b" records";
-    // 16 + at most 20 digits + 8 bytes fit 48: no write below is refused.
-    let mut pos = 0;
-    let mut put = |b: u8| {
-        if let Some(o) = out.get_mut(pos) {
-            // No `memcpy` call for the loops below on bare metal.
-            crate::fdr::writer::put_byte(o, b);
-        }
-        pos += 1;
-    };
-    PREFIX.iter().for_each(|&b| put(b));
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+/// The loss marker's text before and after the count.
+const LOSS_PREFIX: &[u8] = b"flightrec: lost ";
+const LOSS_SUFFIX: &[u8] = b" records";
+
+/// The length of [`loss_text`]'s `flightrec: lost N records`.
+fn loss_text_len(n: u64) -> usize {
+    LOSS_PREFIX.len() + decimal_digits(n) + LOSS_SUFFIX.len()
+}
+
+/// The count of decimal digits of `n`, by the division that writes them
+/// (`crate::divide`, linked for it anyway): a loss marker is rare, and a
+/// comparison with powers of ten needs a 64-bit product, a library call on
+/// thumbv6m.
+fn decimal_digits(n: u64) -> usize {
+    let mut digits = 1;
     let mut v = n;
-    while i > 0 {
-        i -= 1;
-        // No 64-bit `/` (a library call on 32-bit cores): see `crate::divide`.
-        let (q, r) = crate::divide::div_rem(v, crate::divide::TEN);
-        if let Some(d) = digits.get_mut(i) {
-            *d = b'0' + r as u8;
-        }
-        v = q;
-        if v == 0 {
-            break;
-        }
+    while v >= 10 {
+        v = crate::divide::div_rem(v, crate::divide::TEN).0;
+        digits += 1;
     }
-    digits.iter().skip(i).for_each(|&b| put(b));
-    SUFFIX.iter().for_each(|&b| put(b));
-    pos
+    digits
+}
+
+/// Writes `flightrec: lost N records` into `out`, which has
+/// [`loss_text_len`]`(n)` bytes (a shorter `out` gets part of the text, never
+/// a panic).
+fn loss_text(n: u64, out: &mut [u8]) {
+    let end = out.len().saturating_sub(LOSS_SUFFIX.len());
+    let (head, suffix) = out.split_at_mut(end);
+    crate::fdr::writer::copy_bytes(head, LOSS_PREFIX);
+    crate::fdr::writer::copy_bytes(suffix, LOSS_SUFFIX);
+    let digits = head.get_mut(LOSS_PREFIX.len()..).unwrap_or(&mut []);
+    // The digits from the last: one division by ten each (`crate::divide`: no
+    // 64-bit `/`, a library call on 32-bit cores).
+    let mut v = n;
+    for d in digits.iter_mut().rev() {
+        let (q, r) = crate::divide::div_rem(v, crate::divide::TEN);
+        crate::fdr::writer::put_byte(d, b'0' + r as u8);
+        v = q;
+    }
 }
 
 /// The consuming side of a streaming ring: takes finished buffers from the
@@ -2101,17 +2111,55 @@ mod tests {
 
     fn format_loss(n: u32) -> ([u8; 48], usize) {
         let mut out = [0u8; 48];
-        let len = loss_text(u64::from(n), &mut out);
+        let len = loss_text_len(u64::from(n));
+        loss_text(u64::from(n), &mut out[..len]);
         (out, len)
+    }
+
+    /// `loss_text` of `n` beside the same text made by `core::fmt`.
+    fn loss_texts(n: u64) -> (([u8; 48], usize), ([u8; 48], usize)) {
+        struct Text([u8; 48], usize);
+        impl core::fmt::Write for Text {
+            fn write_str(&mut self, s: &str) -> core::fmt::Result {
+                let end = self.1 + s.len();
+                self.0
+                    .get_mut(self.1..end)
+                    .ok_or(core::fmt::Error)?
+                    .copy_from_slice(s.as_bytes());
+                self.1 = end;
+                Ok(())
+            }
+        }
+        let mut expected = Text([0; 48], 0);
+        core::fmt::Write::write_fmt(&mut expected, format_args!("flightrec: lost {n} records"))
+            .unwrap();
+        let mut out = [0u8; 48];
+        let len = loss_text_len(n);
+        loss_text(n, &mut out[..len]);
+        ((out, len), (expected.0, expected.1))
     }
 
     #[test]
     fn loss_text_formats() {
-        let mut out = [0u8; 48];
-        let n = loss_text(0, &mut out);
-        assert_eq!(&out[..n], b"flightrec: lost 0 records");
-        let n = loss_text(u64::MAX, &mut out);
-        assert_eq!(&out[..n], b"flightrec: lost 18446744073709551615 records");
+        let ((out, len), _) = loss_texts(0);
+        assert_eq!(&out[..len], b"flightrec: lost 0 records");
+        let ((out, len), _) = loss_texts(u64::MAX);
+        assert_eq!(&out[..len], b"flightrec: lost 18446744073709551615 records");
+        // Every length of count, and both sides of each power of ten.
+        let mut p = 1u64;
+        for _ in 0..20 {
+            for n in [p - 1, p, p + 1, p.saturating_mul(10) - 1] {
+                let ((out, len), (expected, expected_len)) = loss_texts(n);
+                assert_eq!(&out[..len], &expected[..expected_len], "{n}");
+            }
+            p = p.saturating_mul(10);
+        }
+        // An output of any shorter length gets part of the text, never a panic.
+        for len in 0..loss_text_len(12345) {
+            let mut short = [0u8; 48];
+            loss_text(12345, &mut short[..len]);
+            assert!(short[len..].iter().all(|&b| b == 0));
+        }
     }
 
     #[test]

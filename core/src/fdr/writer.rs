@@ -1916,12 +1916,12 @@ impl<'b> BufferWriter<'b> {
 
     /// Checks an event payload and the room for marker, payload and a possible
     /// NewCPUId/TSCWrap.
-    fn check_event(&self, payload: &[u8]) -> Result<(), RecordError> {
-        if payload.is_empty() {
+    fn check_event(&self, len: usize) -> Result<(), RecordError> {
+        if len == 0 {
             return Err(RecordError::EmptyPayload);
         }
-        let body = payload.len().saturating_add(2 * META);
-        if body > self.limit - self.body_start || i32::try_from(payload.len()).is_err() {
+        let body = len.saturating_add(2 * META);
+        if body > self.limit - self.body_start || i32::try_from(len).is_err() {
             return Err(RecordError::TooLarge { needed: body });
         }
         if self.pos() + body > self.limit {
@@ -1959,7 +1959,20 @@ impl<'b> BufferWriter<'b> {
     /// assert_eq!(record, Record::CustomEvent { time, payload: b"reset" });
     /// ```
     pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
-        self.check_event(payload)?;
+        self.custom_event_with(ts, payload.len(), |out| copy_bytes(out, payload))
+    }
+
+    /// [`custom_event`](Self::custom_event) with a payload of `len` bytes that
+    /// `fill` writes in place (given exactly `len` bytes; called only when the
+    /// event is written): a loss marker's text needs no buffer of its own.
+    #[inline(always)]
+    pub(crate) fn custom_event_with(
+        &mut self,
+        ts: Timestamp,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), RecordError> {
+        self.check_event(len)?;
         let time = if self.fdr_version().events_use_delta() {
             let p = self.preamble_for(ts, i32::MAX as u64);
             self.write_preamble(p, ts);
@@ -1980,14 +1993,14 @@ impl<'b> BufferWriter<'b> {
         };
         // `check_event` has made sure the size fits an i32.
         let marker = CustomEventMarker {
-            size: payload.len() as i32,
+            size: len as i32,
             time,
         };
         let version = self.fdr_version();
         let pos = self.pos();
         let pos = put_marker(self.buf_mut(), pos, |out| marker.emit(version, out));
         self.set_pos(pos);
-        self.put_payload(payload);
+        self.put_payload_with(len, fill);
         Ok(())
     }
 
@@ -2015,20 +2028,35 @@ impl<'b> BufferWriter<'b> {
         event_type: u16,
         payload: &[u8],
     ) -> Result<(), RecordError> {
-        self.check_event(payload)?;
+        self.typed_event_with(ts, event_type, payload.len(), |out| {
+            copy_bytes(out, payload)
+        })
+    }
+
+    /// [`typed_event`](Self::typed_event) with a payload of `len` bytes that
+    /// `fill` writes in place, as in [`custom_event_with`](Self::custom_event_with).
+    #[inline(always)]
+    pub(crate) fn typed_event_with(
+        &mut self,
+        ts: Timestamp,
+        event_type: u16,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), RecordError> {
+        self.check_event(len)?;
         let p = self.preamble_for(ts, i32::MAX as u64);
         self.write_preamble(p, ts);
         let delta = ts.tsc.wrapping_sub(self.latest_tsc) as i32;
         let marker = TypedEventMarker {
             // `check_event` has made sure the size fits an i32.
-            size: payload.len() as i32,
+            size: len as i32,
             delta,
             event_type,
         };
         self.put_meta(&marker);
         self.latest_tsc = ts.tsc;
         self.refresh_epoch();
-        self.put_payload(payload);
+        self.put_payload_with(len, fill);
         Ok(())
     }
 
@@ -2045,11 +2073,14 @@ impl<'b> BufferWriter<'b> {
         self.cur = self.cur.wrapping_add(META);
     }
 
-    fn put_payload(&mut self, payload: &[u8]) {
+    /// Writes an event's payload of `len` bytes with `fill` at the write
+    /// position and moves past it; the caller has checked the room.
+    #[inline(always)]
+    fn put_payload_with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) {
         let pos = self.pos();
-        let end = pos + payload.len();
+        let end = pos + len;
         if let Some(dst) = self.buf_mut().get_mut(pos..end) {
-            copy_bytes(dst, payload);
+            fill(dst);
             self.set_pos(end);
         }
         self.undo_start = self.pos();
