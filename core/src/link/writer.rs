@@ -637,8 +637,12 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// Packs the record straight into the frame: its first byte and its mask
     /// through the stuffing loop (either byte of the mask may be 0), then its
     /// non-zero bytes, which need no stuffing, each checked and stored as it is
-    /// found, the block's end in a register. No copy of the packed record.
-    #[inline(never)]
+    /// found, the block's end in a register. No copy of the packed record. In
+    /// line at its one call, in the frame's token loop: out of line it cost a
+    /// frame of registers saved and restored per metadata record (0.6
+    /// Cortex-M4 and 0.5 Cortex-M0 cycles a function record on the DMA row;
+    /// 24 bytes less flash on thumbv6m, 36 more on thumbv7m).
+    #[inline(always)]
     fn packed_metadata(&mut self, record: &[u8; META]) {
         let [lo, hi, ..] = packed_mask(record, BY_WORDS).to_le_bytes();
         let (mut w, mut crc);
