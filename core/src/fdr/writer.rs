@@ -85,6 +85,13 @@ fn epoch_of(cpu: u32, tsc: u64) -> u32 {
 /// compare its bytes with the 64-bit path's.
 const SPLIT: bool = cfg!(any(test, target_pointer_width = "32"));
 
+/// The longest buffer a writer [`restarts_on`](BufferWriter::restarts_on):
+/// its BufferExtents count is below 2^24, so the count's fourth byte stays the
+/// zero the preamble wrote and `finish_restartable` stores one word. A longer
+/// buffer switches the general way.
+const MAX_RESTARTABLE: usize = 1 << 24;
+const _: () = assert!(MAX_RESTARTABLE - META < 1 << 24);
+
 /// Targets whose unaligned stores are split into byte stores (ARMv6-M, the ARM
 /// cores without compare-and-swap; RISC-V without the unaligned-access extension):
 /// there [`BufferWriter`] tests the record's alignment and writes aligned words when
@@ -791,7 +798,7 @@ impl<'b> BufferWriter<'b> {
     #[inline(always)]
     pub(crate) fn restarts_on(&self, len: usize) -> bool {
         let aligned = !STRICT_ALIGNMENT || (self.base.addr() | len) & 3 == 0;
-        self.len == len && !self.extents_every_record && aligned
+        self.len == len && !self.extents_every_record && aligned && len <= MAX_RESTARTABLE
     }
 
     /// A recorder's buffer switch for a function record: this writer moves to
@@ -1199,6 +1206,40 @@ impl<'b> BufferWriter<'b> {
             self.write_new_cpu(0, 0);
         }
         self.finish_with_events()
+    }
+
+    /// [`finish_with_events`](Self::finish_with_events) for a writer that
+    /// [`restarts_on`](Self::restarts_on) its buffer's length: its buffer
+    /// starts aligned on [`STRICT_ALIGNMENT`] targets and is at most
+    /// [`MAX_RESTARTABLE`] bytes long, so on a 32-bit target the BufferExtents
+    /// count goes in as one word, its record's tag and the count's three low
+    /// bytes (before, a bounds test and four byte stores at an odd address).
+    /// The count's other bytes stay the zeros the preamble wrote.
+    ///
+    /// # Safety
+    /// `restarts_on` holds for this writer's length.
+    #[inline(always)]
+    pub(crate) unsafe fn finish_restartable(&mut self) -> usize {
+        if !cfg!(target_pointer_width = "32") || !self.fdr_version().has_extents() {
+            return self.finish_with_events();
+        }
+        let pos = self.pos();
+        let n = (pos - META) as u32;
+        // The record's tag and the count's low three bytes.
+        let first = BufferExtents { size: u64::from(n) }.to_le_u128() as u32;
+        // SAFETY: the writer's buffer has `len >= min_buffer_len` bytes (it
+        // was started on it), four of which are written here, and `&mut self`
+        // holds it exclusively; `restarts_on` (the caller's contract) makes
+        // `base` 4-aligned on `STRICT_ALIGNMENT` targets, and elsewhere the
+        // word store is unaligned.
+        unsafe {
+            if STRICT_ALIGNMENT {
+                self.base.cast::<u32>().write(first.to_le());
+            } else {
+                self.base.cast::<u32>().write_unaligned(first.to_le());
+            }
+        }
+        pos
     }
 
     /// [`finish`](Self::finish) for a recorder, in place, of a buffer that has
