@@ -778,10 +778,8 @@ pub struct Recorder<'r, 'a> {
     seq: u32,
     /// The slot of buffer `seq` (see `RingView::next_slot`).
     slot: usize,
-    /// `seq` has wrapped past `u32::MAX` at least once.
-    seq_wrapped: bool,
-    /// The WalltimeMarker of the next buffer, once the first buffer has started
-    /// (see `next_walltime`); before it, micros [`WALLTIME_NOT_STARTED`]
+    /// The WalltimeMarker of the current (the last started) buffer (see
+    /// `next_walltime`); before the first, micros [`WALLTIME_NOT_STARTED`]
     /// (a sentinel rather than an `Option`: the straight switch then loads it
     /// without a test, and the recorder keeps its layout).
     walltime: Walltime,
@@ -837,13 +835,18 @@ fn walltime_after(w: Walltime) -> Walltime {
 impl<'r, 'a> Recorder<'r, 'a> {
     pub(crate) fn new(ring: RingView<'r>, config: RecorderConfig) -> Self {
         let too_small = ring.buffer_size < config.writer.min_buffer_len();
+        // No slot holds a finished buffer of this recorder yet: a ring split
+        // again after an earlier recorder forgets that one's buffers, so that
+        // `for_each_buffer` shows this recorder's only.
+        for slot in ring.slots {
+            slot.len.store(0, Ordering::Relaxed);
+        }
         Recorder {
             ring,
             config,
             writer: BufferWriter::detached(),
             seq: 0,
             slot: 0,
-            seq_wrapped: false,
             walltime: Walltime {
                 seconds: 0,
                 micros: WALLTIME_NOT_STARTED,
@@ -1372,15 +1375,15 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// nothing (a 64-bit division is a library call of about 60 instructions on a
     /// Cortex-M0).
     fn next_walltime(&mut self, tsc: u64) -> Walltime {
-        if self.walltime.micros == WALLTIME_NOT_STARTED {
-            self.walltime = Walltime {
+        self.walltime = if self.walltime.micros == WALLTIME_NOT_STARTED {
+            Walltime {
                 seconds: self.config.walltime_at(tsc).seconds,
                 micros: 0,
-            };
-        }
-        let this = self.walltime;
-        self.walltime = walltime_after(this);
-        this
+            }
+        } else {
+            walltime_after(self.walltime)
+        };
+        self.walltime
     }
 
     /// What [`straight_switch`](Self::straight_switch) sums up, from the state.
@@ -1446,10 +1449,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // buffer length (see below).
         let len = unsafe { self.writer.finish_restartable() };
         self.publish_finished(len);
-        // Read after the publishing, not before it, so that the wall time is
-        // not held in registers (or on the stack, on thumbv6m) across it.
-        let walltime = self.walltime;
-        self.walltime = walltime_after(walltime);
+        // Stepped after the publishing, not before it, so that the wall time
+        // is not held in registers (or on the stack, on thumbv6m) across it.
+        let walltime = walltime_after(self.walltime);
+        self.walltime = walltime;
         self.overwrite_slot();
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
         // buffer has the current one's length (every buffer of a ring does).
@@ -1572,7 +1575,6 @@ impl<'r, 'a> Recorder<'r, 'a> {
         }
         self.seq = self.seq.wrapping_add(1);
         self.slot = self.ring.next_slot(self.slot);
-        self.seq_wrapped |= self.seq == 0;
         // Publishes the bytes and the length to the consumer.
         self.ring.state.head.store(self.seq, Ordering::Release);
         // Only a streaming ring has a consumer to tell (the policy first: a
@@ -1627,16 +1629,6 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.finish_current();
     }
 
-    /// How many buffers back from `seq` can exist: all of them once the sequence
-    /// number has wrapped, else `seq`.
-    fn seq_wrapped_min(&self) -> u32 {
-        if self.seq_wrapped {
-            u32::MAX
-        } else {
-            self.seq
-        }
-    }
-
     /// Calls `f` with each buffer that holds records, oldest first, the current one
     /// last (also when it is not full). Flight-recorder mode: this is how the ring is
     /// read. Streaming mode: only the current buffer and buffers the consumer has not
@@ -1679,9 +1671,14 @@ impl<'r, 'a> Recorder<'r, 'a> {
         let n = self.ring.slots.len() as u32;
         let first = match self.ring.policy {
             Policy::FlightRecorder => {
-                // Without a current buffer, the current slot still holds the oldest one.
+                // Without a current buffer, the current slot still holds the
+                // oldest one. Before the ring's first lap, the slots after the
+                // current one hold no finished buffer: their length is 0
+                // (`Recorder::new`), and the loop below skips them. (A flag for
+                // "the sequence number has wrapped", set on every buffer
+                // switch, cost 17 of the straight switch's Cortex-M0 cycles.)
                 let kept = if self.writer.is_detached() { n } else { n - 1 };
-                self.seq.wrapping_sub(kept.min(self.seq_wrapped_min()))
+                self.seq.wrapping_sub(kept)
             }
             Policy::Streaming => self.ring.state.tail.load(Ordering::Acquire),
         };
@@ -2521,6 +2518,55 @@ mod tests {
         }
     }
 
+    /// The first function ids of the buffers `for_each_buffer` gives, in order.
+    fn buffer_ids(rec: &mut Recorder<'_, '_>) -> ([u32; 8], usize) {
+        let mut seen = [0u32; 8];
+        let mut count = 0;
+        rec.for_each_buffer(|b| {
+            seen[count] = first_function_id(b).unwrap();
+            count += 1;
+        });
+        (seen, count)
+    }
+
+    #[test]
+    fn flight_recorder_gives_only_its_own_buffers_before_its_first_lap() {
+        let mut storage = [0u8; 4 * 128];
+        let slots = [Slot::NEW; 4];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
+        {
+            let (mut rec, _) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1000));
+            assert_eq!(buffer_ids(&mut rec).1, 0);
+            for buffer in 1..=2u32 {
+                rec.enter(fid(buffer), ts(u64::from(buffer))).unwrap();
+                rec.flush();
+            }
+            // Two finished, detached: the two, oldest first.
+            let (seen, count) = buffer_ids(&mut rec);
+            assert_eq!(&seen[..count], [1, 2]);
+            // And the current buffer last.
+            rec.enter(fid(3), ts(3)).unwrap();
+            let (seen, count) = buffer_ids(&mut rec);
+            assert_eq!(&seen[..count], [1, 2, 3]);
+            for buffer in 4..=6u32 {
+                rec.flush();
+                rec.enter(fid(buffer), ts(u64::from(buffer))).unwrap();
+            }
+            let (seen, count) = buffer_ids(&mut rec);
+            assert_eq!(&seen[..count], [3, 4, 5, 6]);
+        }
+        // A new recorder of the same ring: none of the old one's buffers.
+        let (mut rec, _) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1000));
+        assert_eq!(buffer_ids(&mut rec).1, 0);
+        rec.enter(fid(7), ts(7)).unwrap();
+        rec.flush();
+        let (seen, count) = buffer_ids(&mut rec);
+        assert_eq!(&seen[..count], [7]);
+        // The ring's counters run on (the first recorder overwrote two
+        // buffers); the old buffers the new one wrote over are not counted.
+        assert_eq!(rec.stats().buffers_overwritten, 2);
+    }
+
     #[test]
     fn flight_recorder_keeps_the_newest_buffers_across_the_wrap() {
         let mut storage = [0u8; 3 * 128];
@@ -2528,7 +2574,6 @@ mod tests {
         let mut ring = Ring::new(&mut storage, &slots, Policy::FlightRecorder).unwrap();
         let (mut rec, mut cons) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1000));
         start_sequence_at(&mut rec, &mut cons, u32::MAX - 4);
-        rec.seq_wrapped = true; // as it would be after 2^32 buffers
         for buffer in 1..=7u32 {
             rec.enter(fid(buffer), ts(u64::from(buffer))).unwrap();
             rec.flush();
