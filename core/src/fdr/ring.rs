@@ -1398,8 +1398,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// Whether the policy lets the recorder take buffer `seq` (in streaming
     /// mode: the consumer has released the buffer `n` before it).
     #[inline(always)]
-    fn may_take(&self, seq: u32) -> bool {
-        match self.ring.policy {
+    fn may_take(&self, seq: u32, policy: Policy) -> bool {
+        match policy {
             Policy::Streaming => {
                 let tail = self.ring.state.tail.load(Ordering::Acquire);
                 seq.wrapping_sub(tail) < self.ring.slots.len() as u32
@@ -1411,8 +1411,8 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// Flight recorder: the current slot's buffer from `n` buffers ago, if it
     /// was finished, is overwritten now: counted, and its length cleared.
     #[inline(always)]
-    fn overwrite_slot(&mut self) {
-        if self.ring.policy != Policy::FlightRecorder {
+    fn overwrite_slot(&mut self, policy: Policy) {
+        if policy != Policy::FlightRecorder {
             return;
         }
         // Slot indexes are below N (`next_slot`): `get` only spares a panic path.
@@ -1438,9 +1438,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// slow path does it.
     #[inline(always)]
     fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
+        // The policy loaded once: three tests of it below.
+        let policy = self.ring.policy;
         if !self.straight_switch
             || !self.writer.has_events()
-            || !self.may_take(self.seq.wrapping_add(1))
+            || !self.may_take(self.seq.wrapping_add(1), policy)
         {
             return false;
         }
@@ -1448,12 +1450,13 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // SAFETY: `straight_switch` includes `restarts_on` with the ring's
         // buffer length (see below).
         let len = unsafe { self.writer.finish_restartable() };
-        self.publish_finished(len);
-        // Stepped after the publishing, not before it, so that the wall time
-        // is not held in registers (or on the stack, on thumbv6m) across it.
+        self.publish_finished(len, policy);
+        self.overwrite_slot(policy);
+        // Stepped just before the new buffer's preamble takes it, so that the
+        // wall time is not held in registers (or on the stack, on thumbv6m)
+        // across the publishing.
         let walltime = walltime_after(self.walltime);
         self.walltime = walltime;
-        self.overwrite_slot();
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
         // buffer has the current one's length (every buffer of a ring does).
         // The writer's `restart_with_function` contract holds: `has_events` was
@@ -1473,10 +1476,10 @@ impl<'r, 'a> Recorder<'r, 'a> {
 
     /// Takes the next buffer if the policy allows and writes its preamble.
     fn acquire(&mut self, ts: Timestamp) -> bool {
-        if !self.may_take(self.seq) {
+        if !self.may_take(self.seq, self.ring.policy) {
             return false;
         }
-        self.overwrite_slot();
+        self.overwrite_slot(self.ring.policy);
         // SAFETY: buffer `seq` is free: in streaming mode the consumer has released it
         // (checked above with acquire ordering against its release store of `tail`); in
         // flight-recorder mode no consumer reads buffers, and `for_each_buffer` needs
@@ -1561,7 +1564,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
             return;
         }
         let len = self.writer.finish_with_events();
-        self.publish_finished(len);
+        self.publish_finished(len, self.ring.policy);
     }
 
     /// Hands the current buffer, finished with `len` bytes, to the consumer:
@@ -1569,7 +1572,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// straight switch's call (with the writer's finish, a call of its own)
     /// cost about 30 of its 345 Cortex-M4 cycles.
     #[inline(always)]
-    fn publish_finished(&mut self, len: usize) {
+    fn publish_finished(&mut self, len: usize, policy: Policy) {
         if let Some(slot) = self.ring.slots.get(self.slot) {
             slot.len.store(len as u32, Ordering::Relaxed);
         }
@@ -1579,7 +1582,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.ring.state.head.store(self.seq, Ordering::Release);
         // Only a streaming ring has a consumer to tell (the policy first: a
         // flight recorder's switch then loads no callback).
-        if self.ring.policy != Policy::Streaming {
+        if policy != Policy::Streaming {
             return;
         }
         let ready = self.ring.state.buffer_ready.load(Ordering::Relaxed);
