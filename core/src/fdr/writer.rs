@@ -205,6 +205,25 @@ unsafe fn store_meta_aligned(at: *mut u8, value: u128) {
     }
 }
 
+/// One little-endian word of a record stored at `at`, known to be 4-aligned on
+/// [`STRICT_ALIGNMENT`] targets.
+///
+/// # Safety
+///
+/// The 4 bytes at `at` are in bounds and exclusively borrowed, and `at` is
+/// 4-aligned on [`STRICT_ALIGNMENT`] targets.
+#[inline(always)]
+unsafe fn store_word_aligned(at: *mut u8, word: u32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if STRICT_ALIGNMENT {
+            at.cast::<u32>().write(word);
+        } else {
+            at.cast::<u32>().write_unaligned(word);
+        }
+    }
+}
+
 /// A metadata record's value as its four little-endian words. Four constant
 /// shifts, written out: a loop over them is not unrolled at opt-level "s" and
 /// shifts the 128-bit value in memory.
@@ -843,11 +862,20 @@ impl<'b> BufferWriter<'b> {
         // record here (at multiples of 16 bytes from it, the record too), is
         // 4-aligned.
         unsafe {
+            // Of the BufferExtents and the WalltimeMarker, only the words that
+            // change: the rest of each holds the zeros its `start` wrote (a
+            // restartable buffer's count is below 2^24, `MAX_RESTARTABLE`, and
+            // a recorder's micros below 10^6, so their top bytes are 0).
             if extents {
                 let size = (preamble - META) as u64;
-                store_meta_aligned(base, BufferExtents { size }.to_le_u128());
+                let [count, ..] = meta_words(BufferExtents { size }.to_le_u128());
+                store_word_aligned(base, count);
             }
-            store_meta_aligned(base.wrapping_add(wall_at), walltime.to_le_u128());
+            let [w0, w1, w2, _] = meta_words(walltime.to_le_u128());
+            let wall = base.wrapping_add(wall_at);
+            store_word_aligned(wall, w0);
+            store_word_aligned(wall.wrapping_add(4), w1);
+            store_word_aligned(wall.wrapping_add(8), w2);
             store_meta_aligned(at, new_cpu.to_le_u128());
             store_fast(at.wrapping_add(META), u64::from(low));
         }
