@@ -962,12 +962,13 @@ impl<'b> BufferWriter<'b> {
             self.fast_end
         };
         if SPLIT {
-            let valid = self.epoch != NO_EPOCH;
-            let zero = self.epoch == 0;
-            self.fast_end_epoch = if valid { self.fast_end } else { 0 };
-            self.fast_end_exit = if valid { exit } else { 0 };
-            self.fast_end_zero = if zero { self.fast_end } else { 0 };
-            self.fast_end_zero_exit = if zero { exit } else { 0 };
+            // Masks rather than selects: Thumb-1 made each select a branch.
+            let valid = usize::from(self.epoch != NO_EPOCH).wrapping_neg();
+            let zero = usize::from(self.epoch == 0).wrapping_neg();
+            self.fast_end_epoch = self.fast_end & valid;
+            self.fast_end_exit = exit & valid;
+            self.fast_end_zero = self.fast_end & zero;
+            self.fast_end_zero_exit = exit & zero;
         } else {
             self.fast_end_exit = exit;
         }
