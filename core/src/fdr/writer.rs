@@ -1240,34 +1240,27 @@ impl<'b> BufferWriter<'b> {
     /// [`finish_with_events`](Self::finish_with_events) for a writer that
     /// [`restarts_on`](Self::restarts_on) its buffer's length: its buffer
     /// starts aligned on [`STRICT_ALIGNMENT`] targets and is at most
-    /// [`MAX_RESTARTABLE`] bytes long, so on a 32-bit target the BufferExtents
-    /// count goes in as one word, its record's tag and the count's three low
-    /// bytes (before, a bounds test and four byte stores at an odd address).
-    /// The count's other bytes stay the zeros the preamble wrote.
+    /// [`MAX_RESTARTABLE`] bytes long, so the BufferExtents count goes in as
+    /// one word, its record's tag and the count's three low bytes (before, a
+    /// bounds test and four byte stores at an odd address on thumbv6m). The
+    /// count's other bytes stay the zeros the preamble wrote, as in
+    /// [`restart_with_function`](Self::restart_with_function).
     ///
     /// # Safety
     /// `restarts_on` holds for this writer's length.
     #[inline(always)]
     pub(crate) unsafe fn finish_restartable(&mut self) -> usize {
-        if !cfg!(target_pointer_width = "32") || !self.fdr_version().has_extents() {
+        if !self.fdr_version().has_extents() {
             return self.finish_with_events();
         }
         let pos = self.pos();
-        let n = (pos - META) as u32;
-        // The record's tag and the count's low three bytes.
-        let first = BufferExtents { size: u64::from(n) }.to_le_u128() as u32;
+        let size = (pos - META) as u64;
+        let [count, ..] = meta_words(BufferExtents { size }.to_le_u128());
         // SAFETY: the writer's buffer has `len >= min_buffer_len` bytes (it
         // was started on it), four of which are written here, and `&mut self`
         // holds it exclusively; `restarts_on` (the caller's contract) makes
-        // `base` 4-aligned on `STRICT_ALIGNMENT` targets, and elsewhere the
-        // word store is unaligned.
-        unsafe {
-            if STRICT_ALIGNMENT {
-                self.base.cast::<u32>().write(first.to_le());
-            } else {
-                self.base.cast::<u32>().write_unaligned(first.to_le());
-            }
-        }
+        // `base` 4-aligned on `STRICT_ALIGNMENT` targets.
+        unsafe { store_word_aligned(self.base, count) };
         pos
     }
 
