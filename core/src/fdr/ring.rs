@@ -489,7 +489,10 @@ impl<'r> RingView<'r> {
     /// a slot.
     fn next_slot(&self, index: usize) -> usize {
         let next = index + 1;
-        if next == self.slots.len() {
+        // `>=`, not `==`: the caller then knows that the index is below N, and
+        // the slot's `get` after a switch has no bounds test (two Cortex-M0
+        // instructions and a register).
+        if next >= self.slots.len() {
             0
         } else {
             next
@@ -503,6 +506,19 @@ impl<'r> RingView<'r> {
         } else {
             index + (self.slots.len() - back)
         }
+    }
+
+    /// Slot `index`, without a bounds test: the buffer switch's, where `get`'s
+    /// test and the length it compares with cost a few Cortex-M0 cycles.
+    ///
+    /// # Safety
+    /// `index < N`: a recorder's or a consumer's `slot` (0 at first, then from
+    /// `next_slot`).
+    #[inline(always)]
+    unsafe fn slot_at(&self, index: usize) -> &'r Slot {
+        debug_assert!(index < self.slots.len());
+        // SAFETY: in bounds, the caller's promise.
+        unsafe { self.slots.get_unchecked(index) }
     }
 
     /// The bytes of the buffer in slot `index` (`index < N`).
@@ -819,6 +835,14 @@ pub struct Recorder<'r, 'a> {
 /// `Recorder::walltime`'s micros before the first buffer: no wall-clock
 /// second yet (a started one's micros are below 10^6).
 const WALLTIME_NOT_STARTED: u32 = u32::MAX;
+
+/// Whether a wall time's `seconds` are a `u32`, as the straight buffer switch
+/// wants them (`Recorder::switch_for_function`): from 1970 to 2106 on a Unix
+/// epoch.
+#[inline(always)]
+fn seconds_fit_a_word(seconds: i64) -> bool {
+    u32::try_from(seconds).is_ok()
+}
 
 /// The WalltimeMarker of the buffer after one with `w` (see
 /// `Recorder::next_walltime`): both fields one up, the micros below 10^6.
@@ -1393,6 +1417,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
             && self.writer.restarts_on(self.ring.buffer_size)
             && self.prepared == self.ring.slots.len()
             && !self.broken
+            && seconds_fit_a_word(self.walltime.seconds)
     }
 
     /// Whether the policy lets the recorder take buffer `seq` (in streaming
@@ -1427,6 +1452,32 @@ impl<'r, 'a> Recorder<'r, 'a> {
         }
     }
 
+    /// [`overwrite_slot`](Self::overwrite_slot) on the straight switch, where
+    /// a flight recorder's next slot always holds a finished buffer, so it is
+    /// counted without a test of its length (the test, a load and a branch, and
+    /// the registers around it cost about 15 Cortex-M0 cycles a switch). Why it
+    /// always does: the straight switch needs `prepared == N`, so this recorder
+    /// has taken every slot once, in turn, and buffer `seq + 1 - N` in the next
+    /// slot was published since (`seq` only moves on with a publish, which stores a
+    /// length above 0: a published buffer has events). Nothing has cleared that
+    /// length since: `overwrite_slot` clears a slot when it is taken, and a
+    /// flight recorder's consumer takes no buffers ([`Consumer::pop`]).
+    #[inline(always)]
+    fn overwrite_taken_slot(&mut self, policy: Policy) {
+        if policy != Policy::FlightRecorder {
+            return;
+        }
+        // SAFETY: the recorder's `slot` (`slot_at`).
+        let slot = unsafe { self.ring.slot_at(self.slot) };
+        debug_assert!(slot.len.load(Ordering::Relaxed) > 0);
+        let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
+        self.ring
+            .state
+            .buffers_overwritten
+            .store(lost.wrapping_add(1), Ordering::Relaxed);
+        slot.len.store(0, Ordering::Relaxed);
+    }
+
     /// The common buffer switch, straight: a function record found its buffer
     /// full, nothing was lost, every slot holds a preamble
     /// ([`straight_switch`](Self::straight_switch)), and the policy lets the
@@ -1440,7 +1491,14 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
         // The policy loaded once: three tests of it below.
         let policy = self.ring.policy;
-        if !self.straight_switch || !self.may_take(self.seq.wrapping_add(1), policy) {
+        // The wall time's seconds fit a word here (`straight_switch`), and still
+        // do one up unless they are `u32::MAX` now: the next buffer's then go
+        // the slow way (in the year 2106 of a Unix epoch).
+        let seconds = self.walltime.seconds as u32;
+        if !self.straight_switch
+            || seconds == u32::MAX
+            || !self.may_take(self.seq.wrapping_add(1), policy)
+        {
             return false;
         }
         // A record comes here when its buffer has no room for it; a buffer
@@ -1453,11 +1511,19 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // buffer length (see below).
         let len = unsafe { self.writer.finish_restartable() };
         self.publish_finished(len, policy);
-        self.overwrite_slot(policy);
+        self.overwrite_taken_slot(policy);
         // Stepped just before the new buffer's preamble takes it, so that the
         // wall time is not held in registers (or on the stack, on thumbv6m)
         // across the publishing.
-        let walltime = walltime_after(self.walltime);
+        // The seconds from their low word: the high one is 0, and the
+        // WalltimeMarker's words are then built from the low word alone (on
+        // thumbv6m a 64-bit step and the high word's shifts into two words
+        // held five more values across the restart, about 25 cycles a switch).
+        let micros = self.walltime.micros;
+        let walltime = Walltime {
+            seconds: i64::from(seconds.wrapping_add(1)),
+            micros: walltime_after(Walltime { seconds: 0, micros }).micros,
+        };
         self.walltime = walltime;
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
         // buffer has the current one's length (every buffer of a ring does).
@@ -1575,9 +1641,9 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// cost about 30 of its 345 Cortex-M4 cycles.
     #[inline(always)]
     fn publish_finished(&mut self, len: usize, policy: Policy) {
-        if let Some(slot) = self.ring.slots.get(self.slot) {
-            slot.len.store(len as u32, Ordering::Relaxed);
-        }
+        // SAFETY: the recorder's `slot` (`slot_at`).
+        let slot = unsafe { self.ring.slot_at(self.slot) };
+        slot.len.store(len as u32, Ordering::Relaxed);
         self.seq = self.seq.wrapping_add(1);
         self.slot = self.ring.next_slot(self.slot);
         // Publishes the bytes and the length to the consumer.
@@ -2237,7 +2303,7 @@ mod tests {
     /// Checks buffer `k` of the recorder in `buffers_keep_their_preambles_across_laps`:
     /// its preamble, a NewCPUId at `t0` (any, with `None`) and function records 10
     /// ticks apart; returns the time after its last record.
-    fn check_lap_buffer(b: &[u8], k: i64, t0: Option<u64>) -> u64 {
+    fn check_lap_buffer(b: &[u8], seconds: i64, k: i64, t0: Option<u64>) -> u64 {
         use crate::fdr::decoder::decode_record;
         use crate::fdr::records::Record;
         use crate::fdr::Version;
@@ -2255,7 +2321,7 @@ mod tests {
         );
         assert_eq!(next().0, Record::NewBuffer { tid: 7 });
         let walltime = Record::Walltime {
-            seconds: 1_700_000_000 + k,
+            seconds: seconds + k,
             micros: k as u32,
         };
         assert_eq!(next().0, walltime, "buffer {k}");
@@ -2469,19 +2535,22 @@ mod tests {
     /// slot's preamble (`switch_for_function`): every buffer still decodes to its
     /// own extents, thread, wall time, process, NewCPUId and records, across
     /// laps, after flushes (which start the next buffer the slow way) and on
-    /// both policies.
+    /// both policies; with wall-clock seconds in a word (the straight switch's
+    /// own step), crossing 2^32 (where the switch goes the slow way), and
+    /// outside a word.
     #[test]
     fn buffers_keep_their_preambles_across_laps() {
         #[repr(align(8))]
         struct Storage([u8; 3 * 160]);
-        for policy in [Policy::Streaming, Policy::FlightRecorder] {
+        let epochs = [1_700_000_000, i64::from(u32::MAX) - 6, 1 << 40, -100];
+        for (policy, seconds) in [Policy::Streaming, Policy::FlightRecorder]
+            .into_iter()
+            .flat_map(|p| epochs.map(|s| (p, s)))
+        {
             let mut storage = Storage([0; 3 * 160]);
             let slots = [Slot::NEW; 3];
             let mut ring = Ring::new(&mut storage.0, &slots, policy).unwrap();
-            let epoch = Walltime {
-                seconds: 1_700_000_000,
-                micros: 0,
-            };
+            let epoch = Walltime { seconds, micros: 0 };
             let cfg =
                 RecorderConfig::new(WriterConfig::new(7).with_pid(42), 1_000).with_epoch(epoch, 0);
             let (mut rec, mut cons) = ring.split(cfg);
@@ -2494,7 +2563,7 @@ mod tests {
                     rec.flush();
                 }
                 while policy == Policy::Streaming && cons.pending() > 1 {
-                    t = check_lap_buffer(&cons.pop().unwrap(), k, Some(t));
+                    t = check_lap_buffer(&cons.pop().unwrap(), seconds, k, Some(t));
                     k += 1;
                 }
             }
@@ -2504,7 +2573,7 @@ mod tests {
             assert!(finished > 9, "{policy:?}: several laps");
             if policy == Policy::Streaming {
                 while let Some(b) = cons.pop() {
-                    t = check_lap_buffer(&b, k, Some(t));
+                    t = check_lap_buffer(&b, seconds, k, Some(t));
                     k += 1;
                 }
                 assert_eq!((t, k), (2_000, finished));
@@ -2512,10 +2581,14 @@ mod tests {
                 // The newest buffers, in order.
                 let mut kept = 0;
                 rec.for_each_buffer(|_| kept += 1);
+                // Every buffer finished is kept or counted as overwritten
+                // once, whether the straight switch or a flush took its slot.
+                let overwritten = i64::from(rec.stats().buffers_overwritten);
+                assert_eq!(overwritten, finished - kept);
                 let mut k = finished - kept;
                 let mut t = None;
                 rec.for_each_buffer(|b| {
-                    t = Some(check_lap_buffer(b, k, t));
+                    t = Some(check_lap_buffer(b, seconds, k, t));
                     k += 1;
                 });
                 assert_eq!((t, k), (Some(2_000), finished));
