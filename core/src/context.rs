@@ -85,6 +85,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use crate::clock::Clock;
 use crate::fdr::records::FunctionRecord;
 use crate::fdr::ring::{Dropped, Recorder};
+use crate::fdr::writer::Tried;
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
 use crate::one_core::{after_load, before_store, ONE_CORE, STORE};
@@ -713,12 +714,16 @@ where
                 // registers a call may clobber and saves few others; anything
                 // more (a buffer switch, a new high word of the time, a
                 // short-call exit) is one call at the end, out of line.
-                if recorder.try_function_word(low, ts) {
-                    slot.release_after_record(ready);
-                    return Ok(());
+                match recorder.try_function_word(low, ts) {
+                    Tried::Stored => {
+                        slot.release_after_record(ready);
+                        return Ok(());
+                    }
+                    // SAFETY: claimed above, not released.
+                    Tried::Full => return unsafe { self.switch_claimed(slot, low, ts.tsc as u32) },
+                    // SAFETY: claimed above, not released.
+                    Tried::Declined => return unsafe { self.record_claimed(slot, low) },
                 }
-                // SAFETY: claimed above, not released.
-                return unsafe { self.record_claimed(slot, low) };
             }
             let Some((next, others)) = rest.split_first() else {
                 return Err(self.no_ready_slot(context));
@@ -745,11 +750,13 @@ where
     }
 
     /// A record whose slot this execution claimed and whose clock reading or
-    /// recorder's call-free store declined: records it the general way and
-    /// releases the slot. It reads the clock again rather than take the first
-    /// reading (a `Timestamp` and three more values would not all fit the
-    /// argument registers, and the call would no longer be the record path's
-    /// last step); the record's time is then a few cycles later.
+    /// recorder's call-free store declined for another reason than a full
+    /// buffer: records it the general way and releases the slot. It reads the
+    /// clock again rather than take the first reading, which may not be
+    /// there (the shared clock's reading that must store); the record's time
+    /// is then a few cycles later. A buffer that turns out full then switches
+    /// the slow path's way, so that one copy of the straight switch is linked
+    /// ([`switch_claimed`](Self::switch_claimed)'s).
     ///
     /// # Safety
     /// This execution claimed `slot` and has not released it.
@@ -761,7 +768,27 @@ where
         let mut clock = self.clock;
         // SAFETY: the caller claimed the slot and has not released it.
         let result =
-            unsafe { slot.use_claimed(ready, |r| r.function_word_declined(low, clock.now())) };
+            unsafe { slot.use_claimed(ready, |r| r.function_word_general(low, clock.now())) };
+        result.map_err(Lost::Dropped)
+    }
+
+    /// A record whose slot this execution claimed and whose buffer has no
+    /// room for it ([`Tried::Full`]): the buffer switch at the time the record
+    /// path read, given by its low word `raw` (`Recorder::function_word_full`),
+    /// then the slot's release. No second clock reading or room test (about
+    /// 20 Cortex-M0 cycles a switch), and one word for the time: the record
+    /// path holds no more registers for it.
+    ///
+    /// # Safety
+    /// This execution claimed `slot` and has not released it, and its
+    /// recorder's `try_function_word` found `Full` for `low` at `raw`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn switch_claimed(&'static self, slot: &Slot, low: u32, raw: u32) -> Result<(), Lost> {
+        // The word is BUSY, and only this execution changes it until it puts it back.
+        let ready = slot.word.load(Ordering::Relaxed) - BUSY + READY;
+        // SAFETY: the caller claimed the slot and has not released it.
+        let result = unsafe { slot.use_claimed(ready, |r| r.function_word_full(low, raw)) };
         result.map_err(Lost::Dropped)
     }
 

@@ -59,7 +59,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId, FunctionRecord};
-use super::writer::{BufferTooSmall, BufferWriter, RecordError, Walltime, WriterConfig};
+use super::writer::{BufferTooSmall, BufferWriter, RecordError, Tried, Walltime, WriterConfig};
 use crate::clock::Timestamp;
 
 /// The event type of the typed event that marks lost records in a streaming ring.
@@ -836,12 +836,12 @@ pub struct Recorder<'r, 'a> {
 /// second yet (a started one's micros are below 10^6).
 const WALLTIME_NOT_STARTED: u32 = u32::MAX;
 
-/// Whether a wall time's `seconds` are a `u32`, as the straight buffer switch
-/// wants them (`Recorder::switch_for_function`): from 1970 to 2106 on a Unix
-/// epoch.
+/// Whether a wall time's `seconds` and the next buffer's (one up) are a
+/// `u32`, as the straight buffer switch wants them
+/// (`Recorder::switch_for_function`): from 1970 to 2106 on a Unix epoch.
 #[inline(always)]
 fn seconds_fit_a_word(seconds: i64) -> bool {
-    u32::try_from(seconds).is_ok()
+    (0..i64::from(u32::MAX)).contains(&seconds)
 }
 
 /// The WalltimeMarker of the buffer after one with `w` (see
@@ -1124,40 +1124,51 @@ impl<'r, 'a> Recorder<'r, 'a> {
 
     /// Stores a function record (its low word, [`FunctionRecord::low_word`]) only
     /// when that needs no call: the current buffer has room and nothing must come
-    /// first. `false`: nothing was written or counted; record it with
-    /// [`function_word`](Self::function_word).
+    /// first. Otherwise nothing was written or counted: record it with
+    /// [`function_word_full`](Self::function_word_full) when the buffer is
+    /// full ([`Tried::Full`]), else with
+    /// [`function_word_general`](Self::function_word_general).
     #[inline(always)]
-    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
+    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> Tried {
         self.writer.try_function_word(low, ts)
     }
 
     /// [`function_word`](Self::function_word) for a record that
-    /// [`try_function_word`](Self::try_function_word) declined (the caller is
-    /// out of line already): a buffer with no room for a record goes straight to
-    /// the switch, in line here, since the general path would only find that
-    /// out (most declined records are the one that finds its buffer full) and a
-    /// call would add a second frame to the switch; the rest takes the writer's
-    /// general path. Not the fast path again (it would be a second copy of it).
+    /// [`try_function_word`](Self::try_function_word) found
+    /// [`Tried::Full`], at the time whose low word is `raw`: the straight
+    /// switch, else the slow path's.
     #[inline(always)]
-    pub(crate) fn function_word_declined(
-        &mut self,
-        low: u32,
-        ts: Timestamp,
-    ) -> Result<(), Dropped> {
-        if self.writer.lacks_room_for_function(low) {
-            return self.switch_or_slow(low, ts);
-        }
-        self.function_word_general(low, ts)
+    pub(crate) fn function_word_full(&mut self, low: u32, raw: u32) -> Result<(), Dropped> {
+        debug_assert!(self.writer.lacks_room_for_function(low));
+        let ts = self.writer.time_of_full(raw);
+        self.switch_or_slow(low, ts)
     }
 
-    /// [`function_word_declined`](Self::function_word_declined)'s record that
-    /// the buffer may have room for: the writer's general path, then, if the
+    /// [`function_word`](Self::function_word) the way a context's recorder
+    /// does it: [`try_function_word`](Self::try_function_word), then for a
+    /// full buffer [`function_word_full`](Self::function_word_full) with the
+    /// time's low word, for another decline
+    /// [`function_word_general`](Self::function_word_general) (which the
+    /// context calls with a second reading of its clock). The tests' way to run
+    /// that path against the direct one.
+    #[cfg(test)]
+    pub(crate) fn function_word_tried(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
+        match self.try_function_word(low, ts) {
+            Tried::Stored => Ok(()),
+            Tried::Full => self.function_word_full(low, ts.tsc as u32),
+            Tried::Declined => self.function_word_general(low, ts),
+        }
+    }
+
+    /// The record that a context's recorder's straight store declined for
+    /// another reason than a full buffer ([`Tried::Declined`]), which the
+    /// buffer may have room for: the writer's general path, then, if the
     /// buffer is full after all (a NewCPUId or TSCWrap must come first and does
     /// not fit), the slow path's switch rather than the straight one, which
     /// would be a third copy of it for a rare case.
     #[cold]
     #[inline(never)]
-    fn function_word_general(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
+    pub(crate) fn function_word_general(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         if self.writer.function_word_across(low, ts).is_ok() {
             return Ok(());
         }
@@ -1174,7 +1185,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
 
     /// The straight switch, else the slow path's: the body of
     /// [`function_slow`](Self::function_slow), and in line in
-    /// [`function_word_declined`](Self::function_word_declined).
+    /// [`function_word_full`](Self::function_word_full).
     #[inline(always)]
     fn switch_or_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         if self.switch_for_function(low, ts) {
@@ -1491,14 +1502,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
         // The policy loaded once: three tests of it below.
         let policy = self.ring.policy;
-        // The wall time's seconds fit a word here (`straight_switch`), and still
-        // do one up unless they are `u32::MAX` now: the next buffer's then go
-        // the slow way (in the year 2106 of a Unix epoch).
-        let seconds = self.walltime.seconds as u32;
-        if !self.straight_switch
-            || seconds == u32::MAX
-            || !self.may_take(self.seq.wrapping_add(1), policy)
-        {
+        if !self.straight_switch || !self.may_take(self.seq.wrapping_add(1), policy) {
             return false;
         }
         // A record comes here when its buffer has no room for it; a buffer
@@ -1519,9 +1523,17 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // WalltimeMarker's words are then built from the low word alone (on
         // thumbv6m a 64-bit step and the high word's shifts into two words
         // held five more values across the restart, about 25 cycles a switch).
+        // They and the next buffer's fit a word (`straight_switch`); when the
+        // next but one's would not, that one switches the slow way (in the
+        // year 2106 of a Unix epoch). Tested here rather than with the flag:
+        // the seconds are loaded here anyway.
+        let seconds = (self.walltime.seconds as u32).wrapping_add(1);
+        if seconds == u32::MAX {
+            self.straight_switch = false;
+        }
         let micros = self.walltime.micros;
         let walltime = Walltime {
-            seconds: i64::from(seconds.wrapping_add(1)),
+            seconds: i64::from(seconds),
             micros: walltime_after(Walltime { seconds: 0, micros }).micros,
         };
         self.walltime = walltime;
@@ -2379,7 +2391,7 @@ mod tests {
                 let _ = if i % 3 == 0 {
                     rec.function_word(low, t)
                 } else {
-                    rec.function_word_declined(low, t)
+                    rec.function_word_tried(low, t)
                 };
                 check(&rec, "record");
                 match i % 100 {
@@ -2417,15 +2429,15 @@ mod tests {
         let mut ring = Ring::new(&mut storage.0[..3 * 40], &slots, Policy::FlightRecorder).unwrap();
         let (mut rec, _consumer) = ring.split(RecorderConfig::new(WriterConfig::new(1), 1_000));
         assert_eq!(
-            rec.function_word_declined(enter, ts(1)),
+            rec.function_word_tried(enter, ts(1)),
             Err(Dropped::TooLarge)
         );
         assert!(!rec.straight_switch && !rec.straight_switch_now());
     }
 
-    /// The context path's way for a record its straight store declined
-    /// (`function_word_declined`, which sends a buffer with no room straight to
-    /// the switch) writes the bytes and keeps the counts that the direct path
+    /// The context path's way for a record (`function_word_tried`: the
+    /// straight store, a buffer with no room straight to the switch at the
+    /// time given by its low word, the rest the general way) writes the bytes and keeps the counts that the direct path
     /// writes: on both policies, with and without a short-call threshold (an
     /// exit that elision erases needs no room), across buffer switches, flushes,
     /// the clock's high word and a second CPU.
@@ -2463,7 +2475,7 @@ mod tests {
                     let mut tsc = 0;
                     loop {
                         assert_eq!(direct.function_word(enter, ts(tsc)), Ok(()));
-                        assert_eq!(declined.function_word_declined(enter, ts(tsc)), Ok(()));
+                        assert_eq!(declined.function_word_tried(enter, ts(tsc)), Ok(()));
                         tsc += 20;
                         if direct.writer.lacks_room_for_function(enter) {
                             break;
@@ -2471,7 +2483,7 @@ mod tests {
                     }
                     let exit_at = ts(tsc - 20 + 3);
                     assert_eq!(direct.function_word(exit, exit_at), Ok(()));
-                    assert_eq!(declined.function_word_declined(exit, exit_at), Ok(()));
+                    assert_eq!(declined.function_word_tried(exit, exit_at), Ok(()));
                     let switched = u32::from(threshold == 0);
                     assert_eq!(direct.stats().buffers_finished, switched);
                     assert_eq!(declined.stats(), direct.stats());
@@ -2490,7 +2502,7 @@ mod tests {
                         };
                         let (x, y) = (
                             direct.function_word(low, t),
-                            declined.function_word_declined(low, t),
+                            declined.function_word_tried(low, t),
                         );
                         assert_eq!(x, y, "{policy:?} {threshold}: record {i}");
                         if i % 97 == 96 {

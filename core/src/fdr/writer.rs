@@ -632,6 +632,19 @@ enum Preamble {
     Wrap,
 }
 
+/// What [`BufferWriter::try_function_word`] did with a function record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tried {
+    /// Stored, with its one store.
+    Stored,
+    /// Nothing written: the buffer has no room for the record
+    /// ([`BufferWriter::lacks_room_for_function`]).
+    Full,
+    /// Nothing written: the record needs more than its store (a NewCPUId or
+    /// TSCWrap first, short-call elision, the general path).
+    Declined,
+}
+
 /// Writes one FDR buffer into a caller-provided byte slice.
 ///
 /// Never allocates and never panics: a record that does not fit returns [`Full`] (or
@@ -1551,24 +1564,78 @@ impl<'b> BufferWriter<'b> {
 
     /// Stores a function record only when that needs no call: what
     /// [`function_word`](Self::function_word) stores on its straight path, with
-    /// the same bytes and state. `false`: nothing was written; record it with
+    /// the same bytes and state. Otherwise nothing was written, and it says
+    /// whether the buffer [`lacks_room_for_function`](Self::lacks_room_for_function)
+    /// ([`Tried::Full`]: the record needs the next buffer) or the record needs
+    /// more than its store ([`Tried::Declined`]); record it with
     /// `function_word`. For callers that want no call between their own steps,
     /// such as a context's recorder, whose slot is claimed around the record.
     #[inline(always)]
-    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> bool {
+    pub(crate) fn try_function_word(&mut self, low: u32, ts: Timestamp) -> Tried {
         if cfg!(target_pointer_width = "32") {
             self.try_split_store(low, ts)
         } else {
             let (action, id) = FunctionRecord::from_low_word(low);
-            self.function_without_calls(action, id, ts)
+            if self.function_without_calls(action, id, ts) {
+                return Tried::Stored;
+            }
+            // Full as the split path says it: a reading after the last
+            // record's on its CPU, less than 2^32 ticks on (`time_of_full`
+            // gives it back from its low word).
+            let delta = ts.tsc.wrapping_sub(self.latest_tsc);
+            let on_time = delta >> 32 == 0 && u32::from(ts.cpu) == self.latest_cpu;
+            if on_time && self.lacks_room_for_function(low) {
+                Tried::Full
+            } else {
+                Tried::Declined
+            }
+        }
+    }
+
+    /// The time of a record that [`try_function_word`](Self::try_function_word)
+    /// found [`Tried::Full`], from its low word: the record path then passes
+    /// the switch one word, not the time's two and its CPU (on Thumb, two more
+    /// registers held through the record path: 7 Cortex-M4 cycles a record).
+    /// `Full` says that the reading was on the last record's CPU, and less than
+    /// 2^32 ticks after its time: on 32-bit targets on `epoch`, the last
+    /// record's high word, on CPU 0.
+    #[inline(always)]
+    pub(crate) fn time_of_full(&self, raw: u32) -> Timestamp {
+        if cfg!(target_pointer_width = "32") {
+            debug_assert!(self.epoch != NO_EPOCH && self.latest_cpu == 0);
+            Timestamp {
+                tsc: (u64::from(self.epoch) << 32) | u64::from(raw),
+                cpu: 0,
+            }
+        } else {
+            let delta = raw.wrapping_sub(self.latest_tsc as u32);
+            Timestamp {
+                tsc: self.latest_tsc.wrapping_add(u64::from(delta)),
+                cpu: self.latest_cpu as u16,
+            }
         }
     }
 
     /// [`try_function_word`](Self::try_function_word) on the split path, with
-    /// no high-word-0 shortcut (its callers read extended clocks).
+    /// no high-word-0 shortcut (its callers read extended clocks). A fast end
+    /// that is not 0 is the buffer's limit with nothing else to do first (as in
+    /// `function_word_split`): past it, the buffer is full.
     #[inline(always)]
-    fn try_split_store(&mut self, low: u32, ts: Timestamp) -> bool {
-        self.split_store_or(low, ts, false, true, |_| false, |_, _| false)
+    fn try_split_store(&mut self, low: u32, ts: Timestamp) -> Tried {
+        self.split_store_or(
+            low,
+            ts,
+            false,
+            Tried::Stored,
+            |_| Tried::Declined,
+            |_, fast_end| {
+                if fast_end != 0 {
+                    Tried::Full
+                } else {
+                    Tried::Declined
+                }
+            },
+        )
     }
 
     /// The split path: stores the record and gives `stored`, or gives what
@@ -2419,6 +2486,7 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
+        let mut fulls = 0;
         for round in 0..400u32 {
             let threshold = [0, 5, 40][(round % 3) as usize];
             let cfg = WriterConfig::new(1)
@@ -2450,11 +2518,21 @@ mod tests {
                 assert_eq!(a, b, "round {round}, record {i}");
                 let state = |w: &BufferWriter| (w.pos(), w.latest_tsc, w.latest_cpu, w.undo_start);
                 let before = state(&tried);
-                let c = if tried.try_split_store(low, t) {
-                    Ok(())
-                } else {
-                    assert_eq!(state(&tried), before, "a decline changed the writer");
-                    tried.function_word_split(low, t)
+                let c = match tried.try_split_store(low, t) {
+                    Tried::Stored => Ok(()),
+                    declined => {
+                        assert_eq!(state(&tried), before, "a decline changed the writer");
+                        if declined == Tried::Full {
+                            // No room, and the time comes back from its low
+                            // word, on either target's way.
+                            assert!(tried.lacks_room_for_function(low));
+                            assert_eq!(tried.time_of_full(t.tsc as u32), t);
+                            let on_epoch = (u64::from(tried.epoch) << 32) | (t.tsc & 0xFFFF_FFFF);
+                            assert_eq!((on_epoch, t.cpu), (t.tsc, 0));
+                            fulls += 1;
+                        }
+                        tried.function_word_split(low, t)
+                    }
                 };
                 assert_eq!(c, a, "round {round}, record {i}");
                 assert_eq!(state(&tried), state(&split), "round {round}, record {i}");
@@ -2508,6 +2586,7 @@ mod tests {
             assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
             assert_eq!(tried.as_bytes(), split.as_bytes(), "round {round}");
         }
+        assert!(fulls > 100, "{fulls} full buffers");
     }
 
     /// A recorder's straight buffer switch, `restart_with_function` from a full
