@@ -58,6 +58,7 @@ pub mod context;
 mod divide;
 pub mod fdr;
 pub mod global;
+mod hint;
 pub mod link;
 pub mod names;
 mod one_core;

@@ -9,6 +9,7 @@ use core::arch::asm;
 use core::ptr;
 
 use super::{Context, ContextSource};
+use crate::hint::cold_path;
 
 /// System handler priority registers: SHPR1 at 0xE000ED18 holds exceptions 4-7,
 /// SHPR2 8-11, SHPR3 12-15, a byte each.
@@ -88,15 +89,6 @@ const _: () = {
         n += 1;
     }
 };
-
-/// Marks the path that calls it as the rare one: rustc gives a block that calls
-/// a `#[cold]` function the low branch weight, and LLVM lays the other way out
-/// to fall through (a taken branch costs Cortex-M cores a pipeline refill). A
-/// stand-in for `core::hint::cold_path`, which is newer than the crate's
-/// minimum Rust.
-#[cold]
-#[inline]
-fn cold_path() {}
 
 impl ContextSource for CortexMContexts {
     #[inline]

@@ -61,6 +61,7 @@ use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId, FunctionRecord};
 use super::writer::{BufferTooSmall, BufferWriter, RecordError, Tried, Walltime, WriterConfig};
 use crate::clock::Timestamp;
+use crate::hint::cold_path;
 
 /// The event type of the typed event that marks lost records in a streaming ring.
 /// Its payload is ASCII text: `flightrec: lost N records`.
@@ -1141,7 +1142,11 @@ impl<'r, 'a> Recorder<'r, 'a> {
     pub(crate) fn function_word_full(&mut self, low: u32, raw: u32) -> Result<(), Dropped> {
         debug_assert!(self.writer.lacks_room_for_function(low));
         let ts = self.writer.time_of_full(raw);
-        self.switch_or_slow(low, ts)
+        // On a 32-bit target that time is on CPU 0 and `epoch`.
+        if self.switch_for_function(low, ts, cfg!(target_pointer_width = "32")) {
+            return Ok(());
+        }
+        self.function_switch_slow(low, ts)
     }
 
     /// [`function_word`](Self::function_word) the way a context's recorder
@@ -1188,7 +1193,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// [`function_word_full`](Self::function_word_full).
     #[inline(always)]
     fn switch_or_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
-        if self.switch_for_function(low, ts) {
+        if self.switch_for_function(low, ts, false) {
             return Ok(());
         }
         self.function_switch_slow(low, ts)
@@ -1499,7 +1504,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// record, a loss marker or a broken ring. `false`: nothing changed, the
     /// slow path does it.
     #[inline(always)]
-    fn switch_for_function(&mut self, low: u32, ts: Timestamp) -> bool {
+    fn switch_for_function(&mut self, low: u32, ts: Timestamp, on_epoch: bool) -> bool {
         // The policy loaded once: three tests of it below.
         let policy = self.ring.policy;
         if !self.straight_switch || !self.may_take(self.seq.wrapping_add(1), policy) {
@@ -1529,6 +1534,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // the seconds are loaded here anyway.
         let seconds = (self.walltime.seconds as u32).wrapping_add(1);
         if seconds == u32::MAX {
+            cold_path();
             self.straight_switch = false;
         }
         let micros = self.walltime.micros;
@@ -1549,7 +1555,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         unsafe {
             let buf = self.ring.buffer_mut(self.slot);
             self.writer
-                .restart_with_function(buf.as_mut_ptr(), walltime, low, ts);
+                .restart_with_function(buf.as_mut_ptr(), walltime, low, ts, on_epoch);
         }
         true
     }

@@ -843,6 +843,12 @@ impl<'b> BufferWriter<'b> {
     /// the fields it sets only those that differ from buffer to buffer (the
     /// length, the limit, the version and the threshold stay).
     ///
+    /// `on_epoch`: the caller knows that `ts` is on CPU 0 and on `epoch`, the
+    /// last record's high word, which is not `NO_EPOCH` (a time that
+    /// [`time_of_full`](Self::time_of_full) gave on a 32-bit target): the
+    /// CPU, `epoch`, the time's high word and the fast ends' validity then
+    /// stay as they are, three stores and a test fewer.
+    ///
     /// # Safety
     /// [`restarts_on`](Self::restarts_on) with the length of the buffer at
     /// `base`, and [`has_events`](Self::has_events); that buffer is borrowed
@@ -856,6 +862,7 @@ impl<'b> BufferWriter<'b> {
         walltime: Walltime,
         low: u32,
         ts: Timestamp,
+        on_epoch: bool,
     ) {
         let preamble = self.body_start;
         let extents = self.fdr_version().has_extents();
@@ -894,8 +901,19 @@ impl<'b> BufferWriter<'b> {
         }
         self.base = base;
         self.cur = at.wrapping_add(META + FUNC);
-        self.latest_cpu = u32::from(ts.cpu);
-        self.latest_tsc = ts.tsc;
+        let on_epoch = SPLIT && on_epoch;
+        if on_epoch {
+            debug_assert!(
+                ts.cpu == 0
+                    && self.latest_cpu == 0
+                    && self.epoch != NO_EPOCH
+                    && (ts.tsc >> 32) as u32 == self.epoch
+            );
+            self.set_latest_low(ts.tsc as u32);
+        } else {
+            self.latest_cpu = u32::from(ts.cpu);
+            self.latest_tsc = ts.tsc;
+        }
         // Nothing before the NewCPUId can be erased; nor can a kept exit or an
         // EnterArg become erasable (as in `function_after_metadata`).
         self.undo_start = if low & 0b1110 == 0 || low & 0b1110 == 0b0100 {
@@ -906,10 +924,25 @@ impl<'b> BufferWriter<'b> {
         self.fast_end = self.limit_addr();
         // `refresh_epoch` in line: a call cost about 30 of the switch's cycles
         // on a Cortex-M4, and the new time and end are in registers here.
-        if SPLIT {
+        if SPLIT && !on_epoch {
             self.epoch = epoch_of(u32::from(ts.cpu), ts.tsc);
         }
-        self.refresh_fast_end_zero();
+        self.refresh_fast_ends_valid(on_epoch);
+    }
+
+    /// Stores `raw` as the low word of `latest_tsc`, whose high word is
+    /// already the time's: one store where a `u64` is two.
+    #[inline(always)]
+    fn set_latest_low(&mut self, raw: u32) {
+        if cfg!(target_endian = "little") {
+            let latest: *mut u64 = &mut self.latest_tsc;
+            // SAFETY: on a little-endian target the low word of the `u64` is its
+            // first four bytes, inside the field, which `&mut self` borrows
+            // exclusively, and aligned (a `u64` is at least 4-aligned).
+            unsafe { latest.cast::<u32>().write(raw) };
+        } else {
+            self.latest_tsc = (self.latest_tsc & !u64::from(u32::MAX)) | u64::from(raw);
+        }
     }
 
     /// A writer without a buffer: the [`Recorder`](super::ring::Recorder)'s "no
@@ -969,6 +1002,13 @@ impl<'b> BufferWriter<'b> {
     /// with 0 there every exit would leave their path for the slower one.
     #[inline]
     fn refresh_fast_end_zero(&mut self) {
+        self.refresh_fast_ends_valid(false);
+    }
+
+    /// [`refresh_fast_end_zero`](Self::refresh_fast_end_zero), where `valid`
+    /// says that `epoch` is known not to be `NO_EPOCH` (no test of it).
+    #[inline(always)]
+    fn refresh_fast_ends_valid(&mut self, valid: bool) {
         let exit = if self.elision_threshold() != 0 {
             0
         } else {
@@ -976,7 +1016,7 @@ impl<'b> BufferWriter<'b> {
         };
         if SPLIT {
             // Masks rather than selects: Thumb-1 made each select a branch.
-            let valid = usize::from(self.epoch != NO_EPOCH).wrapping_neg();
+            let valid = usize::from(valid || self.epoch != NO_EPOCH).wrapping_neg();
             let zero = usize::from(self.epoch == 0).wrapping_neg();
             self.fast_end_epoch = self.fast_end & valid;
             self.fast_end_exit = exit & valid;
@@ -1703,11 +1743,7 @@ impl<'b> BufferWriter<'b> {
         self.cur = cur.wrapping_add(FUNC);
         // The high word is `high` already: only the low word changes, one store.
         if cfg!(target_endian = "little") {
-            let latest: *mut u64 = &mut self.latest_tsc;
-            // SAFETY: on a little-endian target the low word of the `u64` is its
-            // first four bytes, inside the field, which `&mut self` borrows
-            // exclusively, and aligned (a `u64` is at least 4-aligned).
-            unsafe { latest.cast::<u32>().write(raw) };
+            self.set_latest_low(raw);
         } else {
             self.latest_tsc = (u64::from(high) << 32) | u64::from(raw);
         }
@@ -2611,6 +2647,7 @@ mod tests {
             micros: 999_999,
         };
         let early_at = |tsc| Timestamp { tsc, cpu: 1 };
+        let mut on_epochs = 0;
         for (round, (((&version, pid), action), &tsc)) in versions
             .iter()
             .flat_map(|v| [(v, None), (v, Some(9))])
@@ -2651,13 +2688,28 @@ mod tests {
             {}
             a.finish_with_events();
             a.start(a_old, &cfg, W0, true).unwrap();
-            let early = Timestamp { tsc: 3, cpu: 1 };
+            // Every other round on CPU 0, the last records on `t`'s high word
+            // (not `NO_EPOCH`): the restart `on_epoch`, as a context's recorder
+            // makes it with the time of a record that found its buffer full.
+            let on_epoch = cpu == 0 && (tsc >> 32) as u32 != NO_EPOCH && round % 4 < 2;
+            let early = if on_epoch {
+                Timestamp {
+                    tsc: tsc & !u64::from(u32::MAX),
+                    cpu: 0,
+                }
+            } else {
+                Timestamp { tsc: 3, cpu: 1 }
+            };
             a.function(FunctionAction::Enter, fid(2), early).unwrap();
             while a.function(FunctionAction::Exit, fid(2), early).is_ok() {}
             assert!(a.restarts_on(200) && a.has_events(), "round {round}");
+            if on_epoch {
+                assert_eq!(a.epoch, (tsc >> 32) as u32, "round {round}");
+            }
+            on_epochs += usize::from(on_epoch);
             // SAFETY: `a_next` is 200 bytes, as `a`'s buffer, is not used while
             // `a` lives, and holds the preamble of `a`'s start with `cfg`.
-            unsafe { a.restart_with_function(next, walltime, low, t) };
+            unsafe { a.restart_with_function(next, walltime, low, t, on_epoch) };
             // `b` starts there and writes the record.
             let mut b = BufferWriter::detached();
             b.start(b_next, &cfg, walltime, true).unwrap();
@@ -2696,6 +2748,7 @@ mod tests {
             b.sync_extents();
             assert_eq!(a.as_bytes(), b.as_bytes(), "round {round}");
         }
+        assert!(on_epochs > 20, "{on_epochs} restarts on the epoch");
     }
 
     /// The byte stores that keep bare-metal payload copies off `memcpy`
