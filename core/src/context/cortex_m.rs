@@ -112,6 +112,8 @@ impl ContextSource for CortexMContexts {
         if exception >= 4 {
             return Context::priority(priority_byte(exception));
         }
+        // NMI and HardFault, rarer still: out of the handlers' way.
+        cold_path();
         match exception {
             2 => Context::NMI,
             3 => Context::HARD_FAULT,
