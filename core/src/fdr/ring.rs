@@ -490,10 +490,7 @@ impl<'r> RingView<'r> {
     /// a slot.
     fn next_slot(&self, index: usize) -> usize {
         let next = index + 1;
-        // `>=`, not `==`: the caller then knows that the index is below N, and
-        // the slot's `get` after a switch has no bounds test (two Cortex-M0
-        // instructions and a register).
-        if next >= self.slots.len() {
+        if next == self.slots.len() {
             0
         } else {
             next
