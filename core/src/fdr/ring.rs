@@ -2444,6 +2444,69 @@ mod tests {
     /// writes: on both policies, with and without a short-call threshold (an
     /// exit that elision erases needs no room), across buffer switches, flushes,
     /// the clock's high word and a second CPU.
+    /// A record that the context's straight store declines for another reason
+    /// than a full buffer (another CPU, a new high word of the time) and that
+    /// then finds the buffer full switches the slow path's way
+    /// (`function_word_general`), and writes what the direct path writes.
+    #[test]
+    fn declined_records_on_a_full_buffer_write_what_the_direct_path_writes() {
+        #[repr(align(8))]
+        struct Storage([u8; 3 * 160]);
+        let enter = FunctionRecord::low_word(FunctionAction::Enter, fid(5));
+        let others = [
+            Timestamp { tsc: 1_000, cpu: 1 },
+            ts(1_000 + (1 << 32)),
+            Timestamp {
+                tsc: 5 << 32,
+                cpu: 2,
+            },
+        ];
+        for policy in [Policy::Streaming, Policy::FlightRecorder] {
+            for other in others {
+                let mut a = Storage([0; 3 * 160]);
+                let mut b = Storage([0; 3 * 160]);
+                let (slots_a, slots_b) = ([Slot::NEW; 3], [Slot::NEW; 3]);
+                let mut ring_a = Ring::new(&mut a.0, &slots_a, policy).unwrap();
+                let mut ring_b = Ring::new(&mut b.0, &slots_b, policy).unwrap();
+                let cfg = RecorderConfig::new(WriterConfig::new(3), 1_000);
+                let (mut direct, mut cons_a) = ring_a.split(cfg);
+                let (mut tried, mut cons_b) = ring_b.split(cfg);
+                // Entries up to the buffer's last byte (a recorder has no
+                // buffer, so no room, before its first record).
+                let mut tsc = 0;
+                loop {
+                    assert_eq!(direct.function_word(enter, ts(tsc)), Ok(()));
+                    assert_eq!(tried.function_word_tried(enter, ts(tsc)), Ok(()));
+                    tsc += 10;
+                    if direct.writer.lacks_room_for_function(enter) {
+                        break;
+                    }
+                }
+                assert!(tried.writer.lacks_room_for_function(enter));
+                // Declined: the call-free store does not say `Full` for it.
+                assert_eq!(tried.try_function_word(enter, other), Tried::Declined);
+                assert_eq!(direct.function_word(enter, other), Ok(()));
+                assert_eq!(tried.function_word_tried(enter, other), Ok(()));
+                assert_eq!(direct.stats(), tried.stats(), "{policy:?} {other:?}");
+                assert_eq!(direct.stats().buffers_finished, 1, "{policy:?} {other:?}");
+                direct.flush();
+                tried.flush();
+                if policy == Policy::Streaming {
+                    while let Some(x) = cons_a.pop() {
+                        assert_eq!(&*x, &*cons_b.pop().unwrap(), "{other:?}");
+                    }
+                    assert!(cons_b.pop().is_none());
+                } else {
+                    let (mut p, mut q) = (0, 0);
+                    direct.for_each_buffer(|_| p += 1);
+                    tried.for_each_buffer(|_| q += 1);
+                    assert_eq!((p, q), (2, 2), "{other:?}");
+                }
+                assert!(a.0 == b.0, "{policy:?} {other:?}: storage");
+            }
+        }
+    }
+
     #[test]
     fn declined_records_write_what_the_direct_path_writes() {
         #[repr(align(8))]
