@@ -411,9 +411,16 @@ impl Slot {
         let ready = if cfg!(target_has_atomic = "32") {
             ready
         } else {
-            self.word.load(Ordering::Relaxed) - BUSY + READY
+            self.claimed_ready()
         };
         self.release(ready);
+    }
+
+    /// The READY word of a slot this execution claimed, from its word: BUSY,
+    /// which only this execution changes until it puts the slot back.
+    #[inline(always)]
+    fn claimed_ready(&self) -> u32 {
+        self.word.load(Ordering::Relaxed) - BUSY + READY
     }
 }
 
@@ -772,8 +779,7 @@ where
     #[cold]
     #[inline(never)]
     unsafe fn record_claimed(&'static self, slot: &Slot, low: u32) -> Result<(), Lost> {
-        // The word is BUSY, and only this execution changes it until it puts it back.
-        let ready = slot.word.load(Ordering::Relaxed) - BUSY + READY;
+        let ready = slot.claimed_ready();
         let mut clock = self.clock;
         // SAFETY: the caller claimed the slot and has not released it.
         let result =
@@ -794,8 +800,7 @@ where
     #[cold]
     #[inline(never)]
     unsafe fn switch_claimed(&'static self, slot: &Slot, low: u32, raw: u32) -> Result<(), Lost> {
-        // The word is BUSY, and only this execution changes it until it puts it back.
-        let ready = slot.word.load(Ordering::Relaxed) - BUSY + READY;
+        let ready = slot.claimed_ready();
         // SAFETY: the caller claimed the slot and has not released it.
         let result = unsafe { slot.use_claimed(ready, |r| r.function_word_full(low, raw)) };
         result.map_err(Lost::Dropped)

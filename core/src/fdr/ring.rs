@@ -850,7 +850,17 @@ fn seconds_fit_a_word(seconds: i64) -> bool {
 fn walltime_after(w: Walltime) -> Walltime {
     Walltime {
         seconds: w.seconds.wrapping_add(1),
-        micros: if w.micros >= 999_999 { 0 } else { w.micros + 1 },
+        micros: micros_after(w.micros),
+    }
+}
+
+/// [`walltime_after`]'s micros: one up, below 10^6.
+#[inline(always)]
+fn micros_after(micros: u32) -> u32 {
+    if micros >= 999_999 {
+        0
+    } else {
+        micros + 1
     }
 }
 
@@ -1456,13 +1466,21 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // Slot indexes are below N (`next_slot`): `get` only spares a panic path.
         let slot = self.ring.slots.get(self.slot);
         if let Some(slot) = slot.filter(|s| s.len.load(Ordering::Relaxed) > 0) {
-            let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
-            self.ring
-                .state
-                .buffers_overwritten
-                .store(lost.wrapping_add(1), Ordering::Relaxed);
-            slot.len.store(0, Ordering::Relaxed);
+            self.count_overwritten(slot);
         }
+    }
+
+    /// Counts the finished buffer in `slot` as overwritten and clears its
+    /// length: the slot is being taken. Only the recorder writes the counter,
+    /// so a load and a store suffice (thumbv6m has no read-modify-write).
+    #[inline(always)]
+    fn count_overwritten(&self, slot: &Slot) {
+        let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
+        self.ring
+            .state
+            .buffers_overwritten
+            .store(lost.wrapping_add(1), Ordering::Relaxed);
+        slot.len.store(0, Ordering::Relaxed);
     }
 
     /// [`overwrite_slot`](Self::overwrite_slot) on the straight switch, where
@@ -1483,12 +1501,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
         // SAFETY: the recorder's `slot` (`slot_at`).
         let slot = unsafe { self.ring.slot_at(self.slot) };
         debug_assert!(slot.len.load(Ordering::Relaxed) > 0);
-        let lost = self.ring.state.buffers_overwritten.load(Ordering::Relaxed);
-        self.ring
-            .state
-            .buffers_overwritten
-            .store(lost.wrapping_add(1), Ordering::Relaxed);
-        slot.len.store(0, Ordering::Relaxed);
+        self.count_overwritten(slot);
     }
 
     /// The common buffer switch, straight: a function record found its buffer
@@ -1518,26 +1531,24 @@ impl<'r, 'a> Recorder<'r, 'a> {
         let len = unsafe { self.writer.finish_restartable() };
         self.publish_finished(len, policy);
         self.overwrite_taken_slot(policy);
-        // Stepped just before the new buffer's preamble takes it, so that the
-        // wall time is not held in registers (or on the stack, on thumbv6m)
-        // across the publishing.
-        // The seconds from their low word: the high one is 0, and the
-        // WalltimeMarker's words are then built from the low word alone (on
-        // thumbv6m a 64-bit step and the high word's shifts into two words
-        // held five more values across the restart, about 25 cycles a switch).
-        // They and the next buffer's fit a word (`straight_switch`); when the
-        // next but one's would not, that one switches the slow way (in the
-        // year 2106 of a Unix epoch). Tested here rather than with the flag:
-        // the seconds are loaded here anyway.
+        // The wall time stepped just before the new buffer's preamble takes
+        // it, so that it is not held in registers (or on the stack, on
+        // thumbv6m) across the publishing. Its seconds and the next buffer's
+        // fit a word (`straight_switch`), so they are stepped in their low
+        // word and the WalltimeMarker's words are built from it alone (on
+        // thumbv6m a 64-bit step and the high word's shifts held five more
+        // values across the restart, about 25 cycles a switch). When the next
+        // but one's would not fit, that one switches the slow way (in the year
+        // 2106 of a Unix epoch): tested here, where the seconds are loaded
+        // anyway, rather than with the flag.
         let seconds = (self.walltime.seconds as u32).wrapping_add(1);
         if seconds == u32::MAX {
             cold_path();
             self.straight_switch = false;
         }
-        let micros = self.walltime.micros;
         let walltime = Walltime {
             seconds: i64::from(seconds),
-            micros: walltime_after(Walltime { seconds: 0, micros }).micros,
+            micros: micros_after(self.walltime.micros),
         };
         self.walltime = walltime;
         // SAFETY: buffer `seq` is free (`may_take`, as in `acquire`); its slot's
@@ -2444,6 +2455,22 @@ mod tests {
     /// writes: on both policies, with and without a short-call threshold (an
     /// exit that elision erases needs no room), across buffer switches, flushes,
     /// the clock's high word and a second CPU.
+    /// Records `low` every `step` ticks from 0 the direct way into `direct` and
+    /// the context's way into `tried`, each with `Ok`, until `direct`'s buffer
+    /// has no room for another (a recorder has no buffer, so no room, before
+    /// its first record); returns the time after the last record.
+    fn fill_both(direct: &mut Recorder, tried: &mut Recorder, low: u32, step: u64) -> u64 {
+        let mut tsc = 0;
+        loop {
+            assert_eq!(direct.function_word(low, ts(tsc)), Ok(()));
+            assert_eq!(tried.function_word_tried(low, ts(tsc)), Ok(()));
+            tsc += step;
+            if direct.writer.lacks_room_for_function(low) {
+                return tsc;
+            }
+        }
+    }
+
     /// A record that the context's straight store declines for another reason
     /// than a full buffer (another CPU, a new high word of the time) and that
     /// then finds the buffer full switches the slow path's way
@@ -2471,17 +2498,7 @@ mod tests {
                 let cfg = RecorderConfig::new(WriterConfig::new(3), 1_000);
                 let (mut direct, mut cons_a) = ring_a.split(cfg);
                 let (mut tried, mut cons_b) = ring_b.split(cfg);
-                // Entries up to the buffer's last byte (a recorder has no
-                // buffer, so no room, before its first record).
-                let mut tsc = 0;
-                loop {
-                    assert_eq!(direct.function_word(enter, ts(tsc)), Ok(()));
-                    assert_eq!(tried.function_word_tried(enter, ts(tsc)), Ok(()));
-                    tsc += 10;
-                    if direct.writer.lacks_room_for_function(enter) {
-                        break;
-                    }
-                }
+                fill_both(&mut direct, &mut tried, enter, 10);
                 assert!(tried.writer.lacks_room_for_function(enter));
                 // Declined: the call-free store does not say `Full` for it.
                 assert_eq!(tried.try_function_word(enter, other), Tried::Declined);
@@ -2538,15 +2555,7 @@ mod tests {
                     let exit = FunctionRecord::low_word(FunctionAction::Exit, fid(9));
                     // Before its first record a recorder has no buffer: no room.
                     assert!(direct.writer.lacks_room_for_function(enter));
-                    let mut tsc = 0;
-                    loop {
-                        assert_eq!(direct.function_word(enter, ts(tsc)), Ok(()));
-                        assert_eq!(declined.function_word_tried(enter, ts(tsc)), Ok(()));
-                        tsc += 20;
-                        if direct.writer.lacks_room_for_function(enter) {
-                            break;
-                        }
-                    }
+                    let tsc = fill_both(&mut direct, &mut declined, enter, 20);
                     let exit_at = ts(tsc - 20 + 3);
                     assert_eq!(direct.function_word(exit, exit_at), Ok(()));
                     assert_eq!(declined.function_word_tried(exit, exit_at), Ok(()));

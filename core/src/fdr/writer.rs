@@ -632,6 +632,27 @@ enum Preamble {
     Wrap,
 }
 
+/// The first word of the BufferExtents record at `base` for a buffer of
+/// `end` bytes: the record's tag and the count's three low bytes. The count's
+/// fourth byte stays the zero the buffer's preamble wrote.
+///
+/// # Safety
+///
+/// As [`store_word_aligned`] at `base`, and `end` is at most
+/// [`MAX_RESTARTABLE`].
+#[inline(always)]
+unsafe fn store_extents_count(base: *mut u8, end: usize) {
+    debug_assert!(end <= MAX_RESTARTABLE);
+    let [count, ..] = meta_words(
+        BufferExtents {
+            size: (end - META) as u64,
+        }
+        .to_le_u128(),
+    );
+    // SAFETY: the caller's contract.
+    unsafe { store_word_aligned(base, count) };
+}
+
 /// What [`BufferWriter::try_function_word`] did with a function record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tried {
@@ -887,9 +908,7 @@ impl<'b> BufferWriter<'b> {
             // restartable buffer's count is below 2^24, `MAX_RESTARTABLE`, and
             // a recorder's micros below 10^6, so their top bytes are 0).
             if extents {
-                let size = (preamble - META) as u64;
-                let [count, ..] = meta_words(BufferExtents { size }.to_le_u128());
-                store_word_aligned(base, count);
+                store_extents_count(base, preamble);
             }
             let [w0, w1, w2, _] = meta_words(walltime.to_le_u128());
             let wall = base.wrapping_add(wall_at);
@@ -1307,13 +1326,12 @@ impl<'b> BufferWriter<'b> {
             return self.finish_with_events();
         }
         let pos = self.pos();
-        let size = (pos - META) as u64;
-        let [count, ..] = meta_words(BufferExtents { size }.to_le_u128());
         // SAFETY: the writer's buffer has `len >= min_buffer_len` bytes (it
         // was started on it), four of which are written here, and `&mut self`
         // holds it exclusively; `restarts_on` (the caller's contract) makes
-        // `base` 4-aligned on `STRICT_ALIGNMENT` targets.
-        unsafe { store_word_aligned(self.base, count) };
+        // `base` 4-aligned on `STRICT_ALIGNMENT` targets and `pos` at most
+        // `MAX_RESTARTABLE`.
+        unsafe { store_extents_count(self.base, pos) };
         pos
     }
 
