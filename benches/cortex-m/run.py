@@ -349,6 +349,11 @@ def measure(t, one_core=None):
     put("flush_one_dma_wide_per_record", tuple(v / wide_records for v in flush),
         f"link: the same with function id 300 and deltas of 192 ticks (two varint bytes "
         f"each; {wide_records} records)")
+    flush, example_records = t.run("bench_flush_one_dma_example", buffers, marked=True)
+    put("flush_one_dma_example_per_record", tuple(v / example_records for v in flush),
+        f"link: the same with the QEMU example's records (function ids 1, 53, 97, 147 "
+        f"and 243, gaps of 25 to 37 ticks: mostly a two-byte and a one-byte varint; "
+        f"{example_records} records, {len(t.sent) / example_records:.2f} wire bytes each)")
     return out, per_buffer, len(wire) / records
 
 

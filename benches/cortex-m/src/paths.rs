@@ -22,7 +22,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, now, COUNTER_SET, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 13;
+pub const COUNT: usize = 14;
 /// Every flightrec entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_enter,
@@ -38,6 +38,7 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_context_switch,
     bench_context_pair_handler,
     bench_pair_extended_wrapped,
+    bench_flush_one_dma_example,
 ];
 
 /// Storage of every ring (one entry runs at a time): 64 KiB, 8-aligned as a
@@ -239,6 +240,22 @@ fn flush_one_onto<W: embedded_io::Write>(n: u32, sink: W) -> u32 {
 /// `1 << shift` times as fast as the counter.
 #[inline(always)]
 fn flush_one_of<W: embedded_io::Write>(n: u32, sink: W, id: FunctionId, shift: u32) -> u32 {
+    flush_one_filled(n, sink, |rec, consumer| {
+        fill_buffer(rec, consumer, id, shift)
+    })
+}
+
+/// [`flush_one_onto`] with each buffer's records made by `fill`, which returns
+/// how many it made (the last of them went into the next buffer).
+#[inline(always)]
+fn flush_one_filled<W: embedded_io::Write>(
+    n: u32,
+    sink: W,
+    mut fill: impl FnMut(
+        &mut flightrec_core::fdr::ring::Recorder<'_, '_>,
+        &flightrec_core::fdr::ring::Consumer<'_, '_>,
+    ) -> u32,
+) -> u32 {
     let mut ring = ring(false, Policy::Streaming);
     let cfg = config();
     let mut source = Source::new(1, cfg.file_header(ring.buffer_size()));
@@ -247,7 +264,7 @@ fn flush_one_of<W: embedded_io::Write>(n: u32, sink: W, id: FunctionId, shift: u
     let mut records = 0u32;
     let mut sent = 0u32;
     for _ in 0..n {
-        records += fill_buffer(&mut rec, &consumer, id, shift);
+        records += fill(&mut rec, &consumer);
         sent = records - 1;
         mark(true);
         let _ = link.flush_one(&mut source, &mut consumer);
@@ -311,6 +328,69 @@ pub extern "C" fn bench_flush_one_dma(n: u32) -> u32 {
 #[no_mangle]
 pub extern "C" fn bench_flush_one_dma_wide(n: u32) -> u32 {
     flush_one_of(n, Dma, WIDE_ID, 6)
+}
+
+/// One pass of the QEMU example's main loop as its trace shows it (`flightrec
+/// dump` of what `bash .ci/steps/link.sh` receives): function id, entry or exit,
+/// and the gap from the record before in ticks of its 12.5 MHz clock. The ids
+/// are the example's (the low bits of each function's name static): all but
+/// one take a two-byte varint, the gaps one byte.
+const EXAMPLE_PASS: [(u32, bool, u64); 18] = [
+    (97, true, 37),
+    (1, true, 26),
+    (1, false, 26),
+    (147, true, 26),
+    (147, false, 26),
+    (243, true, 27),
+    (243, false, 35),
+    (53, true, 28),
+    (53, true, 27),
+    (53, true, 27),
+    (53, false, 26),
+    (53, true, 28),
+    (53, false, 25),
+    (53, false, 27),
+    (53, true, 27),
+    (53, false, 26),
+    (53, false, 26),
+    (97, false, 26),
+];
+
+/// The link onto the DMA channel with the QEMU example's records
+/// ([`EXAMPLE_PASS`] over and over), the mix that `link.sh`'s wire bytes per
+/// record measure (see [`flush_one_onto`]).
+#[no_mangle]
+pub extern "C" fn bench_flush_one_dma_example(n: u32) -> u32 {
+    let (mut at, mut tsc) = (0usize, 0u64);
+    flush_one_filled(n, Dma, |rec, consumer| {
+        fill_example(rec, consumer, &mut at, &mut tsc)
+    })
+}
+
+/// Records [`EXAMPLE_PASS`] from its record `at` on, at times after `tsc`,
+/// until the ring has a finished buffer; returns the records made.
+#[inline(never)]
+fn fill_example(
+    rec: &mut flightrec_core::fdr::ring::Recorder<'_, '_>,
+    consumer: &flightrec_core::fdr::ring::Consumer<'_, '_>,
+    at: &mut usize,
+    tsc: &mut u64,
+) -> u32 {
+    let mut records = 0;
+    while consumer.pending() == 0 {
+        let (id, enter, gap) = EXAMPLE_PASS[*at % EXAMPLE_PASS.len()];
+        *at += 1;
+        *tsc += gap;
+        let id = FunctionId::new(id).unwrap_or(ID);
+        let ts = Timestamp { tsc: *tsc, cpu: 0 };
+        let _ = if enter {
+            rec.enter(id, ts)
+        } else {
+            rec.exit(id, ts)
+        };
+        records += 1;
+    }
+    records
 }
 
 /// Fills one 1 KiB buffer of a streaming ring with enter + exit pairs and returns the
