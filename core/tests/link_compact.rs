@@ -141,19 +141,28 @@ proptest! {
 
     /// Writer buffers through `send_buffer_compact`, whose runs of function records
     /// take the stuffer's fast way: small ids and gaps (one-byte varints, runs over
-    /// a 254-byte COBS block), zero gaps (a zero byte to stuff), large ones (up to
-    /// 5-byte varints), custom events, and the buffer at any alignment. The frame
-    /// is exactly the `cobs` crate's stuffing and carries `compact`'s bytes, which
-    /// expand to the buffer.
+    /// a 254-byte COBS block), ids and gaps around the varints' two-byte bounds
+    /// (the record loop's shapes), zero gaps (a zero byte to stuff), large ones
+    /// (up to 5-byte varints), custom events, and the buffer at any alignment.
+    /// The frame is exactly the `cobs` crate's stuffing and carries `compact`'s
+    /// bytes, which expand to the buffer.
     #[test]
     fn compact_frames_of_writer_buffers_are_standard_cobs(
         small in proptest::collection::vec((1u32..60, 0u32..120), 1..500),
+        medium in proptest::collection::vec(
+            (
+                prop_oneof![1u32..1_100, Just(7), Just(8), Just(1_023), Just(1_024)],
+                prop_oneof![0u32..20_000, Just(127), Just(128), Just(16_383), Just(16_384)],
+            ),
+            0..300,
+        ),
         large in proptest::collection::vec((1u32..(1 << 28), 0u32..u32::MAX), 1..100),
         zero_every in 0usize..40,
         events: bool,
         offset in 0usize..4,
     ) {
         let mut calls = small;
+        calls.extend(medium);
         if zero_every > 0 {
             for (i, call) in calls.iter_mut().enumerate() {
                 if i % zero_every == 0 {
