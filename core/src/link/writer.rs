@@ -917,10 +917,11 @@ impl<W: Write> Stuffer<'_, W> {
 }
 
 /// Whether [`Stuffer::function_run`] takes each common shape of function record
-/// in a loop of its own ([`run_by_shape`]) or only records of one-byte varints. ARMv6-M takes the second (as told apart for
-/// [`BY_WORDS`]): its eight low registers hold no more loops than one, and the
-/// shape loops measured more Cortex-M0 cycles on every bench row but one and
-/// 556 bytes more flash on thumbv6m.
+/// in a loop of its own ([`run_by_shape`]) or only records of one-byte varints.
+/// ARMv6-M takes the second (told apart as for [`BY_WORDS`]): its eight low
+/// registers hold no more loops than one, and the shape loops measured more
+/// Cortex-M0 cycles on three of the bench's four link rows and 556 bytes more
+/// flash on thumbv6m.
 const BY_SHAPE: bool = BY_WORDS;
 
 /// The last place in a block where a function record's two varints (of up to
@@ -929,15 +930,17 @@ const LAST_RECORD_AT: usize = MAX_RUN - 2 * VARINT_MAX;
 
 /// Stuffs function records from `records` into `block` at `at`, adding their
 /// bytes to `crc`, while the block has room for one, with a loop for each
-/// common shape of record (its varints of one or two bytes, none of them 0), so
-/// that a run of one shape goes straight and a record of another shape moves to
-/// that shape's loop; any other record goes alone. Returns whether it stopped
-/// at a record it did not take (no room, or a record the caller takes: a zero
-/// varint or no function record), which `records` has already given. Two-byte words are the common case (a function id of 8 to 1 023,
-/// most of a firmware's), one- and two-byte deltas both (gaps below and above
-/// 128 ticks). The bench's rows on the Cortex-M4: the QEMU example's records
-/// 85.2 -> 73.5 cycles, two-byte words and deltas 100.9 -> 79.5, one-byte
-/// varints 53.7 -> 56.8.
+/// common shape of record (its varints of one or two bytes, none of them 0),
+/// so that a run of one shape goes straight and a record of another shape
+/// moves to that shape's loop; any other record goes alone. Returns whether it
+/// stopped at a record it did not take (no room, or a record the caller takes:
+/// a zero varint or no function record), which `records` has already given.
+///
+/// Two-byte words are the common case (a function id of 8 to 1 023, most of a
+/// firmware's), one- and two-byte deltas both (gaps below and above 128
+/// ticks). The bench's link rows on the Cortex-M4, against the one-byte loop:
+/// the QEMU example's records 85.2 -> 72.8 cycles a record, two-byte words and
+/// deltas 100.9 -> 78.6, one-byte varints 53.7 -> 54.9.
 #[inline(always)]
 fn run_by_shape(
     block: &mut [u8; WINDOW],
