@@ -197,6 +197,20 @@ pub(crate) trait Tokens {
     fn functions(&mut self, records: &[u8]) -> usize;
     /// Bytes as they are.
     fn bytes(&mut self, bytes: &[u8]);
+    /// The function record at the start of `records`, which
+    /// [`functions`](Self::functions) did not take, and as many after it as the
+    /// sender takes the same way; returns the bytes of the records taken, a
+    /// multiple of 8 and at least 8. `records` holds whole records, the first
+    /// of which is a function record.
+    #[inline(always)]
+    fn functions_one_by_one(&mut self, records: &[u8]) -> usize {
+        if let Some(record) = records.first_chunk::<FUNC>() {
+            let word = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+            let delta = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
+            self.function(word, delta);
+        }
+        FUNC
+    }
     /// A metadata record (without its event payload) in its packed form: what
     /// [`pack_metadata`] makes of it, as bytes. A sender may write it straight
     /// where it goes instead.
@@ -253,10 +267,8 @@ pub(crate) fn compact_to(buffer: &[u8], packed: bool, out: &mut impl Tokens) {
                     rest = rest.get(taken..).unwrap_or(&[]);
                     continue;
                 }
-                let word = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-                let delta = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-                out.function(word, delta);
-                rest = &rest[FUNC..];
+                let taken = out.functions_one_by_one(rest.get(..whole).unwrap_or(&[]));
+                rest = rest.get(taken..).unwrap_or(&[]);
                 continue;
             }
         } else if first != REST {
