@@ -649,21 +649,8 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
             if word & 1 != 0 {
                 break;
             }
-            for mut v in [word, delta] {
-                loop {
-                    let b = if v >= 0x80 { v as u8 | 0x80 } else { v as u8 };
-                    crc.byte(b);
-                    w = if b == 0 {
-                        self.end_at(w, false)
-                    } else {
-                        self.put_nonzero(w, b)
-                    };
-                    v >>= 7;
-                    if v == 0 {
-                        break;
-                    }
-                }
-            }
+            w = self.put_varint_stuffed(w, &mut crc, word);
+            w = self.put_varint_stuffed(w, &mut crc, delta);
             taken += FUNC;
             // Until the block has room for the loops again (it has ended,
             // or the record had a zero).
@@ -749,6 +736,26 @@ impl<W: Write> Stuffer<'_, W> {
         }
         // The block is full (a code of 255).
         self.end_at(w, true)
+    }
+
+    /// Stuffs `v` as a varint at `w`, the current block's end, adding its bytes
+    /// to `crc`; returns the new end. Only its last byte may be 0 (for a `v`
+    /// of 0), which ends the block.
+    #[inline(always)]
+    fn put_varint_stuffed(&mut self, mut w: usize, crc: &mut crc::Crc32c, mut v: u32) -> usize {
+        while v >= 0x80 {
+            let b = v as u8 | 0x80;
+            crc.byte(b);
+            w = self.put_nonzero(w, b);
+            v >>= 7;
+        }
+        let b = v as u8;
+        crc.byte(b);
+        if b == 0 {
+            self.end_at(w, false)
+        } else {
+            self.put_nonzero(w, b)
+        }
     }
 
     /// Ends the current block at `w`, `full` or at a zero (which `w` is the place
