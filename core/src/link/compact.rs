@@ -262,13 +262,20 @@ pub(crate) fn compact_to(buffer: &[u8], packed: bool, out: &mut impl Tokens) {
             if rest.len() >= FUNC {
                 // Whole records only: the walk sees a truncated one as `rest`.
                 let whole = rest.len() - rest.len() % FUNC;
-                let taken = out.functions(rest.get(..whole).unwrap_or(&[]));
-                if taken > 0 {
+                // A delta of 0 (a buffer's first record, at the preamble's
+                // time) is one the loops do not take.
+                if rest.get(4..FUNC) != Some(&[0; 4]) {
+                    let taken = out.functions(rest.get(..whole).unwrap_or(&[]));
                     rest = rest.get(taken..).unwrap_or(&[]);
-                    continue;
                 }
-                let taken = out.functions_one_by_one(rest.get(..whole).unwrap_or(&[]));
-                rest = rest.get(taken..).unwrap_or(&[]);
+                // Where `functions` stopped at a function record, it is one
+                // that its loops do not take: straight to the byte-wise way
+                // (not a second call that takes nothing).
+                if rest.len() >= FUNC && rest.first().is_some_and(|b| b & 1 == 0) {
+                    let whole = rest.len() - rest.len() % FUNC;
+                    let taken = out.functions_one_by_one(rest.get(..whole).unwrap_or(&[]));
+                    rest = rest.get(taken..).unwrap_or(&[]);
+                }
                 continue;
             }
         } else if first != REST {
