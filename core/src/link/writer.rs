@@ -727,10 +727,11 @@ impl<W: Write> Stuffer<'_, W> {
     #[inline(always)]
     fn records_one_by_one<const IN_LINE: bool>(&mut self, records: &[u8]) -> usize {
         let (mut w, mut crc) = (self.w, self.crc);
-        let mut taken = 0;
-        for record in records.chunks_exact(FUNC) {
-            let word = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
-            let delta = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
+        let mut rest = records;
+        while let Some((record, after)) = rest.split_first_chunk::<FUNC>() {
+            let [w0, w1, w2, w3, d0, d1, d2, d3] = *record;
+            let word = u32::from_le_bytes([w0, w1, w2, w3]);
+            let delta = u32::from_le_bytes([d0, d1, d2, d3]);
             if word & 1 != 0 {
                 break;
             }
@@ -741,13 +742,14 @@ impl<W: Write> Stuffer<'_, W> {
                 self.function(word, delta);
                 (w, crc) = (self.w, self.crc);
             }
-            taken += FUNC;
+            rest = after;
             // Until the block has room for the loops again (it has ended,
             // or the record had a zero).
             if w - self.code_at <= LAST_RECORD_AT + 1 {
                 break;
             }
         }
+        let taken = records.len() - rest.len();
         self.w = w;
         self.crc = crc;
         taken
