@@ -71,6 +71,13 @@ impl Crc32c {
         }
     }
 
+    /// A check whose [`finish`](Self::finish) gives `check`: the tests' way to
+    /// a frame with a chosen check.
+    #[cfg(test)]
+    pub(crate) const fn finishing_as(check: u32) -> Self {
+        Self(!check)
+    }
+
     /// The check of everything added.
     pub(crate) const fn finish(self) -> u32 {
         !self.0
