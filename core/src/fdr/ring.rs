@@ -2449,12 +2449,6 @@ mod tests {
         assert!(!rec.straight_switch && !rec.straight_switch_now());
     }
 
-    /// The context path's way for a record (`function_word_tried`: the
-    /// straight store, a buffer with no room straight to the switch at the
-    /// time given by its low word, the rest the general way) writes the bytes and keeps the counts that the direct path
-    /// writes: on both policies, with and without a short-call threshold (an
-    /// exit that elision erases needs no room), across buffer switches, flushes,
-    /// the clock's high word and a second CPU.
     /// Records `low` every `step` ticks from 0 the direct way into `direct` and
     /// the context's way into `tried`, each with `Ok`, until `direct`'s buffer
     /// has no room for another (a recorder has no buffer, so no room, before
@@ -2524,6 +2518,13 @@ mod tests {
         }
     }
 
+    /// The context path's way for a record (`function_word_tried`: the
+    /// straight store, a buffer with no room straight to the switch at the
+    /// time given by its low word, the rest the general way) writes the bytes
+    /// and keeps the counts that the direct path writes: on both policies,
+    /// with and without a short-call threshold (an exit that elision erases
+    /// needs no room), across buffer switches, flushes, the clock's high word
+    /// and a second CPU.
     #[test]
     fn declined_records_write_what_the_direct_path_writes() {
         #[repr(align(8))]
