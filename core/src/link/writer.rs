@@ -1396,7 +1396,8 @@ mod tests {
                 record[1] = delta;
             }
             let code_at = (next() as usize) % (GATHER + 1);
-            let w = code_at + 1 + (next() as usize) % 255;
+            // At most 253 data bytes: a block of 254 is ended as it fills.
+            let w = code_at + 1 + (next() as usize) % MAX_RUN;
             let ran = [false, true].map(|by_shape| {
                 let mut sink = [0u8; 4 * OUT];
                 let mut out = [0x5Au8; OUT];
@@ -1451,10 +1452,11 @@ mod tests {
             }
             let records = &buffer[..8 * records];
             let code_at = (next() as usize) % (GATHER + 1);
+            // At most 253 data bytes: a block of 254 is ended as it fills.
             let used = if n % 4 == 0 {
-                (next() as usize) % 255
+                (next() as usize) % MAX_RUN
             } else {
-                LAST_RECORD_AT + 1 + (next() as usize) % (MAX_RUN - LAST_RECORD_AT)
+                LAST_RECORD_AT + 1 + (next() as usize) % (MAX_RUN - LAST_RECORD_AT - 1)
             };
             let w = code_at + 1 + used;
             let in_line = n % 2 == 0;
