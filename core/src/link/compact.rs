@@ -204,12 +204,7 @@ pub(crate) trait Tokens {
     /// of which is a function record.
     #[inline(always)]
     fn functions_one_by_one(&mut self, records: &[u8]) -> usize {
-        if let Some(record) = records.first_chunk::<FUNC>() {
-            let word = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
-            let delta = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
-            self.function(word, delta);
-        }
-        FUNC
+        one_function(self, records)
     }
     /// A metadata record (without its event payload) in its packed form: what
     /// [`pack_metadata`] makes of it, as bytes. A sender may write it straight
@@ -220,6 +215,18 @@ pub(crate) trait Tokens {
         let n = pack_metadata(record, &mut bytes);
         self.bytes(bytes.get(..n).unwrap_or(&[]));
     }
+}
+
+/// [`Tokens::functions_one_by_one`]'s default: the first record of `records`
+/// through [`Tokens::function`]; returns its 8 bytes.
+#[inline(always)]
+pub(crate) fn one_function<T: Tokens + ?Sized>(out: &mut T, records: &[u8]) -> usize {
+    if let Some(record) = records.first_chunk::<FUNC>() {
+        let word = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+        let delta = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
+        out.function(word, delta);
+    }
+    FUNC
 }
 
 /// Room for a packed metadata record (its first byte, the mask and at most 15

@@ -5,7 +5,7 @@ use core::fmt;
 
 use embedded_io::Write;
 
-use super::compact::{compact_to, put_varint, Tokens, META, VARINT_MAX};
+use super::compact::{compact_to, one_function, put_varint, Tokens, META, VARINT_MAX};
 use super::crc;
 use super::encoder::MAX_RUN;
 use super::frame::{FrameHead, FrameKind, LinkStats};
@@ -636,12 +636,17 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// longest varints) up to the one that ends the block or runs past it.
     /// Record by record, back through [`compact_to`] each time, a block's end
     /// took about three rounds of 200 Cortex-M4 cycles. Thumb-2 and wider cores
-    /// stuff the varints with the block's end and the check in registers;
-    /// ARMv6-M `push`es each record's: 348 bytes less flash on thumbv6m, 3.2
-    /// Cortex-M0 cycles a record more on the example's row.
+    /// stuff the varints with the block's end and the check in registers.
+    /// ARMv6-M takes one record, `push`ed, as the trait's default does: a loop
+    /// of `push`ed records measured 148 bytes more flash on thumbv6m for 1.4
+    /// Cortex-M0 cycles a record less on the example's row and 0.9 more on the
+    /// one-byte rows; stuffed in line, 496 bytes more.
     #[inline(never)]
     fn functions_one_by_one(&mut self, records: &[u8]) -> usize {
-        self.records_one_by_one::<BY_WORDS>(records)
+        if !BY_WORDS {
+            return one_function(self, records);
+        }
+        self.records_one_by_one(records)
     }
 
     /// Packs the record straight into the frame: its first byte and its mask
@@ -719,11 +724,11 @@ impl<W: Write> Stuffer<'_, W> {
         self.end_at(w, true)
     }
 
-    /// [`Tokens::functions_one_by_one`], its varints stuffed in line
-    /// (`IN_LINE`, Thumb-2 and wider cores: [`BY_WORDS`]) or `push`ed a record
-    /// at a time (the tests run both).
+    /// [`Tokens::functions_one_by_one`] on Thumb-2 and wider cores
+    /// ([`BY_WORDS`]): the records' varints stuffed in line, up to the one
+    /// after which the block has room for the loops again.
     #[inline(always)]
-    fn records_one_by_one<const IN_LINE: bool>(&mut self, records: &[u8]) -> usize {
+    fn records_one_by_one(&mut self, records: &[u8]) -> usize {
         let (mut w, mut crc) = (self.w, self.crc);
         let mut rest = records;
         while let Some((record, after)) = rest.split_first_chunk::<FUNC>() {
@@ -733,13 +738,8 @@ impl<W: Write> Stuffer<'_, W> {
             if word & 1 != 0 {
                 break;
             }
-            if IN_LINE {
-                w = self.put_varint_stuffed(w, &mut crc, word);
-                w = self.put_varint_stuffed(w, &mut crc, delta);
-            } else {
-                self.function(word, delta);
-                (w, crc) = (self.w, self.crc);
-            }
+            w = self.put_varint_stuffed(w, &mut crc, word);
+            w = self.put_varint_stuffed(w, &mut crc, delta);
             rest = after;
             // Until the block has room for the loops again (it has ended,
             // or the record had a zero).
@@ -1422,11 +1422,11 @@ mod tests {
         }
     }
 
-    /// Both ways of `functions_one_by_one` (the one a target does not use is
-    /// built and checked here) stuff what `push` stuffs of the same records'
-    /// varints, from any place in a block (most near its end), and take the
-    /// records up to the first after which the block has room for the loops
-    /// again: one at least, none past a metadata record.
+    /// Thumb-2's `functions_one_by_one` (built and checked on the host too)
+    /// stuffs what `push` stuffs of the same records' varints, from any place in
+    /// a block (most near its end), and takes the records up to the first after
+    /// which the block has room for the loops again: one at least, none past a
+    /// metadata record.
     #[test]
     fn records_one_by_one_are_pushed_varints() {
         let mut next = xorshift32(0x1B87_3593);
@@ -1459,17 +1459,12 @@ mod tests {
                 LAST_RECORD_AT + 1 + (next() as usize) % (MAX_RUN - LAST_RECORD_AT - 1)
             };
             let w = code_at + 1 + used;
-            let in_line = n % 2 == 0;
             let mut sink = [0u8; 2 * OUT];
             let mut out = [0x5Au8; OUT];
             let mut to: &mut [u8] = &mut sink;
             let mut s = Stuffer::new(&mut to, &mut out, false);
             (s.code_at, s.w) = (code_at, w);
-            let taken = if in_line {
-                s.records_one_by_one::<true>(records)
-            } else {
-                s.records_one_by_one::<false>(records)
-            };
+            let taken = s.records_one_by_one(records);
             let got = (s.code_at, s.w, s.after_full, s.crc.finish());
             let after = s.w - s.code_at;
 
