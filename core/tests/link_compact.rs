@@ -10,7 +10,8 @@ use flightrec_core::fdr::FunctionId;
 use flightrec_core::link::compact::{
     compact, compact_len, expand, expanded_len, pack, unpack, unpacked_len,
 };
-use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter, Source};
+use flightrec_core::link::{FrameKind, LinkWriter, Source};
+use flightrec_testkit::link_wire::decode_frames;
 use proptest::prelude::*;
 
 fn compacted(bytes: &[u8]) -> Vec<u8> {
@@ -41,19 +42,12 @@ fn expanded(payload: &[u8]) -> Vec<u8> {
 
 /// Frames of a wire capture: (kind, payload).
 fn frames(wire: &[u8]) -> Vec<(FrameKind, Vec<u8>)> {
-    let mut buf = vec![0u8; 70_000];
-    let mut dec = FrameDecoder::new(&mut buf);
-    let mut rest = wire;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (used, ev) = dec.feed(rest);
-        rest = &rest[used..];
-        if let Some(Event::Frame(f)) = ev {
-            out.push((f.head.kind, f.payload.to_vec()));
-        }
-    }
-    assert_eq!((dec.stats().crc_failures, dec.stats().malformed), (0, 0));
-    out
+    let (frames, stats) = decode_frames(wire);
+    assert_eq!((stats.crc_failures, stats.malformed), (0, 0));
+    frames
+        .into_iter()
+        .map(|(head, payload)| (head.kind, payload))
+        .collect()
 }
 
 /// An FDR buffer from the writer: function records with the given ids and gaps,

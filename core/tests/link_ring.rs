@@ -14,50 +14,7 @@ use flightrec_core::fdr::FunctionId;
 use flightrec_core::link::{
     compact, Event, FrameDecoder, FrameKind, LinkStats, LinkWriter, Source,
 };
-
-/// A sink that fails every `fail_every`-th write call, and is otherwise a Vec.
-struct FlakySink {
-    out: Vec<u8>,
-    calls: usize,
-    fail_every: usize,
-}
-
-#[derive(Debug)]
-struct Broken;
-
-impl std::fmt::Display for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("line broken")
-    }
-}
-
-impl std::error::Error for Broken {}
-
-impl embedded_io::Error for Broken {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::BrokenPipe
-    }
-}
-
-impl embedded_io::ErrorType for FlakySink {
-    type Error = Broken;
-}
-
-impl embedded_io::Write for FlakySink {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
-        self.calls += 1;
-        if self.fail_every > 0 && self.calls % self.fail_every == 0 {
-            // Half the chunk goes out, then the line breaks.
-            self.out.extend_from_slice(&buf[..buf.len() / 2]);
-            return Err(Broken);
-        }
-        self.out.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> Result<(), Broken> {
-        Ok(())
-    }
-}
+use flightrec_testkit::link_wire::TestSink;
 
 struct Received {
     files: BTreeMap<u32, Vec<u8>>,
@@ -114,7 +71,7 @@ fn receive(wire: &[u8]) -> Received {
 
 /// Records `calls` nested calls into two streaming rings (two sources), flushing
 /// one buffer per source after every few records, as a main loop would.
-fn run(fail_every: usize, calls: u64) -> (Received, FlakySink, [LinkStats; 2]) {
+fn run(fail_every: usize, calls: u64) -> (Received, TestSink, [LinkStats; 2]) {
     let mut storage_a = vec![0u8; 4 * 512];
     let mut storage_b = vec![0u8; 4 * 512];
     let slots_a = [Slot::NEW; 4];
@@ -127,11 +84,7 @@ fn run(fail_every: usize, calls: u64) -> (Received, FlakySink, [LinkStats; 2]) {
     let mut src_b = Source::new(2, cfg_b.file_header(ring_b.buffer_size()));
     let (mut rec_a, mut con_a) = ring_a.split(cfg_a);
     let (mut rec_b, mut con_b) = ring_b.split(cfg_b);
-    let mut link = LinkWriter::new(FlakySink {
-        out: Vec::new(),
-        calls: 0,
-        fail_every,
-    });
+    let mut link = LinkWriter::new(TestSink::flaky(fail_every));
     link.send_trace2_line(0, b"start\n").unwrap_or(());
     let outer = FunctionId::new(1).unwrap();
     let inner = FunctionId::new(2).unwrap();
@@ -214,7 +167,7 @@ fn summary_records(file: &[u8]) -> usize {
 #[test]
 fn failing_sink_loses_only_the_failed_frames() {
     let (r, sink, stats) = run(23, 400);
-    assert!(sink.calls > 0);
+    assert!(sink.calls() > 0);
     let failed = stats[0].frames_failed;
     assert!(failed > 0, "the sink was meant to fail");
     // Every file that got buffers is valid, whatever was lost around them.

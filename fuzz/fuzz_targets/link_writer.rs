@@ -22,55 +22,9 @@ use flightrec_core::clock::Timestamp;
 use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
 use flightrec_core::fdr::FunctionId;
 use flightrec_core::link::compact::{compact, expand, expanded_len, pack, unpack, unpacked_len};
-use flightrec_core::link::{Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind, LinkWriter};
+use flightrec_core::link::{FrameEncoder, FrameHead, FrameKind, LinkWriter};
+use flightrec_testkit::link_wire::{decode_frames, SinkFailed, TestSink};
 use libfuzzer_sys::fuzz_target;
-
-/// A sink that takes at most `per_call` bytes a write and `cap` bytes in all,
-/// and then fails.
-struct Sink {
-    out: Vec<u8>,
-    per_call: usize,
-    cap: usize,
-}
-
-#[derive(Debug)]
-struct Full;
-
-impl std::fmt::Display for Full {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the sink is full")
-    }
-}
-
-impl std::error::Error for Full {}
-
-impl embedded_io::Error for Full {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::ErrorKind::OutOfMemory
-    }
-}
-
-impl embedded_io::ErrorType for Sink {
-    type Error = Full;
-}
-
-impl embedded_io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Full> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let n = buf.len().min(self.per_call).min(self.cap - self.out.len());
-        if n == 0 {
-            return Err(Full);
-        }
-        self.out.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> Result<(), Full> {
-        Ok(())
-    }
-}
 
 /// An FDR buffer of `size` bytes from the writer, with function records whose ids
 /// and gaps come from `script`, and a custom event where the script says.
@@ -128,18 +82,7 @@ fn writer_buffer(script: &[u8], size: usize) -> Vec<u8> {
 
 /// The frames a receiver decodes from `wire`: (head, payload).
 fn decode(wire: &[u8]) -> Vec<(FrameHead, Vec<u8>)> {
-    let mut buf = vec![0u8; 70_000];
-    let mut dec = FrameDecoder::new(&mut buf);
-    let mut rest = wire;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (used, ev) = dec.feed(rest);
-        rest = &rest[used..];
-        if let Some(Event::Frame(f)) = ev {
-            out.push((f.head, f.payload.to_vec()));
-        }
-    }
-    out
+    decode_frames(wire).0
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -149,12 +92,12 @@ enum Form {
     Packed,
 }
 
-fn send<W: embedded_io::Write>(
-    link: &mut LinkWriter<W>,
+fn send(
+    link: &mut LinkWriter<TestSink>,
     form: Form,
     source: u32,
     buffer: &[u8],
-) -> Result<(), W::Error> {
+) -> Result<(), SinkFailed> {
     match form {
         Form::Plain => link.send_buffer(source, buffer),
         Form::Compact => link.send_buffer_compact(source, buffer),
@@ -220,11 +163,11 @@ fuzz_target!(|data: &[u8]| {
         .collect();
 
     // A sink that takes everything: the reference encoder's bytes exactly.
-    let mut link = LinkWriter::new(Vec::new());
+    let mut link = LinkWriter::new(TestSink::new());
     for (i, &form) in forms.iter().enumerate() {
-        send(&mut link, form, 1 + i as u32, buffer).expect("a Vec takes every byte");
+        send(&mut link, form, 1 + i as u32, buffer).expect("the sink takes every byte");
     }
-    let wire = link.into_inner();
+    let wire = link.into_inner().out;
     let mut reference = vec![0u8];
     for (i, (head, payload)) in expected.iter().enumerate() {
         let mut out = vec![0u8; FrameEncoder::max_encoded_len(payload.len())];
@@ -247,11 +190,7 @@ fuzz_target!(|data: &[u8]| {
     // A sink that takes a few bytes a call and fills up.
     let per_call = usize::from(*per_call % 64) + 1;
     let cap = usize::from(u16::from_le_bytes([*cap_lo, *cap_hi])) % (wire.len() + 1);
-    let mut link = LinkWriter::new(Sink {
-        out: Vec::new(),
-        per_call,
-        cap,
-    });
+    let mut link = LinkWriter::new(TestSink::limited(per_call, cap));
     let mut whole = Vec::new();
     for (i, &form) in forms.iter().enumerate() {
         if send(&mut link, form, 1 + i as u32, buffer).is_ok() {
