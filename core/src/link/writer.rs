@@ -160,7 +160,10 @@ impl Source {
 /// returned, counted in [`frames_failed`](Self::frames_failed), and the next frame
 /// starts with an extra delimiter so that the receiver drops only the broken one. The
 /// first frame of a writer starts with a delimiter too, ending whatever a receiver
-/// heard before.
+/// heard before. A sink's error does not say how much it took: when it took all
+/// of a frame but its closing delimiter, the next frame's delimiter ends that
+/// frame whole, and the receiver has it although it was counted as failed (the
+/// count errs on the side of loss, never the other way).
 ///
 /// ```
 /// use core::num::NonZeroU64;
