@@ -232,3 +232,49 @@ fn finish_sends_the_loss_marker_that_found_every_buffer_waiting() {
     // The last frame carries the final counters: everything consumed.
     assert_eq!(got.stats[&1].ring.buffers_finished, got.buffers[&1] as u32);
 }
+
+/// `LinkWriter::finish` with a sink that fails: it returns, never spinning on a
+/// frame that cannot go. A sink that takes nothing fails each outlet's header
+/// frame once a round (twice) and the final counters once, and no buffer is
+/// taken; a sink that breaks every third write loses only the buffers whose
+/// frames failed, and every other one arrives.
+#[test]
+fn finish_gives_up_on_a_failing_sink() {
+    use flightrec_core::link::Outlet;
+
+    for fail_every in [0, 3] {
+        let mut storage = vec![0u8; 4 * 256];
+        let slots = [Slot::NEW; 4];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+        let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+        let source = Source::new(1, cfg.file_header(ring.buffer_size()));
+        let (mut rec, consumer) = ring.split(cfg);
+        let mut outlets = [Outlet::new(source, consumer)];
+        let f = FunctionId::new(4).unwrap();
+        for t in 0..100u64 {
+            let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+        }
+        let finished_before = rec.stats().buffers_finished;
+        let sink = if fail_every == 0 {
+            TestSink::limited(1, 0)
+        } else {
+            TestSink::flaky(fail_every)
+        };
+        let sink = sink.with_max_calls(1_000);
+        let mut link = LinkWriter::new(sink);
+        let result = link.finish(&mut outlets, || rec.flush());
+        assert!(result.is_err(), "the sink failed");
+        if fail_every == 0 {
+            assert_eq!((link.frames_sent(), link.frames_failed()), (0, 3));
+            assert_eq!(outlets[0].consumer.stats().buffers_consumed, 0);
+            assert!(outlets[0].consumer.pending() >= finished_before.max(1));
+        } else {
+            // Every buffer was taken: sent, or lost with its frame.
+            assert_eq!(outlets[0].consumer.pending(), 0);
+            let got = receive(&link.into_inner().out);
+            let received = got.buffers.get(&1).copied().unwrap_or(0);
+            assert!(received > 0, "some buffers arrive");
+            assert!(received as u32 <= rec.stats().buffers_finished);
+        }
+    }
+}

@@ -55,6 +55,7 @@ pub struct TestSink {
     per_call: Option<usize>,
     cap: Option<usize>,
     fail_every: Option<usize>,
+    max_calls: Option<usize>,
     calls: usize,
 }
 
@@ -81,6 +82,13 @@ impl TestSink {
             fail_every: Some(fail_every).filter(|&n| n > 0),
             ..Self::default()
         }
+    }
+
+    /// The same sink, panicking at write `max_calls + 1`: a writer that keeps
+    /// calling a failed sink fails the test instead of hanging it.
+    pub fn with_max_calls(mut self, max_calls: usize) -> Self {
+        self.max_calls = Some(max_calls);
+        self
     }
 
     /// The writes of a non-empty buffer it was asked for.
@@ -117,6 +125,13 @@ impl embedded_io::Write for TestSink {
             return Ok(0);
         }
         self.calls += 1;
+        if let Some(max) = self.max_calls {
+            assert!(
+                self.calls <= max,
+                "{} writes: the writer does not give up",
+                self.calls
+            );
+        }
         if self.fail_every.is_some_and(|n| self.calls % n == 0) {
             self.out.extend_from_slice(&buf[..buf.len() / 2]);
             return Err(SinkFailed);

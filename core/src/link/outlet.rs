@@ -70,6 +70,10 @@ impl<W: Write> LinkWriter<W> {
     /// header and counters. The recorders are flushed twice: a loss marker that
     /// found every buffer waiting for the link the first time goes out the
     /// second. Returns the first error of the sink (every outlet is still tried).
+    /// A failed buffer frame loses that buffer (counted) and the next one goes
+    /// on; a failure that took no buffer (the header and counters frames before
+    /// it) ends that outlet's round, so a sink that fails every write cannot hold
+    /// the program here: each round sends each outlet's buffers once at most.
     /// Example on [`Outlet`].
     pub fn finish(
         &mut self,
@@ -81,13 +85,16 @@ impl<W: Write> LinkWriter<W> {
             flush_recorders();
             for o in outlets.iter_mut() {
                 loop {
+                    let waiting = o.consumer.pending();
                     match self.flush_one(&mut o.source, &mut o.consumer) {
                         Ok(true) => {}
                         Ok(false) => break,
                         Err(e) => {
                             result = result.and(Err(e));
-                            // The buffer is lost (counted); go on with the next.
-                            if o.consumer.pending() == 0 {
+                            // A lost buffer (counted): go on with the next. No
+                            // buffer taken: the same frame would fail again.
+                            let pending = o.consumer.pending();
+                            if pending == 0 || pending == waiting {
                                 break;
                             }
                         }
