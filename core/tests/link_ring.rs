@@ -8,13 +8,11 @@ use std::collections::BTreeMap;
 
 use flightrec_core::clock::Timestamp;
 use flightrec_core::fdr::decoder::verify;
-use flightrec_core::fdr::ring::{Policy, RecorderConfig, Ring, Slot};
+use flightrec_core::fdr::ring::{Policy, Recorder, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
-use flightrec_core::link::{
-    compact, Event, FrameDecoder, FrameKind, LinkStats, LinkWriter, Source,
-};
-use flightrec_testkit::link_wire::TestSink;
+use flightrec_core::link::{FrameKind, LinkStats, LinkWriter, Outlet, Source};
+use flightrec_testkit::link_wire::{buffer_of, decode_frames, TestSink};
 
 struct Received {
     files: BTreeMap<u32, Vec<u8>>,
@@ -24,46 +22,29 @@ struct Received {
 }
 
 fn receive(wire: &[u8]) -> Received {
-    let mut buf = vec![0u8; 8192];
-    let mut dec = FrameDecoder::new(&mut buf);
     let mut r = Received {
         files: BTreeMap::new(),
         buffers: BTreeMap::new(),
         stats: BTreeMap::new(),
         lines: Vec::new(),
     };
-    let mut rest = wire;
-    while !rest.is_empty() {
-        let (used, ev) = dec.feed(rest);
-        rest = &rest[used..];
-        let Some(Event::Frame(f)) = ev else { continue };
-        match f.head.kind {
+    for (head, payload) in decode_frames(wire).0 {
+        if let Some(buffer) = buffer_of(head.kind, &payload) {
+            let file = r.files.get_mut(&head.source).expect("header first");
+            file.extend_from_slice(&buffer);
+            *r.buffers.entry(head.source).or_default() += 1;
+            continue;
+        }
+        match head.kind {
             FrameKind::FileHeader => {
-                r.files
-                    .entry(f.head.source)
-                    .or_insert_with(|| f.payload.to_vec());
-            }
-            FrameKind::FdrBuffer | FrameKind::FdrCompact | FrameKind::FdrPacked => {
-                let file = r.files.get_mut(&f.head.source).expect("header first");
-                if f.head.kind == FrameKind::FdrCompact {
-                    let mut buffer = vec![0u8; compact::expanded_len(f.payload).unwrap()];
-                    compact::expand(f.payload, &mut buffer).unwrap();
-                    file.extend_from_slice(&buffer);
-                } else if f.head.kind == FrameKind::FdrPacked {
-                    let mut buffer = vec![0u8; compact::unpacked_len(f.payload).unwrap()];
-                    compact::unpack(f.payload, &mut buffer).unwrap();
-                    file.extend_from_slice(&buffer);
-                } else {
-                    file.extend_from_slice(f.payload);
-                }
-                *r.buffers.entry(f.head.source).or_default() += 1;
+                r.files.entry(head.source).or_insert(payload);
             }
             FrameKind::Stats => {
                 r.stats
-                    .insert(f.head.source, LinkStats::parse(f.payload).unwrap());
+                    .insert(head.source, LinkStats::parse(&payload).unwrap());
             }
-            FrameKind::Trace2Line => r.lines.push(f.payload.to_vec()),
-            FrameKind::Trace2Compact => panic!("these tests send no compact Trace2 events"),
+            FrameKind::Trace2Line => r.lines.push(payload),
+            kind => panic!("these tests send no {kind:?} frames"),
         }
     }
     r
@@ -184,6 +165,22 @@ fn failing_sink_loses_only_the_failed_frames() {
     assert!(consumed - delivered as u32 <= failed);
 }
 
+/// `ring`'s recorder (source 1) after `records` entries, one a tick, with
+/// nothing sent, and its outlet.
+fn recorded_outlet<'r, 'a>(
+    ring: &'r mut Ring<'a>,
+    records: u64,
+) -> (Recorder<'r, 'a>, [Outlet<'r, 'a>; 1]) {
+    let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
+    let source = Source::new(1, cfg.file_header(ring.buffer_size()));
+    let (mut rec, consumer) = ring.split(cfg);
+    let f = FunctionId::new(4).unwrap();
+    for t in 0..records {
+        let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
+    }
+    (rec, [Outlet::new(source, consumer)])
+}
+
 /// `LinkWriter::finish` over outlets, after a loss with every buffer waiting for
 /// the link: the first flush cannot write the loss marker (no free buffer), the
 /// second does, so the receiver's file says how many records went missing.
@@ -192,20 +189,12 @@ fn finish_sends_the_loss_marker_that_found_every_buffer_waiting() {
     use flightrec_core::fdr::decoder::Decoder;
     use flightrec_core::fdr::records::Record;
     use flightrec_core::fdr::ring::LOSS_EVENT_TYPE;
-    use flightrec_core::link::Outlet;
 
     let mut storage = vec![0u8; 3 * 256];
     let slots = [Slot::NEW; 3];
     let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
-    let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
-    let source = Source::new(1, cfg.file_header(ring.buffer_size()));
-    let (mut rec, consumer) = ring.split(cfg);
-    let mut outlets = [Outlet::new(source, consumer)];
-    let f = FunctionId::new(4).unwrap();
     // Nothing is sent while recording: the ring fills and drops.
-    for t in 0..200u64 {
-        let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
-    }
+    let (mut rec, mut outlets) = recorded_outlet(&mut ring, 200);
     assert!(rec.records_dropped() > 0);
     let mut link = LinkWriter::new(Vec::new());
     link.finish(&mut outlets, || rec.flush()).unwrap();
@@ -236,25 +225,15 @@ fn finish_sends_the_loss_marker_that_found_every_buffer_waiting() {
 /// `LinkWriter::finish` with a sink that fails: it returns, never spinning on a
 /// frame that cannot go. A sink that takes nothing fails each outlet's header
 /// frame once a round (twice) and the final counters once, and no buffer is
-/// taken; a sink that breaks every third write loses only the buffers whose
-/// frames failed, and every other one arrives.
+/// taken; a sink that breaks every third write takes every buffer (each sent,
+/// or lost with its frame), and some arrive.
 #[test]
 fn finish_gives_up_on_a_failing_sink() {
-    use flightrec_core::link::Outlet;
-
     for fail_every in [0, 3] {
         let mut storage = vec![0u8; 4 * 256];
         let slots = [Slot::NEW; 4];
         let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
-        let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
-        let source = Source::new(1, cfg.file_header(ring.buffer_size()));
-        let (mut rec, consumer) = ring.split(cfg);
-        let mut outlets = [Outlet::new(source, consumer)];
-        let f = FunctionId::new(4).unwrap();
-        for t in 0..100u64 {
-            let _ = rec.enter(f, Timestamp { tsc: t, cpu: 0 });
-        }
-        let finished_before = rec.stats().buffers_finished;
+        let (mut rec, mut outlets) = recorded_outlet(&mut ring, 100);
         let sink = if fail_every == 0 {
             TestSink::limited(1, 0)
         } else {
@@ -267,7 +246,9 @@ fn finish_gives_up_on_a_failing_sink() {
         if fail_every == 0 {
             assert_eq!((link.frames_sent(), link.frames_failed()), (0, 3));
             assert_eq!(outlets[0].consumer.stats().buffers_consumed, 0);
-            assert!(outlets[0].consumer.pending() >= finished_before.max(1));
+            let pending = outlets[0].consumer.pending();
+            assert!(pending > 0, "buffers were waiting");
+            assert_eq!(pending, rec.stats().buffers_finished, "all still waiting");
         } else {
             // Every buffer was taken: sent, or lost with its frame.
             assert_eq!(outlets[0].consumer.pending(), 0);

@@ -26,9 +26,8 @@ use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::ring::{Consumer, Policy, RecorderConfig, Ring, Slot};
 use flightrec_core::fdr::writer::WriterConfig;
 use flightrec_core::fdr::FunctionId;
-use flightrec_core::link::compact::{expand, expanded_len, unpack, unpacked_len};
 use flightrec_core::link::{FrameKind, LinkStats, LinkWriter, Source};
-use flightrec_testkit::link_wire::{decode_frames, TestSink};
+use flightrec_testkit::link_wire::{buffer_of, decode_frames, TestSink};
 use libfuzzer_sys::fuzz_target;
 
 const SLOTS: usize = 3;
@@ -70,10 +69,10 @@ fuzz_target!(|data: &[u8]| {
     let buffer_size = 128 + 64 * usize::from(size % 8);
     let cfg = RecorderConfig::new(WriterConfig::new(5).with_pid(9), 1_000_000);
     let header = cfg.file_header(buffer_size);
-    let (compact, packed) = match form % 3 {
-        0 => (false, false),
-        1 => (true, false),
-        _ => (true, true),
+    let (compact, packed, form_kind) = match form % 3 {
+        0 => (false, false, FrameKind::FdrBuffer),
+        1 => (true, false, FrameKind::FdrCompact),
+        _ => (true, true, FrameKind::FdrPacked),
     };
     let mut source = Source::new(5, header)
         .with_compact(compact)
@@ -162,21 +161,9 @@ fuzz_target!(|data: &[u8]| {
             FrameKind::Stats => {
                 LinkStats::parse(payload).expect("a counters frame parses");
             }
-            FrameKind::FdrBuffer => {
-                assert!(!compact);
-                received.push(payload.clone());
-            }
-            FrameKind::FdrCompact => {
-                assert!(compact && !packed);
-                let mut out = vec![0u8; expanded_len(payload).unwrap()];
-                assert_eq!(expand(payload, &mut out), Ok(out.len()));
-                received.push(out);
-            }
-            FrameKind::FdrPacked => {
-                assert!(packed);
-                let mut out = vec![0u8; unpacked_len(payload).unwrap()];
-                assert_eq!(unpack(payload, &mut out), Ok(out.len()));
-                received.push(out);
+            kind @ (FrameKind::FdrBuffer | FrameKind::FdrCompact | FrameKind::FdrPacked) => {
+                assert_eq!(kind, form_kind, "the source's frame form");
+                received.push(buffer_of(kind, payload).expect("a buffer frame"));
             }
             other => panic!("a frame of kind {other:?}"),
         }

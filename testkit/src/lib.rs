@@ -7,8 +7,9 @@
 //!   inputs, checked the same way by the property tests and the fuzz target;
 //! * [`trace2_link`]: the compact Trace2 event a property test's numbers
 //!   describe, for the core's and the host's tests of the link's events;
-//! * [`link_wire`]: the frames a receiver decodes from a link's bytes, and a
-//!   sink that fails as a serial line or a full buffer does;
+//! * [`link_wire`]: the frames a receiver decodes from a link's bytes, the FDR
+//!   buffer a frame carries, and a sink that fails as a serial line or a full
+//!   buffer does;
 //! * [`xray_tool`]: finding and running the real `llvm-xray`, its YAML parsed;
 //! * [`child`]: scenarios run in a fresh child process of the test binary;
 //! * [`examples`]: building a crate's example from an integration test.

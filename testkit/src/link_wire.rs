@@ -1,7 +1,9 @@
 //! The link's wire in tests: the frames a receiver decodes from captured bytes,
-//! and a sink that misbehaves as a serial line or a full buffer does.
+//! the FDR buffer a frame carries, and a sink that misbehaves as a serial line
+//! or a full buffer does.
 
-use flightrec_core::link::{DecoderStats, Event, FrameDecoder, FrameHead};
+use flightrec_core::link::compact::{expand, expanded_len, unpack, unpacked_len};
+use flightrec_core::link::{DecoderStats, Event, FrameDecoder, FrameHead, FrameKind};
 
 /// The frames a receiver decodes from `wire` (head and payload, in order) and
 /// the decoder's counters. Every call of the decoder consumes something.
@@ -32,6 +34,44 @@ pub fn decode_frames(wire: &[u8]) -> (Vec<(FrameHead, Vec<u8>)>, DecoderStats) {
         }
     }
     (out, dec.stats())
+}
+
+/// The FDR buffer a frame of `kind` carries: its payload as it is
+/// ([`FrameKind::FdrBuffer`]), its compact form expanded or its packed form
+/// unpacked, each filling exactly the length it says; `None` for a frame that
+/// carries no buffer. Panics on a compact or packed payload that does not
+/// rebuild.
+///
+/// ```
+/// use flightrec_core::link::compact::pack;
+/// use flightrec_core::link::FrameKind;
+/// use flightrec_testkit::link_wire::buffer_of;
+/// let buffer = [0x10, 0, 0, 0, 7, 0, 0, 0];
+/// let mut packed = Vec::new();
+/// pack(&buffer, |part| packed.extend_from_slice(part));
+/// assert_eq!(buffer_of(FrameKind::FdrPacked, &packed), Some(buffer.to_vec()));
+/// assert_eq!(buffer_of(FrameKind::Stats, &packed), None);
+/// ```
+pub fn buffer_of(kind: FrameKind, payload: &[u8]) -> Option<Vec<u8>> {
+    let packed = match kind {
+        FrameKind::FdrBuffer => return Some(payload.to_vec()),
+        FrameKind::FdrCompact => false,
+        FrameKind::FdrPacked => true,
+        _ => return None,
+    };
+    let len = if packed {
+        unpacked_len(payload)
+    } else {
+        expanded_len(payload)
+    };
+    let mut buffer = vec![0u8; len.expect("a buffer's length")];
+    let rebuilt = if packed {
+        unpack(payload, &mut buffer)
+    } else {
+        expand(payload, &mut buffer)
+    };
+    assert_eq!(rebuilt, Ok(buffer.len()), "{kind:?}");
+    Some(buffer)
 }
 
 /// A link sink over a `Vec`: it takes every byte ([`new`](Self::new)), or at
