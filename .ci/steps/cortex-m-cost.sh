@@ -3,13 +3,17 @@
 # and thumbv7em-none-eabihf (opt-level "s", fat LTO), executes its hot paths in
 # Unicorn (as a Cortex-M0 and a Cortex-M4), counts instructions and modelled cycles,
 # and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
-# each entry's stack high-water mark (lowest SP of its run). Then
+# each entry's stack high-water mark (lowest SP of its run) and the record path's
+# stack bound from the machine code (stack.py), which fails if the runs went
+# deeper than it. Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
 # firmware example (examples/firmware-qemu, thumbv7m and thumbv6m), their flash by
 # crate and what FDR + the link add to the example, and
 # fails when their rings or per-context recorders are not in .bss (zero_init.py),
 # when FDR and the link bring in a 64-bit division routine, or when the core
 # brings in a panic path (a bounds check, a slice index failure, core::fmt).
+# Last, the stack that the example's record path and `flush_one` can take (fails
+# above STACK_LIMIT bytes, 512 by default, or where there is no bound).
 # `--update` rewrites the baseline instead of checking it. Run from the repository root.
 set -euo pipefail
 
@@ -144,3 +148,20 @@ for target, none, builds in [
     for name, elf in builds:
         print(f"{target}, {name}: +{flash_ram(f'{work}/{elf}.elf')[0] - base} B over no tracing ({base} B)")
 PY
+
+echo
+echo "--- stack the example's record path and link take (from the machine code, benches/cortex-m/stack.py)"
+# The most stack below the caller's SP that an instrumented function's record
+# (`_flightrec_record_function`: the claim, a buffer switch, a loss marker) and
+# the idle loop's `flush_one` can take, each with all it calls; run.py has
+# checked the analysis against the depths the bench measures. Fails above
+# STACK_LIMIT bytes, or where the code has no bound (recursion, a jump table).
+limit=${STACK_LIMIT:-512}
+for elf in fw6-fdr fw-fdr; do
+  echo "$elf:"
+  "$py" "$bench/stack.py" "$work/$elf.elf" _flightrec_record_function flush_one | tee "$work/stack.txt"
+  if awk -v limit="$limit" '/ B at most/ { if ($2 + 0 > limit) bad = 1 } END { exit !bad }' "$work/stack.txt"; then
+    echo "a path takes more than $limit B of stack" >&2
+    exit 1
+  fi
+done

@@ -18,7 +18,10 @@ returns. Per-operation figures are (count at 2n - count at n) / n, so ring setup
 the entry's prologue drop out and the loop's own instructions stay in; the link's
 figures count only between the marks around `LinkWriter::flush_one`, once onto the
 transmit register (a store per byte) and once onto the DMA channel (two stores per
-block), and check that both sinks received the very same bytes.
+block), and check that both sinks received the very same bytes. The runs also
+measure how deep the stack goes below the record path's entry and below
+`LinkWriter::flush_one`; the bounds that stack.py finds in the machine code must
+hold those depths, or the check fails.
 
 Cycle model (in-order, no wait states, no pipelining of neighbouring loads):
   M0: LDR*/STR* 2; LDM/STM/PUSH/POP 1+N; POP with PC 3+N; B, BX, BLX and a taken
@@ -39,6 +42,8 @@ from elftools.elf.elffile import ELFFile
 from unicorn import UC_ARCH_ARM, UC_HOOK_CODE, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 from unicorn import arm_const as A
 
+import stack
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASELINE = os.path.join(HERE, "baseline.txt")
 
@@ -54,6 +59,13 @@ SHPR3 = 0xE000_ED20  # priorities of exceptions 12 to 15, a byte each
 HANDLER_ENTRIES = {"bench_context_pair_handler": (15, 0x80)}
 RETURN = FLASH + FLASH_SIZE - 16  # LR points here; the run stops when PC gets here
 COUNTER_STEP = 3
+# The record path's entry, which `#[flightrec::instrument]` calls (through
+# `record_function` and the global recorder).
+RECORD_ENTRY = "_flightrec_record_function"
+# The paths whose stack depth the runs measure, to check stack.py's bounds: the
+# record path's entry, and the link's `LinkWriter::flush_one` (a symbol whose
+# mangled name holds this).
+PROBES = (RECORD_ENTRY, "LinkWriter$LT$W$GT$9flush_one")
 LIMIT = 50_000_000  # instructions; a panic loops forever
 
 CONDS = {"eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls",
@@ -88,6 +100,13 @@ class Machine:
         self.dma = bytearray()
         self.dma_addr = 0
         self.min_sp = RAM + RAM_SIZE
+        # The depth below the SP of the last call of a probed function
+        # (`probes`: address -> name), while it runs: the stack it takes, measured.
+        self.probes = {}
+        self.probe = None
+        self.probe_sp = None
+        self.probe_ret = None
+        self.probe_depth = {}
         self.uc.hook_add(UC_HOOK_CODE, self._code)
 
     def _read(self, uc, offset, size, _):
@@ -114,6 +133,15 @@ class Machine:
         sp = uc.reg_read(A.UC_ARM_REG_SP)
         if sp < self.min_sp:
             self.min_sp = sp
+        if self.probe_sp is None and address in self.probes:
+            self.probe = self.probes[address]
+            self.probe_sp = sp
+            self.probe_ret = uc.reg_read(A.UC_ARM_REG_LR) & ~1
+        elif self.probe_sp is not None:
+            if address == self.probe_ret and sp == self.probe_sp:
+                self.probe_sp = None  # returned
+            elif self.probe_sp - sp > self.probe_depth.get(self.probe, 0):
+                self.probe_depth[self.probe] = self.probe_sp - sp
         if self.executed > LIMIT:
             uc.emu_stop()
         if not self.counting:
@@ -232,17 +260,27 @@ class Target:
     def __init__(self, name, elf, cpu):
         self.name, self.elf, self.cpu = name, elf, cpu
         self.stack = {}
+        self.depth = {}  # probe -> the deepest measured in the runs
         self.cs = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
         with open(elf, "rb") as f:
             symtab = ELFFile(f).get_section_by_name(".symtab")
             self.symbols = {s.name: s["st_value"] & ~1 for s in symtab.iter_symbols()
                             if s.name.startswith("bench_")}
+            for probe in PROBES:
+                found = [s["st_value"] & ~1 for s in symtab.iter_symbols()
+                         if probe in s.name and s["st_info"]["type"] == "STT_FUNC"]
+                if len(found) != 1:
+                    sys.exit(f"{elf}: {len(found)} functions match {probe}")
+                self.symbols[probe] = found[0]
             self.functions = {s["st_value"] & ~1: s.name for s in symtab.iter_symbols()
                               if s["st_info"]["type"] == "STT_FUNC" and s["st_size"]}
 
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
+        m.probes = {self.symbols[p]: p for p in PROBES}
         ret = m.call(self.symbols[entry], n, marked, HANDLER_ENTRIES.get(entry))
+        for p, d in m.probe_depth.items():
+            self.depth[p] = max(self.depth.get(p, 0), d)
         self.sent = bytes(m.uart) + bytes(m.dma)
         # Stack high-water mark of the run: bytes below the SP the entry started with.
         self.stack[entry] = max(self.stack.get(entry, 0), RAM + RAM_SIZE - m.min_sp)
@@ -446,6 +484,20 @@ def main():
         t_stack = ", ".join(f"`{e}` {b} B" for e, b in target.stack.items())
         print(f"\nstack high-water mark of each entry's run (setup included; the "
               f"floor is the baseline): {t_stack}")
+        # The stack of the record path and of the link: bounds from the machine
+        # code (stack.py), which must hold what the runs above measured.
+        image = stack.Image(elf)
+        for probe, what, runs in (
+                (RECORD_ENTRY, f"the record path (`{RECORD_ENTRY}`)",
+                 "a buffer switch's way; no loss marker"),
+                (PROBES[1], "the link (`LinkWriter::flush_one`)", "frames of every kind")):
+            bound, chain = image.worst_case(target.symbols[probe])
+            print(f"\nstack of {what}: {bound} B at most from the machine code "
+                  f"({stack.demangle(chain[-1][0])} deepest); the runs above went "
+                  f"{target.depth.get(probe, 0)} B deep ({runs})")
+            if target.depth.get(probe, 0) > bound:
+                print("the measured depth exceeds the bound: stack.py misreads this code")
+                ok = False
         print(f"\nfloor for an enter + exit: {floor_pair[0]:.2f} instructions, "
               f"{floor_pair[1]:.2f} {core} cycles; link: {wire:.2f} wire bytes per "
               "function record (frames, COBS and CRC included)")
