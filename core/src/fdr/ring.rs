@@ -1568,8 +1568,30 @@ impl<'r, 'a> Recorder<'r, 'a> {
         true
     }
 
-    /// Takes the next buffer if the policy allows and writes its preamble.
+    /// Takes the next buffer if the policy allows and writes its preamble, then
+    /// the loss marker of records lost since the last one.
+    ///
+    /// The marker is written from this small frame, not from
+    /// [`take_buffer`](Self::take_buffer)'s: the preamble's 64-bit work (the
+    /// first buffer's wall-clock second) takes 128 bytes of stack on thumbv6m,
+    /// and the marker with its decimal count 144; one on top of the other, they
+    /// were the deepest way of a record (`benches/cortex-m/stack.py`: 488 bytes
+    /// on the QEMU example's thumbv6m build, 424 now).
+    #[inline(never)]
     fn acquire(&mut self, ts: Timestamp) -> bool {
+        if !self.take_buffer(ts) {
+            return false;
+        }
+        if self.unmarked_loss > 0 {
+            self.mark_loss(ts);
+        }
+        self.straight_switch = self.straight_switch_now();
+        true
+    }
+
+    /// [`acquire`](Self::acquire)'s buffer and preamble.
+    #[inline(never)]
+    fn take_buffer(&mut self, ts: Timestamp) -> bool {
         if !self.may_take(self.seq, self.ring.policy) {
             return false;
         }
@@ -1591,15 +1613,13 @@ impl<'r, 'a> Recorder<'r, 'a> {
             return false;
         }
         self.prepared = self.prepared.max(self.slot + 1);
-        if self.unmarked_loss > 0 {
-            self.mark_loss(ts);
-        }
-        self.straight_switch = self.straight_switch_now();
         true
     }
 
     /// Writes the loss marker (see [`LOSS_EVENT_TYPE`]) for the records lost since
-    /// the last one into the current buffer; returns whether it fit.
+    /// the last one into the current buffer; returns whether it fit. Out of line,
+    /// so that its frame is not `acquire`'s (see there).
+    #[inline(never)]
     fn mark_loss(&mut self, ts: Timestamp) -> bool {
         // The text is written straight into the buffer: no buffer of its own to
         // clear and copy (a `memclr` call and a copy loop on thumbv6m).
