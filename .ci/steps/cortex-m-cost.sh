@@ -3,9 +3,9 @@
 # and thumbv7em-none-eabihf (opt-level "s", fat LTO), executes its hot paths in
 # Unicorn (as a Cortex-M0 and a Cortex-M4), counts instructions and modelled cycles,
 # and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
-# each entry's stack high-water mark (lowest SP of its run) and the record path's
-# stack bound from the machine code (stack.py), which fails if the runs went
-# deeper than it. Then
+# each entry's stack high-water mark (lowest SP of its run) and the stack bounds
+# of the record path and the link from the machine code (stack.py), which fail
+# if the runs went deeper than them or if they rose above the baseline. Then
 # prints flash and RAM, with and without flightrec, of the bench firmware and of the
 # firmware example (examples/firmware-qemu, thumbv7m and thumbv6m), their flash by
 # crate and what FDR + the link add to the example, and

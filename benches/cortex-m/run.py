@@ -487,14 +487,24 @@ def main():
         # The stack of the record path and of the link: bounds from the machine
         # code (stack.py), which must hold what the runs above measured.
         image = stack.Image(elf)
-        for probe, what, runs in (
-                (RECORD_ENTRY, f"the record path (`{RECORD_ENTRY}`)",
+        # The bounds are checked against the baseline too, as the counts are.
+        for probe, key, what, runs in (
+                (RECORD_ENTRY, "stack_record", f"the record path (`{RECORD_ENTRY}`)",
                  "a buffer switch's way; no loss marker"),
-                (PROBES[1], "the link (`LinkWriter::flush_one`)", "frames of every kind")):
+                (PROBES[1], "stack_flush_one", "the link (`LinkWriter::flush_one`)",
+                 "frames of every kind")):
             bound, chain = image.worst_case(target.symbols[probe])
+            measured[f"{name}.{key}.bytes"] = bound
+            b = base.get(f"{name}.{key}.bytes")
+            status = "no baseline" if b is None else f"baseline {b:.0f} B"
+            if b is None:
+                ok = ok and args.update
+            elif bound > b * (1 + args.tolerance / 100):
+                status += " REGRESSED"
+                ok = ok and args.update
             print(f"\nstack of {what}: {bound} B at most from the machine code "
-                  f"({stack.demangle(chain[-1][0])} deepest); the runs above went "
-                  f"{target.depth.get(probe, 0)} B deep ({runs})")
+                  f"({stack.demangle(chain[-1][0])} deepest; {status}); the runs above "
+                  f"went {target.depth.get(probe, 0)} B deep ({runs})")
             if target.depth.get(probe, 0) > bound:
                 print("the measured depth exceeds the bound: stack.py misreads this code")
                 ok = False
@@ -504,7 +514,8 @@ def main():
     if args.update:
         with open(BASELINE, "w") as f:
             f.write("# Cortex-M instructions and cycles (M0 for thumbv6m, M4 for thumbv7em)\n"
-                    "# per operation of each path, counted in Unicorn by run.py.\n"
+                    "# per operation of each path, counted in Unicorn by run.py, and the\n"
+                    "# stack bounds of the record path and the link (stack.py).\n"
                     "# Written by `bash .ci/steps/cortex-m-cost.sh --update`.\n")
             for k in sorted(measured):
                 f.write(f"{k} {measured[k]:.2f}\n")
