@@ -34,7 +34,6 @@ Cycle model (in-order, no wait states, no pipelining of neighbouring loads):
 
 import argparse
 import os
-import subprocess
 import sys
 
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
@@ -266,14 +265,12 @@ class Target:
             symtab = ELFFile(f).get_section_by_name(".symtab")
             self.symbols = {s.name: s["st_value"] & ~1 for s in symtab.iter_symbols()
                             if s.name.startswith("bench_")}
-            for probe in PROBES:
-                found = [s["st_value"] & ~1 for s in symtab.iter_symbols()
-                         if probe in s.name and s["st_info"]["type"] == "STT_FUNC"]
-                if len(found) != 1:
-                    sys.exit(f"{elf}: {len(found)} functions match {probe}")
-                self.symbols[probe] = found[0]
             self.functions = {s["st_value"] & ~1: s.name for s in symtab.iter_symbols()
                               if s["st_info"]["type"] == "STT_FUNC" and s["st_size"]}
+        # The machine code's stack analysis, and the probed paths' entries.
+        self.image = stack.Image(elf)
+        for probe in PROBES:
+            self.symbols[probe] = self.image.find(probe)
 
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
@@ -395,16 +392,6 @@ def measure(t, one_core=None):
     return out, per_buffer, len(wire) / records
 
 
-def demangle(names):
-    """`names` demangled by llvm-cxxfilt, hashes dropped (as they are if it is missing)."""
-    try:
-        out = subprocess.run(["llvm-cxxfilt"], input="\n".join(names), capture_output=True,
-                             text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
-        return names
-    return [n.rsplit("::h", 1)[0] if "::h" in n else n for n in out]
-
-
 def read_baseline():
     base = {}
     if os.path.exists(BASELINE):
@@ -439,7 +426,7 @@ def main():
             print(f"| function | instructions | {core} cycles |\n|---|---:|---:|")
             rows = [(s, v) for s, v in sorted(prof.items(), key=lambda kv: -kv[1][col])
                     if abs(v[col]) >= 0.005]
-            for (_, v), sym in zip(rows, demangle([s for s, _ in rows])):
+            for (_, v), sym in zip(rows, stack.demangle([s for s, _ in rows])):
                 print(f"| `{sym}` | {v[0]:.2f} | {v[col]:.2f} |")
             total = [sum(v[i] for v in prof.values()) for i in range(3)]
             print(f"| total | {total[0]:.2f} | {total[col]:.2f} |")
@@ -486,14 +473,14 @@ def main():
               f"floor is the baseline): {t_stack}")
         # The stack of the record path and of the link: bounds from the machine
         # code (stack.py), which must hold what the runs above measured.
-        image = stack.Image(elf)
         # The bounds are checked against the baseline too, as the counts are.
         for probe, key, what, runs in (
                 (RECORD_ENTRY, "stack_record", f"the record path (`{RECORD_ENTRY}`)",
                  "a buffer switch's way; no loss marker"),
                 (PROBES[1], "stack_flush_one", "the link (`LinkWriter::flush_one`)",
                  "frames of every kind")):
-            bound, chain = image.worst_case(target.symbols[probe])
+            bound, chain = target.image.worst_case(target.symbols[probe])
+            deepest = stack.short(stack.demangle([chain[-1][0]]))[0]
             measured[f"{name}.{key}.bytes"] = bound
             b = base.get(f"{name}.{key}.bytes")
             status = "no baseline" if b is None else f"baseline {b:.0f} B"
@@ -503,7 +490,7 @@ def main():
                 status += " REGRESSED"
                 ok = ok and args.update
             print(f"\nstack of {what}: {bound} B at most from the machine code "
-                  f"({stack.demangle(chain[-1][0])} deepest; {status}); the runs above "
+                  f"({deepest} deepest; {status}); the runs above "
                   f"went {target.depth.get(probe, 0)} B deep ({runs})")
             if target.depth.get(probe, 0) > bound:
                 print("the measured depth exceeds the bound: stack.py misreads this code")

@@ -9,17 +9,18 @@ that a call of that function can take below the stack pointer it was called with
 itself and everything it calls: each function's frame is found by following its
 control flow from its entry (pushes, `sub sp`, `vpush`, pops, `add sp`, the frame
 pointer's restore), and a call adds the callee's worst case to the depth at the
-call. Prints the depth and the deepest chain. An indirect call (a callback the
-program installs, such as a ring's buffer-ready function) is listed with the
-depth at the call, to which the callee's own stack adds. Fails (exit status 1)
-where there is no bound: an indirect jump, a jump table, recursion, or a depth
-that grows in a loop.
+call. Prints the depth and the deepest chain. An indirect call or tail call (a
+callback the program installs, such as a ring's buffer-ready function) is listed
+with the depth at the call, to which the callee's own stack adds. Fails (exit
+status 1) where there is no bound: a jump table, another write to pc, recursion,
+or a depth that grows in a loop.
 
 The hardware's exception frame (32 bytes, 104 with the FPU's registers) is not
 included: it is the same with or without tracing.
 """
 
 import re
+import subprocess
 import sys
 
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
@@ -68,9 +69,9 @@ class Image:
                     self.functions[s["st_value"] & ~1] = (s.name, s["st_size"])
             self.segments = [(seg["p_vaddr"], seg.data()) for seg in elf.iter_segments()
                              if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]]
+        self.frames = {}
         self.worst = {}
         self.active = set()
-        self.indirect = {}  # function -> depth of its deepest indirect call
 
     def code(self, start, size):
         for base, data in self.segments:
@@ -84,8 +85,22 @@ class Image:
                 return start
         raise Unbounded(f"a call to {addr:#x}, in no function")
 
+    def find(self, want):
+        """The start of the one function whose symbol holds `want`."""
+        found = [s for s, (n, _) in self.functions.items() if want in n]
+        if len(found) != 1:
+            raise Unbounded(f"{len(found)} functions match {want}")
+        return found[0]
+
     def frame(self, start):
-        """(the deepest point in the function itself, [(depth at the call, callee)])."""
+        """(the deepest point in the function itself, [(depth at the call, callee)],
+        the depth of its deepest indirect call or None)."""
+        if start not in self.frames:
+            self.frames[start] = self.walk(start)
+        return self.frames[start]
+
+    def walk(self, start):
+        """[`frame`](Image.frame), from the function's control flow."""
         name, size = self.functions[start]
         code = self.code(start, size)
         # Decoded where the control flow goes, not in one sweep: literal pools sit
@@ -93,6 +108,7 @@ class Image:
         insns = Decoded(self.cs, code, start)
         depth_at = {start: 0}
         calls = []
+        indirect = None
         work = [(start, 0, None)]
         deepest = 0
         while work:
@@ -155,12 +171,12 @@ class Image:
                         depth -= sum(8 if self.cs.reg_name(o.reg).startswith("d") else 4 for o in ops)
                 elif iid in (A.ARM_INS_BL, A.ARM_INS_BLX):
                     if ops[0].type != A.ARM_OP_IMM:
-                        self.indirect[start] = max(self.indirect.get(start, 0), depth)
+                        indirect = max(indirect or 0, depth)
                     else:
                         calls.append((depth, self.containing(ops[0].imm & ~1)))
                 elif iid == A.ARM_INS_BX:
                     if ops[0].reg != A.ARM_REG_LR:  # an indirect tail call
-                        self.indirect[start] = max(self.indirect.get(start, 0), depth)
+                        indirect = max(indirect or 0, depth)
                     end = not cond
                 elif iid in (A.ARM_INS_TBB, A.ARM_INS_TBH):
                     raise Unbounded(f"{name}: a jump table")
@@ -184,7 +200,7 @@ class Image:
                 if nxt in depth_at:
                     depth_at[nxt] = depth
                 addr = nxt
-        return deepest, calls
+        return deepest, calls, indirect
 
     def worst_case(self, start):
         """(bytes, [(function, its own depth at the call or its deepest point)])."""
@@ -195,7 +211,7 @@ class Image:
             raise Unbounded(f"recursion through {name}")
         self.active.add(start)
         try:
-            deepest, calls = self.frame(start)
+            deepest, calls, _ = self.frame(start)
             best = (deepest, [(name, deepest)])
             for depth, callee in calls:
                 sub, chain = self.worst_case(callee)
@@ -208,15 +224,14 @@ class Image:
 
     def indirect_calls(self, start, depth=0, seen=None):
         """[(function, depth at its indirect call below the entry's SP)] reachable
-        from `start` (after `worst_case`)."""
+        from `start`, each function once."""
         seen = set() if seen is None else seen
         if start in seen:
             return []
         seen.add(start)
-        found = []
-        if start in self.indirect:
-            found.append((self.functions[start][0], depth + self.indirect[start]))
-        for d, callee in self.frame(start)[1]:
+        _, calls, indirect = self.frame(start)
+        found = [] if indirect is None else [(self.functions[start][0], depth + indirect)]
+        for d, callee in calls:
             found += self.indirect_calls(callee, depth + d, seen)
         return found
 
@@ -239,39 +254,54 @@ def main():
     image = Image(sys.argv[1])
     failed = False
     for want in sys.argv[2:]:
-        found = [s for s, (n, _) in image.functions.items() if want in n]
-        if len(found) != 1:
-            print(f"{want}: {len(found)} functions match", file=sys.stderr)
-            failed = True
-            continue
         try:
-            total, chain = image.worst_case(found[0])
+            start = image.find(want)
+            total, chain = image.worst_case(start)
         except Unbounded as e:
             print(f"{want}: no bound: {e}", file=sys.stderr)
             failed = True
             continue
-        path = " > ".join(f"{demangle(n)} ({d} B)" for n, d in chain)
+        names = short(demangle([n for n, _ in chain]))
+        path = " > ".join(f"{n} ({d} B)" for n, (_, d) in zip(names, chain))
         print(f"{want}: {total} B at most ({path})")
-        for n, d in sorted(set(image.indirect_calls(found[0])), key=lambda x: -x[1]):
-            print(f"  plus the stack of an indirect call in {demangle(n)}, made {d} B down")
+        indirect = sorted(set(image.indirect_calls(start)), key=lambda x: -x[1])
+        for n, (_, d) in zip(short(demangle([n for n, _ in indirect])), indirect):
+            print(f"  plus the stack of an indirect call in {n}, made {d} B down")
     sys.exit(1 if failed else 0)
 
 
-def demangle(name):
-    """The last path segment of a legacy Rust symbol, or the name as it is."""
-    if not name.startswith("_ZN"):
-        return name
-    parts, i = [], 3
-    while i < len(name) and name[i].isdigit():
-        j = i
-        while name[j].isdigit():
-            j += 1
-        n = int(name[i:j])
-        parts.append(name[j:j + n])
-        i = j + n
-    parts = [p for p in parts if not (p.startswith("h") and len(p) == 17)]
-    return "::".join(parts[-2:]).replace("$LT$", "<").replace("$GT$", ">") \
-        .replace("$u20$", " ").replace("$C$", ",").replace("..", "::")
+# The escapes of Rust's legacy mangling, which llvm-cxxfilt leaves in the names.
+ESCAPES = (("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$C$", ","), ("$RF$", "&"),
+           ("$BP$", "*"), ("$u7b$", "{"), ("$u7d$", "}"), ("..", "::"))
+
+
+def demangle(names):
+    """`names` demangled by llvm-cxxfilt, hashes dropped (as they are if it is missing)."""
+    try:
+        out = subprocess.run(["llvm-cxxfilt"], input="\n".join(names), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return names
+    out = [n.rsplit("::h", 1)[0] if "::h" in n else n for n in out]
+    for escape, char in ESCAPES:
+        out = [n.replace(escape, char) for n in out]
+    return [n[1:] if n.startswith("_<") else n for n in out]
+
+
+def short(names):
+    """Each path's last two segments (`Recorder::acquire`,
+    `LinkWriter<W>::flush_one`); a trait method's (`<A as B>::f`) as it is."""
+
+    def segments(name):
+        parts, depth, start = [], 0, 0
+        for i, c in enumerate(name):
+            depth += (c == "<") - (c == ">")
+            if depth == 0 and name.startswith("::", i):
+                parts.append(name[start:i])
+                start = i + 2
+        return parts + [name[start:]]
+
+    return [n if n.startswith("<") else "::".join(segments(n)[-2:]) for n in names]
 
 
 if __name__ == "__main__":
