@@ -40,6 +40,7 @@ pub mod progress;
 pub mod recv;
 pub mod rtt;
 pub mod stream;
+pub mod tasks;
 pub mod timeline;
 pub mod timeline_out;
 pub mod trace2_link;

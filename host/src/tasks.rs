@@ -1,0 +1,617 @@
+//! `flightrec tasks`: a summary of an async executor's tasks from the records
+//! of `flightrec-embassy` (the format is [`flightrec_core::tasks`]).
+//!
+//! Per task: spawns, ends, polls, wake-ups, the total and the longest poll, and
+//! the time from a wake-up to the poll it caused (p50, p99, max); per executor:
+//! passes over its run queue and its idle share. A task whose longest poll is
+//! over a threshold is flagged: it blocked its executor (a poll that never
+//! yields keeps every other task of that executor waiting).
+//!
+//! The inputs are FDR files of one program whose contexts share one clock (the
+//! files `flightrec recv` writes, one per context: a wake-up made in an
+//! interrupt handler is in that handler's file, the poll it causes in the
+//! executor's); their events are merged by time, one cursor per thread, so
+//! memory grows with threads and tasks, not with the files. Latency
+//! percentiles come from a log-linear histogram (64 buckets per power of two,
+//! values exact below 64 ticks and within 1/64 above); the maximum is exact.
+//!
+//! Names come from the firmware's ELF symbols: a task by the `static` that holds
+//! it (embassy's task pool, `POOL` inside the task function, whose path names
+//! the task), an executor by its `static`. Without an ELF they are addresses.
+//!
+//! ```
+//! use flightrec_host::tasks::{Histogram, TaskSummary};
+//! let mut h = Histogram::default();
+//! for v in 1..=100 {
+//!     h.add(v);
+//! }
+//! assert_eq!((h.quantile(0.5), h.quantile(0.99), h.max()), (50, 99, 100));
+//! let s = TaskSummary::default();
+//! assert_eq!(s.polls, 0);
+//! ```
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use flightrec_core::fdr::decoder::DecodeError;
+use flightrec_core::names::elf::find_section;
+use flightrec_core::tasks::{key, TaskEvent, TaskEventKind, TaskFunction};
+
+use crate::expand::{Kind, XEvent};
+use crate::input::TraceFile;
+use crate::stream::{scan, ThreadCursor};
+
+/// The typed event type of a loss marker (`flightrec: lost N records`).
+const LOSS_MARKER: u16 = 0xF17C;
+
+/// Wake-to-poll latencies in ticks: a log-linear histogram of bounded size.
+#[derive(Clone, Debug, Default)]
+pub struct Histogram {
+    buckets: BTreeMap<u32, u64>,
+    count: u64,
+    max: u64,
+}
+
+impl Histogram {
+    const SUB: u32 = 64;
+
+    fn bucket(v: u64) -> u32 {
+        if v < u64::from(Self::SUB) {
+            return v as u32;
+        }
+        let exp = 63 - v.leading_zeros() - 6; // v >> exp is in 64..128
+        Self::SUB + exp * Self::SUB + ((v >> exp) as u32 - Self::SUB)
+    }
+
+    fn upper(bucket: u32) -> u64 {
+        if bucket < Self::SUB {
+            return u64::from(bucket);
+        }
+        let exp = (bucket - Self::SUB) / Self::SUB;
+        let mantissa = u64::from((bucket - Self::SUB) % Self::SUB + Self::SUB);
+        ((mantissa + 1) << exp) - 1
+    }
+
+    /// Adds one value.
+    pub fn add(&mut self, v: u64) {
+        *self.buckets.entry(Self::bucket(v)).or_default() += 1;
+        self.count += 1;
+        self.max = self.max.max(v);
+    }
+
+    /// How many values were added.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The largest value (exact).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The value below or at which a share `q` of the values are (the upper end
+    /// of its bucket, at most the maximum); 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (&b, &n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return Self::upper(b).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// One task's figures (times in ticks of the trace's clock).
+#[derive(Clone, Debug, Default)]
+pub struct TaskSummary {
+    /// The task's id (its address), when a typed event carried it.
+    pub id: Option<u32>,
+    /// The executor that spawned it, when known.
+    pub executor: Option<u32>,
+    /// Spawn events.
+    pub spawns: u64,
+    /// End events.
+    pub ends: u64,
+    /// Polls (entries of its poll id).
+    pub polls: u64,
+    /// Wake-ups (ready events).
+    pub wakes: u64,
+    /// Time in its polls.
+    pub busy: u64,
+    /// The longest poll.
+    pub longest: u64,
+    /// From the first wake-up after a poll to the start of the next poll.
+    pub latency: Histogram,
+    /// Its name, from the ELF.
+    pub name: Option<String>,
+    ready_since: Option<u64>,
+}
+
+/// One executor's figures.
+#[derive(Clone, Debug, Default)]
+pub struct ExecutorSummary {
+    /// Passes over the run queue.
+    pub passes: u64,
+    /// Time in passes.
+    pub busy: u64,
+    /// The first pass's start and the last pass's end.
+    pub span: Option<(u64, u64)>,
+    /// The executor's id, when a typed event carried it.
+    pub id: Option<u32>,
+    /// Its name, from the ELF.
+    pub name: Option<String>,
+}
+
+impl ExecutorSummary {
+    /// The share of its span (first pass to last) spent outside passes.
+    pub fn idle_share(&self) -> f64 {
+        match self.span {
+            Some((a, b)) if b > a => 1.0 - self.busy as f64 / (b - a) as f64,
+            _ => 0.0,
+        }
+    }
+}
+
+/// What `flightrec tasks` found.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Ticks per second of the trace's clock.
+    pub frequency: u64,
+    /// Tasks by key ([`flightrec_core::tasks::key`] of their address).
+    pub tasks: BTreeMap<u32, TaskSummary>,
+    /// Executors by key.
+    pub executors: BTreeMap<u32, ExecutorSummary>,
+    /// Records the target lost (loss markers): the counts are then incomplete.
+    pub lost: u64,
+    /// Exits without their entry, and entries never closed (the trace ends
+    /// inside a poll).
+    pub unmatched: u64,
+}
+
+impl Summary {
+    /// Ticks as microseconds.
+    pub fn micros(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e6 / self.frequency.max(1) as f64
+    }
+
+    /// Tasks whose longest poll is over `threshold_us`, longest first.
+    pub fn blocking(&self, threshold_us: f64) -> Vec<(&u32, &TaskSummary)> {
+        let mut v: Vec<_> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| self.micros(t.longest) > threshold_us)
+            .collect();
+        v.sort_by_key(|(_, t)| Reverse(t.longest));
+        v
+    }
+
+    /// A task's name: from the ELF, or its address (or key).
+    pub fn task_name(&self, k: u32, t: &TaskSummary) -> String {
+        match (&t.name, t.id) {
+            (Some(n), _) => n.clone(),
+            (None, Some(id)) => format!("task@{id:#010x}"),
+            (None, None) => format!("task#{k:#08x}"),
+        }
+    }
+
+    /// An executor's name: from the ELF, or its address (or key).
+    pub fn executor_name(&self, k: u32) -> String {
+        match self.executors.get(&k) {
+            Some(ExecutorSummary { name: Some(n), .. }) => n.clone(),
+            Some(ExecutorSummary { id: Some(id), .. }) => format!("executor@{id:#010x}"),
+            _ => format!("executor#{k:#08x}"),
+        }
+    }
+
+    /// Names tasks and executors by the symbols of an ELF image.
+    pub fn name_from_elf(&mut self, image: &[u8]) -> Result<(), String> {
+        let symbols = elf_objects(image)?;
+        let find = |addr: u32| -> Option<String> {
+            let a = u64::from(addr);
+            let i = symbols.partition_point(|s| s.0 <= a);
+            let (start, size, name) = symbols.get(i.checked_sub(1)?)?;
+            (a < start + (*size).max(1)).then(|| name.clone())
+        };
+        for t in self.tasks.values_mut() {
+            if let Some(id) = t.id {
+                t.name =
+                    find(id).map(|n| n.strip_suffix("::POOL").map_or(n.clone(), str::to_owned));
+            }
+        }
+        for e in self.executors.values_mut() {
+            if let Some(id) = e.id {
+                e.name = find(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// The summary as text: one line per executor, one row per task, and one
+    /// line per task that blocked its executor longer than `threshold_us`.
+    pub fn write_text(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
+        for (&k, e) in &self.executors {
+            writeln!(
+                out,
+                "executor {}: {} passes, busy {:.0} us, idle {:.1} %",
+                self.executor_name(k),
+                e.passes,
+                self.micros(e.busy),
+                100.0 * e.idle_share()
+            )?;
+        }
+        writeln!(
+            out,
+            "{:<40} {:<24} {:>6} {:>5} {:>7} {:>7} {:>11} {:>11} {:>9} {:>9} {:>9}",
+            "task",
+            "executor",
+            "spawns",
+            "ends",
+            "polls",
+            "wakes",
+            "total us",
+            "longest us",
+            "wake p50",
+            "wake p99",
+            "wake max"
+        )?;
+        for (&k, t) in &self.tasks {
+            let exec = t
+                .executor
+                .map(|e| self.executor_name(key(e)))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{:<40} {:<24} {:>6} {:>5} {:>7} {:>7} {:>11.1} {:>11.1} {:>9.1} {:>9.1} {:>9.1}",
+                self.task_name(k, t),
+                exec,
+                t.spawns,
+                t.ends,
+                t.polls,
+                t.wakes,
+                self.micros(t.busy),
+                self.micros(t.longest),
+                self.micros(t.latency.quantile(0.5)),
+                self.micros(t.latency.quantile(0.99)),
+                self.micros(t.latency.max()),
+            )?;
+        }
+        for (&k, t) in self.blocking(threshold_us) {
+            writeln!(
+                out,
+                "blocking: {} held its executor for {:.0} us in one poll (over {threshold_us} us)",
+                self.task_name(k, t),
+                self.micros(t.longest)
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The summary as CSV, one row per task (times in microseconds), and the
+    /// `blocking` column set for the tasks over `threshold_us`.
+    pub fn write_csv(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
+        writeln!(
+            out,
+            "task,executor,spawns,ends,polls,wakes,total_us,longest_us,wake_p50_us,wake_p99_us,wake_max_us,blocking,executor_idle_share"
+        )?;
+        for (&k, t) in &self.tasks {
+            let exec_key = t.executor.map(key);
+            let idle = exec_key
+                .and_then(|e| self.executors.get(&e))
+                .map_or(String::new(), |e| format!("{:.4}", e.idle_share()));
+            let mut row = String::new();
+            let _ = write!(
+                row,
+                "{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{},{}",
+                self.task_name(k, t),
+                exec_key.map(|e| self.executor_name(e)).unwrap_or_default(),
+                t.spawns,
+                t.ends,
+                t.polls,
+                t.wakes,
+                self.micros(t.busy),
+                self.micros(t.longest),
+                self.micros(t.latency.quantile(0.5)),
+                self.micros(t.latency.quantile(0.99)),
+                self.micros(t.latency.max()),
+                u8::from(self.micros(t.longest) > threshold_us),
+                idle
+            );
+            writeln!(out, "{row}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The object symbols of an ELF image: (address, size, demangled name), sorted.
+fn elf_objects(image: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
+    let symtab = find_section(image, ".symtab")
+        .map_err(|e| format!("not a readable ELF: {e:?}"))?
+        .ok_or("the ELF has no symbol table (.symtab): stripped?")?;
+    let strtab = find_section(image, ".strtab")
+        .map_err(|e| format!("not a readable ELF: {e:?}"))?
+        .ok_or("the ELF has no .strtab")?;
+    let wide = image.get(4) == Some(&2);
+    let big = image.get(5) == Some(&2);
+    let u = |b: &[u8]| -> u64 {
+        let mut v = 0u64;
+        for i in 0..b.len() {
+            let byte = if big { b[i] } else { b[b.len() - 1 - i] };
+            v = v << 8 | u64::from(byte);
+        }
+        v
+    };
+    let size = if wide { 24 } else { 16 };
+    let mut out = Vec::new();
+    for s in symtab.chunks_exact(size) {
+        let (name, info, value, len) = if wide {
+            (u(&s[0..4]), s[4], u(&s[8..16]), u(&s[16..24]))
+        } else {
+            (u(&s[0..4]), s[12], u(&s[4..8]), u(&s[8..12]))
+        };
+        // STT_OBJECT: the task pools and executors are statics.
+        if info & 0xf != 1 {
+            continue;
+        }
+        let Some(raw) = strtab.get(name as usize..) else {
+            continue;
+        };
+        let raw = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
+        out.push((value, len, demangle(&String::from_utf8_lossy(raw))));
+    }
+    out.sort_by_key(|s| s.0);
+    Ok(out)
+}
+
+/// Rust's legacy symbol mangling (`_ZN...E`) without the hash; other names as
+/// they are.
+pub fn demangle(sym: &str) -> String {
+    let Some(mut rest) = sym.strip_prefix("_ZN") else {
+        return sym.to_owned();
+    };
+    let mut parts: Vec<String> = Vec::new();
+    while let Some(len_end) = rest.find(|c: char| !c.is_ascii_digit()) {
+        if len_end == 0 {
+            break;
+        }
+        let Ok(len) = rest[..len_end].parse::<usize>() else {
+            return sym.to_owned();
+        };
+        let Some(part) = rest.get(len_end..len_end + len) else {
+            return sym.to_owned();
+        };
+        parts.push(part.to_owned());
+        rest = &rest[len_end + len..];
+    }
+    if rest != "E" || parts.is_empty() {
+        return sym.to_owned();
+    }
+    if let Some(last) = parts.last() {
+        if last.len() == 17
+            && last.starts_with('h')
+            && last[1..].chars().all(|c| c.is_ascii_hexdigit())
+        {
+            parts.pop();
+        }
+    }
+    let unescape = |p: &str| {
+        let p = p
+            .strip_prefix('_')
+            .filter(|q| q.starts_with('$'))
+            .unwrap_or(p);
+        p.replace("$LT$", "<")
+            .replace("$GT$", ">")
+            .replace("$RF$", "&")
+            .replace("$BP$", "*")
+            .replace("$C$", ",")
+            .replace("$u20$", " ")
+            .replace("$u7b$", "{")
+            .replace("$u7d$", "}")
+            .replace("..", "::")
+    };
+    parts
+        .iter()
+        .map(|p| unescape(p))
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// Open poll and pass entries of one thread.
+type Stack = Vec<(TaskFunction, u64)>;
+
+/// Adds one event (in time order) to `s`.
+fn add_event(s: &mut Summary, stack: &mut Stack, e: &XEvent) {
+    match e.kind {
+        Kind::TypedEvent if e.event_type == LOSS_MARKER => {
+            let text = String::from_utf8_lossy(&e.data);
+            let n = text
+                .split_whitespace()
+                .find_map(|w| w.parse::<u64>().ok())
+                .unwrap_or(1);
+            s.lost += n;
+        }
+        Kind::TypedEvent => {
+            let Some(ev) = TaskEvent::parse(e.event_type, &e.data) else {
+                return;
+            };
+            let t = s.tasks.entry(key(ev.task)).or_default();
+            t.id = Some(ev.task);
+            t.executor = Some(ev.executor);
+            s.executors.entry(key(ev.executor)).or_default().id = Some(ev.executor);
+            match ev.kind {
+                TaskEventKind::Spawn => t.spawns += 1,
+                TaskEventKind::End => t.ends += 1,
+                TaskEventKind::Ready => {
+                    t.wakes += 1;
+                    t.ready_since.get_or_insert(e.tsc);
+                }
+            }
+        }
+        Kind::Enter | Kind::EnterArg => {
+            let Some(f) = flightrec_core::fdr::FunctionId::new(e.func_id)
+                .ok()
+                .and_then(TaskFunction::of)
+            else {
+                return;
+            };
+            if let TaskFunction::Poll { key } = f {
+                let t = s.tasks.entry(key).or_default();
+                t.polls += 1;
+                if let Some(r) = t.ready_since.take() {
+                    t.latency.add(e.tsc.saturating_sub(r));
+                }
+            }
+            stack.push((f, e.tsc));
+        }
+        Kind::Exit | Kind::TailExit => {
+            let Some(f) = flightrec_core::fdr::FunctionId::new(e.func_id)
+                .ok()
+                .and_then(TaskFunction::of)
+            else {
+                return;
+            };
+            let Some(i) = stack.iter().rposition(|(g, _)| *g == f) else {
+                s.unmatched += 1;
+                return;
+            };
+            let (_, start) = stack[i];
+            // Entries above it were never closed.
+            s.unmatched += (stack.len() - i - 1) as u64;
+            stack.truncate(i);
+            let d = e.tsc.saturating_sub(start);
+            match f {
+                TaskFunction::Poll { key } => {
+                    let t = s.tasks.entry(key).or_default();
+                    t.busy += d;
+                    t.longest = t.longest.max(d);
+                }
+                TaskFunction::Pass { key } => {
+                    let x = s.executors.entry(key).or_default();
+                    x.passes += 1;
+                    x.busy += d;
+                    x.span = Some(x.span.map_or((start, e.tsc), |(a, _)| (a, e.tsc)));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Summarises FDR files given as bytes (all of one program, on one clock).
+///
+/// ```
+/// let s = flightrec_host::tasks::summarize_bytes(&[include_bytes!("../../testdata/xray/crafted-v5.xray")]).unwrap();
+/// assert!(s.tasks.is_empty());
+/// ```
+pub fn summarize_bytes(files: &[&[u8]]) -> Result<Summary, (usize, DecodeError)> {
+    let mut s = Summary::default();
+    let mut indexes = Vec::new();
+    for (i, bytes) in files.iter().enumerate() {
+        let index = scan(bytes, &mut |_| {}).map_err(|e| (i, e))?;
+        if s.frequency == 0 {
+            s.frequency = index.header().cycle_frequency.get();
+        }
+        indexes.push(index);
+    }
+    // One cursor per thread of every file, merged by time.
+    let mut cursors: Vec<(ThreadCursor, Stack)> = Vec::new();
+    for (index, bytes) in indexes.iter().zip(files) {
+        for t in 0..index.threads() {
+            cursors.push((index.thread_events(bytes, t), Vec::new()));
+        }
+    }
+    let mut heads: Vec<Option<XEvent>> = cursors.iter_mut().map(|(c, _)| c.next_event()).collect();
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|e| Reverse((e.tsc, i))))
+        .collect();
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let Some(e) = heads[i].take() else { continue };
+        add_event(&mut s, &mut cursors[i].1, &e);
+        heads[i] = cursors[i].0.next_event();
+        if let Some(n) = &heads[i] {
+            heap.push(Reverse((n.tsc, i)));
+        }
+    }
+    s.unmatched += cursors.iter().map(|(_, st)| st.len() as u64).sum::<u64>();
+    Ok(s)
+}
+
+/// The FDR files of `inputs`: files as they are, directories (`flightrec recv`
+/// output) as their `*.xray` files, sorted.
+pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?
+                .filter_map(|d| d.ok().map(|d| d.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "xray"))
+                .collect();
+            if found.is_empty() {
+                return Err(format!("{}: no .xray files in this directory", p.display()));
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Summarises the FDR files and `recv` directories of `inputs`, naming tasks
+/// from `elf` when given.
+pub fn summarize(inputs: &[PathBuf], elf: Option<&Path>) -> Result<Summary, String> {
+    let files = input_files(inputs)?;
+    let maps = files
+        .iter()
+        .map(|f| TraceFile::open(f).map_err(|e| format!("{}: {e}", f.display())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bytes: Vec<&[u8]> = maps.iter().map(|m| m.bytes()).collect();
+    let mut s = summarize_bytes(&bytes)
+        .map_err(|(i, e)| format!("{}: not a valid FDR file: {e}", files[i].display()))?;
+    if let Some(elf) = elf {
+        let image = std::fs::read(elf).map_err(|e| format!("{}: {e}", elf.display()))?;
+        s.name_from_elf(&image)
+            .map_err(|e| format!("{}: {e}", elf.display()))?;
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_bound_their_values() {
+        for v in [0u64, 1, 63, 64, 65, 127, 128, 1000, 123_456, u64::MAX / 3] {
+            let b = Histogram::bucket(v);
+            assert!(Histogram::upper(b) >= v, "{v}");
+            assert!(Histogram::upper(b) - v <= v / 64, "{v}");
+        }
+        let mut h = Histogram::default();
+        h.add(10_000);
+        h.add(5);
+        assert_eq!((h.quantile(0.5), h.max(), h.count()), (5, 10_000, 2));
+    }
+
+    #[test]
+    fn demangles_legacy_paths() {
+        assert_eq!(
+            demangle("_ZN22flightrec_embassy_qemu6ticker4POOL17h0123456789abcdefE"),
+            "flightrec_embassy_qemu::ticker::POOL"
+        );
+        assert_eq!(demangle("EXECUTOR"), "EXECUTOR");
+        assert_eq!(demangle("_ZN3foo3barE"), "foo::bar");
+    }
+}
