@@ -175,6 +175,8 @@ pub struct Summary {
     /// Exits without their entry, and entries never closed (the trace ends
     /// inside a poll).
     pub unmatched: u64,
+    /// What could not be named, one line each.
+    pub warnings: Vec<String>,
 }
 
 impl Summary {
@@ -212,8 +214,11 @@ impl Summary {
         }
     }
 
-    /// Names tasks and executors by the symbols of an ELF image.
-    pub fn name_from_elf(&mut self, image: &[u8]) -> Result<(), String> {
+    /// Names tasks and executors by the symbols of an ELF image. Returns how
+    /// many tasks are not inside a task pool (`...::POOL`) of the image, or
+    /// executors not in a `static` of their own (a stream from another
+    /// build?): they keep their addresses.
+    pub fn name_from_elf(&mut self, image: &[u8]) -> Result<usize, String> {
         let symbols = elf_objects(image)?;
         let find = |addr: u32| -> Option<String> {
             let a = u64::from(addr);
@@ -221,18 +226,19 @@ impl Summary {
             let (start, size, name) = symbols.get(i.checked_sub(1)?)?;
             (a < start + (*size).max(1)).then(|| name.clone())
         };
+        let mut outside = 0;
         for t in self.tasks.values_mut() {
-            if let Some(id) = t.id {
-                t.name =
-                    find(id).map(|n| n.strip_suffix("::POOL").map_or(n.clone(), str::to_owned));
-            }
+            t.name =
+                t.id.and_then(find)
+                    .and_then(|n| n.strip_suffix("::POOL").map(str::to_owned));
+            outside += usize::from(t.name.is_none());
         }
+        // An executor is no task pool: one found in a pool is from another build.
         for e in self.executors.values_mut() {
-            if let Some(id) = e.id {
-                e.name = find(id);
-            }
+            e.name = e.id.and_then(find).filter(|n| !n.ends_with("::POOL"));
+            outside += usize::from(e.name.is_none());
         }
-        Ok(())
+        Ok(outside)
     }
 
     /// The summary as text: one line per executor, one row per task, and one
@@ -248,9 +254,19 @@ impl Summary {
                 100.0 * e.idle_share()
             )?;
         }
+        let rows: Vec<(String, String, &TaskSummary)> = self
+            .tasks
+            .iter()
+            .map(|(&k, t)| {
+                let exec = t.executor.map(|e| self.executor_name(key(e)));
+                (self.task_name(k, t), exec.unwrap_or_default(), t)
+            })
+            .collect();
+        let nw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(4);
+        let ew = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(8);
         writeln!(
             out,
-            "{:<40} {:<24} {:>6} {:>5} {:>7} {:>7} {:>11} {:>11} {:>9} {:>9} {:>9}",
+            "{:<nw$} {:<ew$} {:>6} {:>5} {:>7} {:>7} {:>11} {:>11} {:>9} {:>9} {:>9}",
             "task",
             "executor",
             "spawns",
@@ -263,16 +279,10 @@ impl Summary {
             "wake p99",
             "wake max"
         )?;
-        for (&k, t) in &self.tasks {
-            let exec = t
-                .executor
-                .map(|e| self.executor_name(key(e)))
-                .unwrap_or_default();
+        for (name, exec, t) in &rows {
             writeln!(
                 out,
-                "{:<40} {:<24} {:>6} {:>5} {:>7} {:>7} {:>11.1} {:>11.1} {:>9.1} {:>9.1} {:>9.1}",
-                self.task_name(k, t),
-                exec,
+                "{name:<nw$} {exec:<ew$} {:>6} {:>5} {:>7} {:>7} {:>11.1} {:>11.1} {:>9.1} {:>9.1} {:>9.1}",
                 t.spawns,
                 t.ends,
                 t.polls,
@@ -582,8 +592,15 @@ pub fn summarize(inputs: &[PathBuf], elf: Option<&Path>) -> Result<Summary, Stri
         .map_err(|(i, e)| format!("{}: not a valid FDR file: {e}", files[i].display()))?;
     if let Some(elf) = elf {
         let image = std::fs::read(elf).map_err(|e| format!("{}: {e}", elf.display()))?;
-        s.name_from_elf(&image)
+        let outside = s
+            .name_from_elf(&image)
             .map_err(|e| format!("{}: {e}", elf.display()))?;
+        if outside > 0 {
+            s.warnings.push(format!(
+                "{outside} tasks or executors are not in a task pool or a static of {} (a stream from another build?): they keep their addresses",
+                elf.display()
+            ));
+        }
     }
     Ok(s)
 }

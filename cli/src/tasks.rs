@@ -1,0 +1,84 @@
+//! `flightrec tasks`: the async executor's tasks of FDR files or `recv`
+//! directories ([`flightrec_host::tasks`]).
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use flightrec_host::tasks::summarize;
+
+use crate::output::reader_gone;
+
+/// Summarise the tasks of an async executor (flightrec-embassy's records):
+/// polls, total and longest poll, wake-to-poll latency, idle share per executor.
+#[derive(clap::Args)]
+pub struct TasksArgs {
+    /// FDR files, or directories written by `flightrec recv` (all their
+    /// `.xray` files): one program's contexts, on one clock.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The firmware's ELF: names tasks (their task pool's symbol) and executors.
+    #[arg(long)]
+    elf: Option<PathBuf>,
+    /// A task whose longest poll is over this many microseconds is flagged as
+    /// blocking its executor.
+    #[arg(long, default_value_t = 1000.0)]
+    blocking_us: f64,
+    /// CSV (one row per task) instead of text.
+    #[arg(long)]
+    csv: bool,
+}
+
+/// Runs `flightrec tasks`: 0 when the summary is whole, 1 when the target lost
+/// records, polls were left open or a task could not be named from `--elf`
+/// (the figures are printed, with a warning), 2 when an input cannot be read.
+pub fn run(args: TasksArgs) -> ExitCode {
+    let s = match summarize(&args.inputs, args.elf.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("flightrec tasks: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = io::stdout().lock();
+    let written = if args.csv {
+        s.write_csv(&mut out, args.blocking_us)
+    } else {
+        s.write_text(&mut out, args.blocking_us)
+    };
+    match written {
+        Ok(()) => {}
+        Err(e) if reader_gone(&e) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("flightrec tasks: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if s.tasks.is_empty() {
+        eprintln!("flightrec tasks: no task records in the input (is the embassy backend on?)");
+        return ExitCode::from(1);
+    }
+    for w in &s.warnings {
+        eprintln!("flightrec tasks: warning: {w}");
+    }
+    let mut whole = s.warnings.is_empty();
+    if s.lost > 0 {
+        eprintln!(
+            "flightrec tasks: warning: the target lost {} records: the counts are incomplete",
+            s.lost
+        );
+        whole = false;
+    }
+    if s.unmatched > 0 {
+        eprintln!(
+            "flightrec tasks: warning: {} poll or pass records without their pair (a trace cut inside a poll?)",
+            s.unmatched
+        );
+        whole = false;
+    }
+    if whole {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
