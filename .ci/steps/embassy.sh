@@ -111,6 +111,27 @@ grep -q "^blocking: $crate::hog held its executor for" "$work/tasks.txt"
 grep -qE "^executor $crate::EXECUTOR: [0-9]+ passes, busy [0-9]+ us, idle [0-9.]+ %$" "$work/tasks.txt"
 grep -qE "^executor $crate::EXECUTOR_FAST: 101 passes" "$work/tasks.txt"
 
+echo "--- the timeline through the existing converters, named by flightrec tasks --names-out"
+"$flightrec" tasks --elf "$elf" --names-out "$work/tasks.names" "$work/out" >/dev/null
+"$flightrec" convert --format chrome -q --names "$work/tasks.names" "$work/out" -o "$work/timeline.json"
+"$flightrec" convert --format perfetto -q --names "$work/tasks.names" "$work/out" -o "$work/timeline.perfetto"
+[[ -s $work/timeline.perfetto ]] || { echo "no Perfetto output"; exit 1; }
+# One slice per poll, named by its task, as many as the application counted.
+while read -r _ name polls _; do
+  slices=$(grep -o "\"name\":\"$crate::$name\"" "$work/timeline.json" | wc -l)
+  [[ "polls=$slices" == "$polls" ]] || { echo "$name: $slices slices in the timeline, the application $polls"; exit 1; }
+done <"$work/own.txt"
+slices=$(grep -o "\"name\":\"$crate::crunch\"" "$work/timeline.json" | wc -l)
+[[ $slices -eq 64 ]] || { echo "crunch: $slices slices, expected 64"; exit 1; }
+
+echo "--- the firmware guide's snippet is the example's code"
+awk '/^## embassy/ { on = 1 } on && /```rust,ignore/ { grab = 1; next } grab && /```/ { exit } grab' \
+  docs/firmware-guide.md | sed 's/^ *//' >"$work/snippet.txt"
+[[ -s $work/snippet.txt ]] || { echo "no snippet found in the guide's embassy section"; exit 1; }
+while read -r line; do
+  grep -qF -- "$line" "$app/src/trace.rs" || { echo "the guide's line is not in $app/src/trace.rs: $line"; exit 1; }
+done <"$work/snippet.txt"
+
 echo "--- what the backend adds to the application (llvm-size, release build)"
 llvm-size "$work/baseline.elf" "$work/link.elf" "$elf"
 sizes() { llvm-size "$1" | tail -n 1 | awk '{ print $1 + $2, $2 + $3 }'; }

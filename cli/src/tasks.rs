@@ -5,6 +5,7 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use flightrec_host::names_firmware::FirmwareNames;
 use flightrec_host::tasks::summarize;
 
 use crate::output::reader_gone;
@@ -27,6 +28,11 @@ pub struct TasksArgs {
     /// CSV (one row per task) instead of text.
     #[arg(long)]
     csv: bool,
+    /// Also write `ID NAME` lines for `flightrec convert --names`: the firmware's
+    /// function names (`--elf`), each task's poll id named by the task and each
+    /// executor's pass id by the executor.
+    #[arg(long, value_name = "FILE")]
+    names_out: Option<PathBuf>,
 }
 
 /// Runs `flightrec tasks`: 0 when the summary is whole, 1 when the target lost
@@ -40,6 +46,20 @@ pub fn run(args: TasksArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(path) = &args.names_out {
+        let mut functions = std::collections::BTreeMap::new();
+        if let Some(elf) = &args.elf {
+            match FirmwareNames::load(elf) {
+                Ok(fw) => functions.extend(fw.entries.into_iter().map(|(id, e)| (id, e.name))),
+                // A firmware without instrumented functions: the tasks alone.
+                Err(e) => eprintln!("flightrec tasks: {}: {e}: no function names", elf.display()),
+            }
+        }
+        if let Err(e) = std::fs::write(path, s.names_lines(&functions)) {
+            eprintln!("flightrec tasks: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
     let mut out = io::stdout().lock();
     let written = if args.csv {
         s.write_csv(&mut out, args.blocking_us)

@@ -31,6 +31,8 @@
 //! let payload = ready.emit();
 //! assert_eq!(TaskEvent::parse(TaskEventKind::Ready.event_type(), &payload), Some(ready));
 //! assert_eq!(TaskEvent::parse(0x1234, &payload), None);
+//! let [e, t] = ready.words();
+//! assert_eq!([e.to_le_bytes(), t.to_le_bytes()].concat(), payload);
 //! ```
 
 use crate::fdr::records::FunctionRecord;
@@ -150,6 +152,14 @@ impl TaskEvent {
         let e = self.executor.to_le_bytes();
         let t = self.task.to_le_bytes();
         [e[0], e[1], e[2], e[3], t[0], t[1], t[2], t[3]]
+    }
+
+    /// The payload as two little-endian words (what
+    /// [`ContextRecorders::typed_event8`](crate::context::ContextRecorders::typed_event8)
+    /// takes): the executor's id, then the task's.
+    #[inline(always)]
+    pub const fn words(&self) -> [u32; 2] {
+        [self.executor, self.task]
     }
 
     /// Reads a typed event; `None` for another type or a payload of another size.

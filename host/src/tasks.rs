@@ -241,6 +241,27 @@ impl Summary {
         Ok(outside)
     }
 
+    /// `ID NAME` lines (what `flightrec convert --names` and the host's names
+    /// reader take) naming each task's poll id by the task and each
+    /// executor's pass id by the executor, after `others` (the firmware's
+    /// `#[flightrec::instrument]` names, by id): the converters then show the
+    /// polls as slices named by their task.
+    pub fn names_lines(&self, others: &BTreeMap<u32, String>) -> String {
+        let mut out = String::new();
+        for (id, name) in others {
+            let _ = writeln!(out, "{id} {name}");
+        }
+        for (&k, t) in &self.tasks {
+            let id = (flightrec_core::tasks::POLL_KIND << flightrec_core::tasks::KEY_BITS) | k;
+            let _ = writeln!(out, "{id} {}", self.task_name(k, t));
+        }
+        for &k in self.executors.keys() {
+            let id = (flightrec_core::tasks::PASS_KIND << flightrec_core::tasks::KEY_BITS) | k;
+            let _ = writeln!(out, "{id} {}", self.executor_name(k));
+        }
+        out
+    }
+
     /// The summary as text: one line per executor, one row per task, and one
     /// line per task that blocked its executor longer than `threshold_us`.
     pub fn write_text(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
