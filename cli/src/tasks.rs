@@ -12,6 +12,7 @@ use crate::output::reader_gone;
 
 /// Summarise the tasks of an async executor (flightrec-embassy's records):
 /// polls, total and longest poll, wake-to-poll latency, idle share per executor.
+/// Example on [`run`].
 #[derive(clap::Args)]
 pub struct TasksArgs {
     /// FDR files, or directories written by `flightrec recv` (all their
@@ -38,6 +39,27 @@ pub struct TasksArgs {
 /// Runs `flightrec tasks`: 0 when the summary is whole, 1 when the target lost
 /// records, polls were left open or a task could not be named from `--elf`
 /// (the figures are printed, with a warning), 2 when an input cannot be read.
+///
+/// ```
+/// use clap::{Args, FromArgMatches};
+/// use flightrec_cli::tasks::{run, TasksArgs};
+/// use std::process::ExitCode;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace = dir.path().join("t.xray");
+/// std::fs::write(&trace, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let parse = |args: &[&str]| {
+///     let cmd = TasksArgs::augment_args(clap::Command::new("tasks"));
+///     TasksArgs::from_arg_matches(&cmd.get_matches_from(args)).unwrap()
+/// };
+/// // A trace without task records: said, and not a whole answer.
+/// assert_eq!(run(parse(&["tasks", trace.to_str().unwrap()])), ExitCode::from(1));
+/// // A file that is not there.
+/// let missing = dir.path().join("none.xray");
+/// assert_eq!(run(parse(&["tasks", missing.to_str().unwrap()])), ExitCode::from(2));
+/// // The same through the command line.
+/// assert_eq!(flightrec_cli::run(["flightrec", "tasks", "--csv", trace.to_str().unwrap()]), ExitCode::from(1));
+/// ```
 pub fn run(args: TasksArgs) -> ExitCode {
     let s = match summarize(&args.inputs, args.elf.as_deref()) {
         Ok(s) => s,

@@ -38,15 +38,17 @@
 use crate::fdr::records::FunctionRecord;
 use crate::fdr::FunctionId;
 
-/// The kind (top four of a function id's 28 bits) of a task's poll.
+/// The kind (top four of a function id's 28 bits) of a task's poll. Example
+/// on [`poll_id`].
 pub const POLL_KIND: u32 = 0x8;
-/// The kind of an executor's pass over its run queue.
+/// The kind of an executor's pass over its run queue. Example on [`poll_id`].
 pub const PASS_KIND: u32 = 0x9;
-/// How many bits of an address a function id keeps.
+/// How many bits of an address a function id keeps. Example on [`poll_id`].
 pub const KEY_BITS: u32 = 24;
 const KEY_MASK: u32 = (1 << KEY_BITS) - 1;
 
-/// Bits 2 to 25 of a four-byte aligned address: what a function id keeps of it.
+/// Bits 2 to 25 of a four-byte aligned address: what a function id keeps of
+/// it. Example on [`poll_id`].
 #[inline(always)]
 pub const fn key(address: u32) -> u32 {
     (address >> 2) & KEY_MASK
@@ -60,18 +62,33 @@ const fn id(kind: u32, address: u32) -> FunctionId {
 }
 
 /// The function id of `task`'s polls.
+///
+/// ```
+/// use flightrec_core::tasks::{key, pass_id, poll_id, TaskFunction, KEY_BITS, PASS_KIND, POLL_KIND};
+/// let (executor, task) = (0x2000_0100u32, 0x2000_0a48u32);
+/// assert_eq!(key(task), (task >> 2) & 0xFF_FFFF);
+/// assert_eq!(poll_id(task).get(), POLL_KIND << KEY_BITS | key(task));
+/// assert_eq!(pass_id(executor).get(), PASS_KIND << KEY_BITS | key(executor));
+/// assert_eq!(TaskFunction::of(poll_id(task)), Some(TaskFunction::Poll { key: key(task) }));
+/// assert_eq!(TaskFunction::of(pass_id(executor)), Some(TaskFunction::Pass { key: 0x40 }));
+/// // An id of `#[flightrec::instrument]` is none of them.
+/// let f = flightrec_core::fdr::FunctionId::new(53).unwrap();
+/// assert_eq!(TaskFunction::of(f), None);
+/// ```
 #[inline(always)]
 pub const fn poll_id(task: u32) -> FunctionId {
     id(POLL_KIND, task)
 }
 
-/// The function id of `executor`'s passes over its run queue.
+/// The function id of `executor`'s passes over its run queue. Example on
+/// [`poll_id`].
 #[inline(always)]
 pub const fn pass_id(executor: u32) -> FunctionId {
     id(PASS_KIND, executor)
 }
 
-/// What a function id says of tasks, if it is one of theirs.
+/// What a function id says of tasks, if it is one of theirs. Example on
+/// [`poll_id`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaskFunction {
     /// A poll of the task whose address has this [`key`].
@@ -87,7 +104,7 @@ pub enum TaskFunction {
 }
 
 impl TaskFunction {
-    /// Reads a function id.
+    /// Reads a function id. Example on [`poll_id`].
     pub const fn of(id: FunctionId) -> Option<TaskFunction> {
         let key = id.get() & KEY_MASK;
         match id.get() >> KEY_BITS {
@@ -98,7 +115,7 @@ impl TaskFunction {
     }
 }
 
-/// A task's event that is not a poll.
+/// A task's event that is not a poll. Example on [`TaskEvent`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaskEventKind {
     /// The task was spawned on the executor (embassy's `task_new`).
@@ -110,7 +127,7 @@ pub enum TaskEventKind {
 }
 
 impl TaskEventKind {
-    /// The typed event type it is written with.
+    /// The typed event type it is written with. Example on [`TaskEvent`].
     pub const fn event_type(self) -> u16 {
         match self {
             TaskEventKind::Spawn => 0xE5A0,
@@ -119,7 +136,7 @@ impl TaskEventKind {
         }
     }
 
-    /// The kind written with `event_type`, if any.
+    /// The kind written with `event_type`, if any. Example on [`TaskEvent`].
     pub const fn from_event_type(event_type: u16) -> Option<TaskEventKind> {
         match event_type {
             0xE5A0 => Some(TaskEventKind::Spawn),
@@ -130,11 +147,25 @@ impl TaskEventKind {
     }
 }
 
-/// The bytes of a [`TaskEvent`]'s payload.
+/// The bytes of a [`TaskEvent`]'s payload. Example on [`TaskEvent`].
 pub const TASK_EVENT_SIZE: usize = 8;
 
 /// A typed event of a task: its kind (the event type), then the executor's
 /// and the task's ids as the payload, each 32 bits little-endian.
+///
+/// ```
+/// use flightrec_core::tasks::{TaskEvent, TaskEventKind, TASK_EVENT_SIZE};
+/// let end = TaskEvent { kind: TaskEventKind::End, executor: 0x2000_0100, task: 0x2000_0a48 };
+/// assert_eq!(TaskEventKind::End.event_type(), 0xE5A2);
+/// assert_eq!(TaskEventKind::from_event_type(0xE5A0), Some(TaskEventKind::Spawn));
+/// assert_eq!(TaskEventKind::from_event_type(0xF17C), None);
+/// let payload = end.emit();
+/// assert_eq!(payload.len(), TASK_EVENT_SIZE);
+/// assert_eq!(payload, [0x00, 0x01, 0x00, 0x20, 0x48, 0x0a, 0x00, 0x20]);
+/// assert_eq!(end.words(), [0x2000_0100, 0x2000_0a48]);
+/// assert_eq!(TaskEvent::parse(0xE5A2, &payload), Some(end));
+/// assert_eq!(TaskEvent::parse(0xE5A2, &payload[..7]), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TaskEvent {
     /// What happened.
@@ -146,7 +177,7 @@ pub struct TaskEvent {
 }
 
 impl TaskEvent {
-    /// The payload.
+    /// The payload. Example on [`TaskEvent`].
     #[inline(always)]
     pub const fn emit(&self) -> [u8; TASK_EVENT_SIZE] {
         let e = self.executor.to_le_bytes();
@@ -156,13 +187,14 @@ impl TaskEvent {
 
     /// The payload as two little-endian words (what
     /// [`ContextRecorders::typed_event8`](crate::context::ContextRecorders::typed_event8)
-    /// takes): the executor's id, then the task's.
+    /// takes): the executor's id, then the task's. Example on [`TaskEvent`].
     #[inline(always)]
     pub const fn words(&self) -> [u32; 2] {
         [self.executor, self.task]
     }
 
-    /// Reads a typed event; `None` for another type or a payload of another size.
+    /// Reads a typed event; `None` for another type or a payload of another
+    /// size. Example on [`TaskEvent`].
     pub fn parse(event_type: u16, payload: &[u8]) -> Option<TaskEvent> {
         let kind = TaskEventKind::from_event_type(event_type)?;
         let bytes: &[u8; TASK_EVENT_SIZE] = payload.try_into().ok()?;

@@ -31,7 +31,7 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +48,20 @@ use crate::stream::{scan, ThreadCursor};
 const LOSS_MARKER: u16 = 0xF17C;
 
 /// Wake-to-poll latencies in ticks: a log-linear histogram of bounded size.
+///
+/// ```
+/// use flightrec_host::tasks::Histogram;
+/// let mut h = Histogram::default();
+/// assert_eq!(h.quantile(0.5), 0);
+/// for v in [3, 5, 1000, 70_000] {
+///     h.add(v);
+/// }
+/// assert_eq!((h.count(), h.max()), (4, 70_000));
+/// assert_eq!(h.quantile(0.5), 5); // exact below 64
+/// let p75 = h.quantile(0.75); // within 1/64 above
+/// assert!((1000..=1000 + 1000 / 64).contains(&p75), "{p75}");
+/// assert_eq!(h.quantile(1.0), 70_000);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
     buckets: BTreeMap<u32, u64>,
@@ -75,25 +89,26 @@ impl Histogram {
         ((mantissa + 1) << exp) - 1
     }
 
-    /// Adds one value.
+    /// Adds one value. Example on [`Histogram`].
     pub fn add(&mut self, v: u64) {
         *self.buckets.entry(Self::bucket(v)).or_default() += 1;
         self.count += 1;
         self.max = self.max.max(v);
     }
 
-    /// How many values were added.
+    /// How many values were added. Example on [`Histogram`].
     pub fn count(&self) -> u64 {
         self.count
     }
 
-    /// The largest value (exact).
+    /// The largest value (exact). Example on [`Histogram`].
     pub fn max(&self) -> u64 {
         self.max
     }
 
     /// The value below or at which a share `q` of the values are (the upper end
-    /// of its bucket, at most the maximum); 0 when empty.
+    /// of its bucket, at most the maximum); 0 when empty. Example on
+    /// [`Histogram`].
     pub fn quantile(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
@@ -110,7 +125,8 @@ impl Histogram {
     }
 }
 
-/// One task's figures (times in ticks of the trace's clock).
+/// One task's figures (times in ticks of the trace's clock). Example on
+/// [`Summary`].
 #[derive(Clone, Debug, Default)]
 pub struct TaskSummary {
     /// The task's id (its address), when a typed event carried it.
@@ -133,10 +149,9 @@ pub struct TaskSummary {
     pub latency: Histogram,
     /// Its name, from the ELF.
     pub name: Option<String>,
-    ready_since: Option<u64>,
 }
 
-/// One executor's figures.
+/// One executor's figures. Example on [`Summary`].
 #[derive(Clone, Debug, Default)]
 pub struct ExecutorSummary {
     /// Passes over the run queue.
@@ -153,6 +168,7 @@ pub struct ExecutorSummary {
 
 impl ExecutorSummary {
     /// The share of its span (first pass to last) spent outside passes.
+    /// Example on [`Summary`].
     pub fn idle_share(&self) -> f64 {
         match self.span {
             Some((a, b)) if b > a => 1.0 - self.busy as f64 / (b - a) as f64,
@@ -162,6 +178,46 @@ impl ExecutorSummary {
 }
 
 /// What `flightrec tasks` found.
+///
+/// ```
+/// use flightrec_host::tasks::{ExecutorSummary, Summary, TaskSummary};
+/// let mut s = Summary { frequency: 1_000_000, ..Summary::default() };
+/// let exec = ExecutorSummary {
+///     passes: 2,
+///     busy: 2_500,
+///     span: Some((0, 10_000)),
+///     id: Some(0x2000_0100),
+///     name: Some("app::EXECUTOR".into()),
+/// };
+/// assert_eq!(exec.idle_share(), 0.75);
+/// s.executors.insert(0x40, exec);
+/// let hog = TaskSummary {
+///     id: Some(0x2000_0a48),
+///     executor: Some(0x2000_0100),
+///     polls: 2,
+///     longest: 2_000,
+///     name: Some("app::hog".into()),
+///     ..TaskSummary::default()
+/// };
+/// s.tasks.insert(0x292, hog);
+/// s.tasks.insert(0x293, TaskSummary { polls: 1, longest: 10, ..TaskSummary::default() });
+/// assert_eq!(s.micros(2_000), 2_000.0);
+/// let blocking: Vec<_> = s.blocking(1_000.0).into_iter().map(|(k, _)| *k).collect();
+/// assert_eq!(blocking, [0x292]);
+/// assert_eq!(s.task_name(0x293, &s.tasks[&0x293]), "task#0x000293");
+/// assert_eq!(s.executor_name(0x40), "app::EXECUTOR");
+/// let mut text = Vec::new();
+/// s.write_text(&mut text, 1_000.0).unwrap();
+/// let text = String::from_utf8(text).unwrap();
+/// assert!(text.starts_with("executor app::EXECUTOR: 2 passes, busy 2500 us, idle 75.0 %\n"), "{text}");
+/// assert!(text.contains("blocking: app::hog held its executor for 2000 us"), "{text}");
+/// let mut csv = Vec::new();
+/// s.write_csv(&mut csv, 1_000.0).unwrap();
+/// let csv = String::from_utf8(csv).unwrap();
+/// assert!(csv.lines().nth(1).unwrap().starts_with("app::hog,app::EXECUTOR,0,0,2,0,0.0,2000.0,"), "{csv}");
+/// let names = s.names_lines(&[(1, "app::main".to_string())].into());
+/// assert_eq!(names, "1 app::main\n134218386 app::hog\n134218387 task#0x000293\n150995008 app::EXECUTOR\n");
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
     /// Ticks per second of the trace's clock.
@@ -180,12 +236,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Ticks as microseconds.
+    /// Ticks as microseconds. Example on [`Summary`].
     pub fn micros(&self, ticks: u64) -> f64 {
         ticks as f64 * 1e6 / self.frequency.max(1) as f64
     }
 
-    /// Tasks whose longest poll is over `threshold_us`, longest first.
+    /// Tasks whose longest poll is over `threshold_us`, longest first. Example
+    /// on [`Summary`].
     pub fn blocking(&self, threshold_us: f64) -> Vec<(&u32, &TaskSummary)> {
         let mut v: Vec<_> = self
             .tasks
@@ -196,7 +253,8 @@ impl Summary {
         v
     }
 
-    /// A task's name: from the ELF, or its address (or key).
+    /// A task's name: from the ELF, or its address (or key). Example on
+    /// [`Summary`].
     pub fn task_name(&self, k: u32, t: &TaskSummary) -> String {
         match (&t.name, t.id) {
             (Some(n), _) => n.clone(),
@@ -205,7 +263,8 @@ impl Summary {
         }
     }
 
-    /// An executor's name: from the ELF, or its address (or key).
+    /// An executor's name: from the ELF, or its address (or key). Example on
+    /// [`Summary`].
     pub fn executor_name(&self, k: u32) -> String {
         match self.executors.get(&k) {
             Some(ExecutorSummary { name: Some(n), .. }) => n.clone(),
@@ -218,6 +277,18 @@ impl Summary {
     /// many tasks are not inside a task pool (`...::POOL`) of the image, or
     /// executors not in a `static` of their own (a stream from another
     /// build?): they keep their addresses.
+    ///
+    /// ```
+    /// use flightrec_host::tasks::{Summary, TaskSummary};
+    /// // This example's own program: an ELF with symbols, and no task pool at
+    /// // the made-up address.
+    /// let image = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    /// let mut s = Summary::default();
+    /// assert_eq!(s.name_from_elf(&image), Ok(0));
+    /// s.tasks.insert(1, TaskSummary { id: Some(4), ..TaskSummary::default() });
+    /// assert_eq!(s.name_from_elf(&image), Ok(1));
+    /// assert!(s.name_from_elf(b"not an ELF").is_err());
+    /// ```
     pub fn name_from_elf(&mut self, image: &[u8]) -> Result<usize, String> {
         let symbols = elf_objects(image)?;
         let find = |addr: u32| -> Option<String> {
@@ -245,7 +316,7 @@ impl Summary {
     /// reader take) naming each task's poll id by the task and each
     /// executor's pass id by the executor, after `others` (the firmware's
     /// `#[flightrec::instrument]` names, by id): the converters then show the
-    /// polls as slices named by their task.
+    /// polls as slices named by their task. Example on [`Summary`].
     pub fn names_lines(&self, others: &BTreeMap<u32, String>) -> String {
         let mut out = String::new();
         for (id, name) in others {
@@ -264,6 +335,7 @@ impl Summary {
 
     /// The summary as text: one line per executor, one row per task, and one
     /// line per task that blocked its executor longer than `threshold_us`.
+    /// Example on [`Summary`].
     pub fn write_text(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
         for (&k, e) in &self.executors {
             writeln!(
@@ -327,7 +399,8 @@ impl Summary {
     }
 
     /// The summary as CSV, one row per task (times in microseconds), and the
-    /// `blocking` column set for the tasks over `threshold_us`.
+    /// `blocking` column set for the tasks over `threshold_us`. Example on
+    /// [`Summary`].
     pub fn write_csv(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
         writeln!(
             out,
@@ -404,6 +477,13 @@ fn elf_objects(image: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
 
 /// Rust's legacy symbol mangling (`_ZN...E`) without the hash; other names as
 /// they are.
+///
+/// ```
+/// use flightrec_host::tasks::demangle;
+/// assert_eq!(demangle("_ZN3app6ticker4POOL17h0123456789abcdefE"), "app::ticker::POOL");
+/// assert_eq!(demangle("_ZN3app8EXECUTOR17h0123456789abcdefE"), "app::EXECUTOR");
+/// assert_eq!(demangle("EXECUTOR"), "EXECUTOR");
+/// ```
 pub fn demangle(sym: &str) -> String {
     let Some(mut rest) = sym.strip_prefix("_ZN") else {
         return sym.to_owned();
@@ -458,8 +538,9 @@ pub fn demangle(sym: &str) -> String {
 /// Open poll and pass entries of one thread.
 type Stack = Vec<(TaskFunction, u64)>;
 
-/// Adds one event (in time order) to `s`.
-fn add_event(s: &mut Summary, stack: &mut Stack, e: &XEvent) {
+/// Adds one event (in time order) to `s`; `ready` holds each task's first
+/// wake-up since its last poll.
+fn add_event(s: &mut Summary, ready: &mut HashMap<u32, u64>, stack: &mut Stack, e: &XEvent) {
     match e.kind {
         Kind::TypedEvent if e.event_type == LOSS_MARKER => {
             let text = String::from_utf8_lossy(&e.data);
@@ -482,7 +563,7 @@ fn add_event(s: &mut Summary, stack: &mut Stack, e: &XEvent) {
                 TaskEventKind::End => t.ends += 1,
                 TaskEventKind::Ready => {
                     t.wakes += 1;
-                    t.ready_since.get_or_insert(e.tsc);
+                    ready.entry(key(ev.task)).or_insert(e.tsc);
                 }
             }
         }
@@ -496,7 +577,7 @@ fn add_event(s: &mut Summary, stack: &mut Stack, e: &XEvent) {
             if let TaskFunction::Poll { key } = f {
                 let t = s.tasks.entry(key).or_default();
                 t.polls += 1;
-                if let Some(r) = t.ready_since.take() {
+                if let Some(r) = ready.remove(&key) {
                     t.latency.add(e.tsc.saturating_sub(r));
                 }
             }
@@ -565,9 +646,10 @@ pub fn summarize_bytes(files: &[&[u8]]) -> Result<Summary, (usize, DecodeError)>
         .enumerate()
         .filter_map(|(i, h)| h.as_ref().map(|e| Reverse((e.tsc, i))))
         .collect();
+    let mut ready = HashMap::new();
     while let Some(Reverse((_, i))) = heap.pop() {
         let Some(e) = heads[i].take() else { continue };
-        add_event(&mut s, &mut cursors[i].1, &e);
+        add_event(&mut s, &mut ready, &mut cursors[i].1, &e);
         heads[i] = cursors[i].0.next_event();
         if let Some(n) = &heads[i] {
             heap.push(Reverse((n.tsc, i)));
@@ -578,7 +660,7 @@ pub fn summarize_bytes(files: &[&[u8]]) -> Result<Summary, (usize, DecodeError)>
 }
 
 /// The FDR files of `inputs`: files as they are, directories (`flightrec recv`
-/// output) as their `*.xray` files, sorted.
+/// output) as their `*.xray` files, sorted. Example on [`summarize`].
 pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in inputs {
@@ -602,6 +684,20 @@ pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 /// Summarises the FDR files and `recv` directories of `inputs`, naming tasks
 /// from `elf` when given.
+///
+/// ```
+/// use flightrec_host::tasks::{input_files, summarize};
+/// let dir = tempfile::tempdir().unwrap();
+/// let trace = dir.path().join("source-1.xray");
+/// std::fs::write(&trace, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// std::fs::write(dir.path().join("source-1.xray.names"), "1 main\n").unwrap();
+/// assert_eq!(input_files(&[dir.path().to_path_buf()]).unwrap(), [trace.clone()]);
+/// // A trace without task records: an empty summary.
+/// let s = summarize(&[dir.path().to_path_buf()], None).unwrap();
+/// assert!(s.tasks.is_empty() && s.executors.is_empty());
+/// let empty = tempfile::tempdir().unwrap();
+/// assert!(summarize(&[empty.path().to_path_buf()], None).unwrap_err().contains("no .xray files"));
+/// ```
 pub fn summarize(inputs: &[PathBuf], elf: Option<&Path>) -> Result<Summary, String> {
     let files = input_files(inputs)?;
     let maps = files
