@@ -739,6 +739,80 @@ mod tests {
         assert_eq!((h.quantile(0.5), h.max(), h.count()), (5, 10_000, 2));
     }
 
+    /// A trace made by hand: a wake-up in one file, the poll in another, a
+    /// poll left open, an exit without its entry and a loss marker: each
+    /// counted, none silent.
+    #[test]
+    fn merges_files_and_counts_what_is_wrong() {
+        use flightrec_core::clock::Timestamp;
+        use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+        use flightrec_core::tasks::{pass_id, poll_id};
+        let (exec, task, other) = (0x2000_0100, 0x2000_0a48, 0x2000_0b00);
+        let at = |tsc| Timestamp { tsc, cpu: 0 };
+        let event = |kind, task| TaskEvent {
+            kind,
+            executor: exec,
+            task,
+        };
+        let file = |id, fill: &dyn Fn(&mut BufferWriter)| {
+            let mut buf = vec![0u8; 1024];
+            let mut w =
+                BufferWriter::new(&mut buf, &WriterConfig::new(id), Walltime::default()).unwrap();
+            fill(&mut w);
+            let len = w.as_bytes().len();
+            let header = flightrec_core::fdr::FileHeader::new(
+                core::num::NonZeroU64::new(1_000_000).unwrap(),
+                1024,
+            );
+            let mut out = header.to_bytes().to_vec();
+            out.extend_from_slice(&buf[..len]);
+            out
+        };
+        // An interrupt handler's file: the spawn and two wake-ups of `task`.
+        let irq = file(2, &|w| {
+            let spawn = event(TaskEventKind::Spawn, task);
+            w.typed_event(at(100), TaskEventKind::Spawn.event_type(), &spawn.emit())
+                .unwrap();
+            for t in [110, 120] {
+                let ready = event(TaskEventKind::Ready, task);
+                w.typed_event(at(t), TaskEventKind::Ready.event_type(), &ready.emit())
+                    .unwrap();
+            }
+        });
+        // The executor's file: a pass with the poll of `task` (woken at 110,
+        // polled at 150: 40 ticks), its end, an exit of `other` never entered, a
+        // loss marker, and a poll of `other` left open.
+        let main = file(1, &|w| {
+            w.enter(pass_id(exec), at(140)).unwrap();
+            w.enter(poll_id(task), at(150)).unwrap();
+            let end = event(TaskEventKind::End, task);
+            w.typed_event(at(160), TaskEventKind::End.event_type(), &end.emit())
+                .unwrap();
+            w.exit(poll_id(task), at(1_650)).unwrap();
+            w.exit(poll_id(other), at(1_700)).unwrap();
+            w.exit(pass_id(exec), at(1_800)).unwrap();
+            w.typed_event(at(1_900), LOSS_MARKER, b"flightrec: lost 5 records")
+                .unwrap();
+            w.enter(poll_id(other), at(2_000)).unwrap();
+        });
+        let s = summarize_bytes(&[&main, &irq]).unwrap();
+        let t = &s.tasks[&key(task)];
+        assert_eq!((t.spawns, t.ends, t.polls, t.wakes), (1, 1, 1, 2));
+        assert_eq!((t.busy, t.longest, t.latency.max()), (1_500, 1_500, 40));
+        assert_eq!(t.executor, Some(exec));
+        let e = &s.executors[&key(exec)];
+        assert_eq!((e.passes, e.busy, e.span), (1, 1_660, Some((140, 1_800))));
+        // The exit without its entry and the poll left open.
+        assert_eq!((s.unmatched, s.lost), (2, 5));
+        assert_eq!(s.tasks[&key(other)].polls, 1);
+        // 1.5 ms at 1 MHz: blocking over 1 ms.
+        assert_eq!(s.blocking(1_000.0).len(), 1);
+        // A damaged file is an error naming it (the second).
+        let mut bad = irq.clone();
+        bad.truncate(40);
+        assert_eq!(summarize_bytes(&[&main, &bad]).unwrap_err().0, 1);
+    }
+
     #[test]
     fn demangles_legacy_paths() {
         assert_eq!(
