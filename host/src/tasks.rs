@@ -628,8 +628,16 @@ pub fn summarize_bytes(files: &[&[u8]]) -> Result<Summary, (usize, DecodeError)>
     let mut indexes = Vec::new();
     for (i, bytes) in files.iter().enumerate() {
         let index = scan(bytes, &mut |_| {}).map_err(|e| (i, e))?;
+        let frequency = index.header().cycle_frequency.get();
         if s.frequency == 0 {
-            s.frequency = index.header().cycle_frequency.get();
+            s.frequency = frequency;
+        } else if frequency != s.frequency {
+            s.warnings.push(format!(
+                "input {} counts {frequency} ticks a second, the first {}: not one clock, \
+                 so its times do not compare with the others'",
+                i + 1,
+                s.frequency
+            ));
         }
         indexes.push(index);
     }
@@ -807,6 +815,12 @@ mod tests {
         assert_eq!(s.tasks[&key(other)].polls, 1);
         // 1.5 ms at 1 MHz: blocking over 1 ms.
         assert_eq!(s.blocking(1_000.0).len(), 1);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        // Files on two clocks: said.
+        let mut other_clock = irq.clone();
+        other_clock[8..16].copy_from_slice(&48_000_000u64.to_le_bytes());
+        let s = summarize_bytes(&[&main, &other_clock]).unwrap();
+        assert!(s.warnings[0].contains("not one clock"), "{:?}", s.warnings);
         // A damaged file is an error naming it (the second).
         let mut bad = irq.clone();
         bad.truncate(40);
