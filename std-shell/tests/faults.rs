@@ -664,3 +664,105 @@ fn xray_dump_on_sigterm() {
     dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGINT, true);
     dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGTERM, false);
 }
+
+/// A one-thread program that faults inside a record: the payload of its
+/// custom event is a page it cannot read, so the fault comes while the runtime
+/// copies it, and the handler runs on that thread with its ring busy.
+fn fault_in_record_child() {
+    flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+    record(1000);
+    flightrec::xray::custom_event(b"the last whole event");
+    // SAFETY: a fresh anonymous mapping that nothing can read.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED);
+    // SAFETY: none; the slice points at memory that cannot be read, on purpose:
+    // the copy faults (SIGSEGV) and the process dies of it.
+    let unreadable = unsafe { std::slice::from_raw_parts(page.cast::<u8>(), 64) };
+    flightrec::xray::custom_event(unreadable);
+    unreachable!("the copy of the payload faults");
+}
+
+/// A fault inside a record writes the faulting thread's buffers up to its last
+/// complete record, with the end block and the names file: a whole trace.
+/// (The handler used to wait for the record in progress, leave the ring out,
+/// and write nothing, silently.)
+#[test]
+fn xray_fault_inside_a_record_writes_what_exists() {
+    if in_child("xray_fault_in_record", fault_in_record_child) {
+        return;
+    }
+    use flightrec::core::fdr::decoder::{verify, Decoder};
+    use flightrec::core::fdr::records::Record;
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_fault_inside_a_record_writes_what_exists",
+        "xray_fault_in_record",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 2, "{files:?}\n{err}");
+    assert_eq!(files[1], format!("{}.names", files[0]));
+    assert!(
+        err.contains(&format!(
+            "XRay: flightrec: fatal signal; trace written to '{}/{}'",
+            s.dir.display(),
+            files[0]
+        )),
+        "{err}"
+    );
+    let trace = std::fs::read(s.file(&files[0])).unwrap();
+    let summary = verify(&trace).unwrap();
+    assert_eq!(summary.function_records, 2000, "{summary:?}");
+    let events: Vec<Vec<u8>> = Decoder::new(&trace)
+        .unwrap()
+        .filter_map(|d| match d.unwrap().record {
+            Record::CustomEvent { payload, .. } => Some(payload.to_vec()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events, [b"the last whole event".to_vec()]);
+}
+
+/// A fatal signal before anything was recorded: no trace, and one line that
+/// says so and why.
+#[test]
+fn xray_fatal_signal_with_nothing_recorded_says_so() {
+    if in_child("xray_nothing_recorded", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        std::process::abort();
+    }) {
+        return;
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_fatal_signal_with_nothing_recorded_says_so",
+        "xray_nothing_recorded",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{err}");
+    assert_eq!(files_in(&s.dir, "t-"), Vec::<String>::new());
+    assert!(
+        err.contains("XRay: flightrec: fatal signal; no trace written: nothing was recorded\n"),
+        "{err}"
+    );
+}

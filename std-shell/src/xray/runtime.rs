@@ -194,7 +194,18 @@ impl Runtime {
     /// Async-signal-safe.
     pub(super) fn pause(&self, finish: bool) -> Option<Paused<'_>> {
         self.pause_protocol
-            .pause(&self.pool.rings, self.grace(), finish)
+            .pause(&self.pool.rings, self.grace(), finish, None)
+    }
+
+    /// The pause protocol run by a signal handler on the thread it interrupted,
+    /// whose own ring is not waited for. Async-signal-safe.
+    pub(super) fn pause_interrupted(&self) -> Option<Paused<'_>> {
+        self.pause_protocol.pause(
+            &self.pool.rings,
+            self.grace(),
+            true,
+            Some(super::claim::current_tid()),
+        )
     }
 
     /// The counters. Exact once recording is paused or finished.

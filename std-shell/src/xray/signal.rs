@@ -27,11 +27,13 @@
 //! Everything it calls is async-signal-safe: atomics, `membarrier`, `nanosleep`,
 //! `open`, `write`, `close`, `sigaction`, `clock_gettime` (through `Instant`) and
 //! reads of memory that was allocated before. It does not allocate, format, take a
-//! lock of the standard library or touch stdio. What it cannot promise: the
-//! buffers of a thread that was inside a record when the signal came (that ring
-//! is left out after `grace_period_ms`), data of a thread whose ring was corrupted
-//! by the fault itself, and anything after `SIGKILL` or an out-of-memory kill, which
-//! cannot be caught.
+//! lock of the standard library or touch stdio. The thread the signal
+//! stopped is not waited for: its buffers are written up to its last complete
+//! record (the record in progress is left out). What it cannot promise: the
+//! buffers of another thread that stays inside a record past `grace_period_ms`
+//! (that ring is left out), data of a thread whose ring was corrupted by the
+//! fault itself, and anything after `SIGKILL` or an out-of-memory kill, which
+//! cannot be caught. When it writes nothing, one line on stderr says why.
 //!
 //! With `flightrec_dump_on_signal=true` the same handler also takes `SIGINT`
 //! and `SIGTERM`, but only where the program left them at their default
