@@ -35,7 +35,8 @@ const FDR_MODE: &CStr = c"xray-fdr";
 static INIT_HOOK: extern "C" fn() = __xray_init;
 
 /// Reads `XRAY_OPTIONS` and starts the runtime (once; also run before `main`).
-/// Linking with `-Wl,-u,__xray_init` pulls the runtime into a program that calls
+/// The drop-in library (`sleds/dropin/make.sh`) is linked whole; cargo's
+/// staticlib needs `-Wl,-u,__xray_init` to be linked into a program that calls
 /// none of its functions.
 #[no_mangle]
 pub extern "C" fn __xray_init() {

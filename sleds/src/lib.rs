@@ -26,8 +26,9 @@
 //! fn work() {}
 //! ```
 //!
-//! C programs link the `staticlib` (`libflightrec_sleds.a`) in place of
-//! compiler-rt's runtime; it exports compiler-rt's C API (`__xray_patch`,
+//! C programs link the drop-in `libflightrec_sleds.a` that
+//! `sleds/dropin/make.sh` makes from the `staticlib` in place of compiler-rt's
+//! runtime, with no other flag; it exports compiler-rt's C API (`__xray_patch`,
 //! `__xray_log_init_mode`, ...). See `docs/desktop-fdr.md`, "Automatic
 //! instrumentation with XRay sleds".
 //!

@@ -50,8 +50,9 @@ fn tools() -> Option<PathBuf> {
     llvm_xray()
 }
 
-/// Builds `libflightrec_sleds.a` with the running test's profile and target
-/// directory (cargo does not build a staticlib for integration tests).
+/// Makes the drop-in `libflightrec_sleds.a` (`sleds/dropin/make.sh`) with the
+/// running test's profile and target directory (cargo does not build a
+/// staticlib for integration tests).
 fn staticlib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap();
@@ -59,25 +60,29 @@ fn staticlib() -> PathBuf {
     staticlib_in(release)
 }
 
-/// Builds `libflightrec_sleds.a`, optimised or not, in the running test's
-/// target directory.
+/// Makes the drop-in `libflightrec_sleds.a`, optimised or not, in the running
+/// test's target directory: one relocatable object that the linker takes
+/// whole, with no flag.
 fn staticlib_in(release: bool) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target_dir = exe.ancestors().nth(3).unwrap();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    let mut build = Command::new(env!("CARGO"));
-    build
-        .args(["build", "-q", "--lib", "--manifest-path"])
-        .arg(manifest)
-        .arg("--target-dir")
-        .arg(target_dir);
-    if release {
-        build.arg("--release");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dropin/make.sh");
+    let mut make = Command::new("bash");
+    make.arg(script)
+        .env("CARGO", env!("CARGO"))
+        .env("CARGO_TARGET_DIR", target_dir);
+    if !release {
+        make.arg("--debug");
     }
-    assert!(build.status().expect("cargo runs").success());
+    let out = make.output().expect("bash runs");
+    assert!(
+        out.status.success(),
+        "make.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lib = target_dir
         .join(if release { "release" } else { "debug" })
-        .join("libflightrec_sleds.a");
+        .join("dropin/libflightrec_sleds.a");
     assert!(lib.is_file(), "{}", lib.display());
     lib
 }
@@ -89,7 +94,7 @@ fn source(name: &str) -> PathBuf {
 }
 
 /// Compiles `src` into `out` with clang-14, `xray` selecting instrumentation,
-/// linked with the staticlib (pulled in whole by `-u __xray_init`).
+/// linked with the drop-in runtime and no other flag.
 fn build(src: &Path, out: &Path, xray: bool) {
     build_with(src, out, xray, &[]);
 }
@@ -110,10 +115,7 @@ fn build_against(src: &Path, out: &Path, xray: bool, flags: &[&str], lib: &Path)
             "-fnoxray-link-deps",
         ]);
     }
-    cc.arg(src)
-        .arg(lib)
-        .args(["-Wl,-u,__xray_init", "-lpthread", "-ldl", "-lm", "-o"])
-        .arg(out);
+    cc.arg(src).arg(lib).arg("-o").arg(out);
     let o = cc.output().expect("clang-14 runs");
     assert!(
         o.status.success(),
@@ -229,6 +231,85 @@ fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
     let out = run(&prog, &["500"], &opts);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(traces_in(&quiet, "x-").is_empty());
+}
+
+/// The section names of an ELF file, or of each member of an archive.
+fn section_names(file: &Path) -> String {
+    let o = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(file)
+        .output()
+        .expect("readelf runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a build system that only adds a library does (`-L DIR -lflightrec_sleds`)
+/// traces with no other flag, like the path on the command line; the program
+/// grows by at most 1.5 MB (compiler-rt's runtime: printed beside it); neither
+/// the drop-in nor the release rlib carries debug info.
+#[test]
+fn drop_in_links_by_name_with_no_flag_and_adds_at_most_1_5_mb() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("drop-in");
+    let lib = staticlib_in(true);
+    let flags = ["-O2", "-fxray-instrument", "-fxray-instruction-threshold=1"];
+    let clang = |extra: &[&str], out: &Path| {
+        let o = Command::new(CLANG)
+            .args(flags)
+            .arg(source("plain.c"))
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .expect("clang-14 runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::metadata(out).unwrap().len()
+    };
+    let libdir = lib.parent().unwrap().to_str().unwrap();
+    let ours = clang(
+        &["-fnoxray-link-deps", "-L", libdir, "-lflightrec_sleds"],
+        &dir.join("ours"),
+    );
+    let none = clang(&["-fnoxray-link-deps"], &dir.join("none"));
+    let compiler_rt = clang(&[], &dir.join("compiler-rt"));
+    let (growth, crt_growth) = (ours - none, compiler_rt - none);
+    eprintln!(
+        "program growth: flightrec-sleds {growth} B, compiler-rt {crt_growth} B (plain.c, clang-14 -O2; without a runtime {none} B)"
+    );
+    assert!(growth <= 1_500_000, "{growth} B");
+
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&dir.join("ours"), &["50"], &opts);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = only_trace(&dir, "x-");
+    let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
+    assert_eq!(
+        dump.matches("<Function Enter: ").count(),
+        150,
+        "{dump:.2000}"
+    );
+
+    assert!(
+        !section_names(&lib).contains(".debug_"),
+        "debug info in the drop-in"
+    );
+    let rlib = lib
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libflightrec_sleds.rlib");
+    let rlib_sections = section_names(&rlib);
+    assert!(rlib_sections.contains(".text"), "{rlib_sections:.2000}");
+    assert!(
+        !rlib_sections.contains(".debug_info"),
+        "debug info in {}",
+        rlib.display()
+    );
 }
 
 /// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted
