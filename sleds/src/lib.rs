@@ -289,6 +289,8 @@ pub fn register_event_type(name: usize) -> u16 {
 /// ```
 pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
     let patch_now = config.patch_premain;
+    // The program is its own instrumentation map (`llvm-xray -m ./program`).
+    flightrec::xray::names::names_file_only_when_named();
     flightrec::xray::init(config).map_err(Error::Runtime)?;
     if patch_now {
         patch()?;
@@ -365,6 +367,8 @@ fn init_from_env_once() -> Result<bool, Error> {
     }
     let patch_now = parsed.config.patch_premain;
     if parsed.selected {
+        // As in `init`.
+        flightrec::xray::names::names_file_only_when_named();
         if let Err(e) = flightrec::xray::init(parsed.config) {
             eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
             return Err(Error::Runtime(e));

@@ -204,6 +204,10 @@ fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
     assert!(out.status.success(), "{}", stderr(&out));
     let trace = only_trace(&dir, "x-");
     let (t, p) = (trace.to_str().unwrap(), prog.to_str().unwrap());
+    // The program is its own map (`-m ./plain` below): no names file that
+    // would name nothing.
+    let names = format!("{t}{}", flightrec::xray::NAMES_SUFFIX);
+    assert!(!Path::new(&names).exists(), "{names}");
     let dump = xray_ok(&xray, &["fdr-dump", "--verify", t]);
     assert_eq!(
         dump.matches("<Function Enter: ").count(),

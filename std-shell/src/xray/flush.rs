@@ -626,7 +626,13 @@ fn fatal_failed(path: &[u8], errno: i32, renamed: bool) {
 
 /// The names file of the current names at `path`, written whole (the
 /// `errno` of a failure). Async-signal-safe.
+///
+/// No file when the runtime was told the program is its own map and no
+/// function has a name (`names::names_file_only_when_named`).
 pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
+    if !names::names_file_wanted() {
+        return Ok(());
+    }
     let file = RawFile::create(path, false)?;
     let mut sink = FdSink::new(&file);
     let ok = names::write_names_elf(&mut sink, names::max_named_id());

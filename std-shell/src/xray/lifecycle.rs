@@ -14,6 +14,7 @@ use flightrec_core::fdr::HeaderFlags;
 use super::clock;
 use super::config::{Config, Mode};
 use super::flush::{write_names_file, writer_loop};
+use super::names;
 use super::output::{self, incomplete_path, names_path, reason, RawFile};
 use super::pool::Pool;
 use super::runtime::{install, runtime, Runtime, Stats};
@@ -236,7 +237,8 @@ fn on_fatal_signal() {
 pub struct Report {
     /// The trace file, if one was written.
     pub path: Option<PathBuf>,
-    /// Its names file.
+    /// Its names file (none for a program traced through XRay sleds whose
+    /// functions have no names: the program is its own map).
     pub names_path: Option<PathBuf>,
     /// Final counters.
     pub stats: Stats,
@@ -279,11 +281,16 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
     let stats = rt.stats();
     if rt.config.verbosity >= 1 {
         match &path {
-            Some(p) => eprintln!(
+            Some(p) if names::names_file_wanted() => eprintln!(
                 "XRay: flightrec: wrote '{}' ({} buffers); names in '{}'",
                 p.display(),
                 stats.buffers_written,
                 names_path(p).display()
+            ),
+            Some(p) => eprintln!(
+                "XRay: flightrec: wrote '{}' ({} buffers)",
+                p.display(),
+                stats.buffers_written
             ),
             None => {
                 eprintln!("XRay: flightrec: no trace written (nothing recorded or no_file_flush)")
@@ -300,7 +307,11 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
         );
     }
     Ok(Report {
-        names_path: path.as_deref().map(names_path),
+        // See `write_names_file`.
+        names_path: path
+            .as_deref()
+            .filter(|_| names::names_file_wanted())
+            .map(names_path),
         path,
         stats,
     })
