@@ -369,9 +369,16 @@ fn init_from_env_once() -> Result<bool, Error> {
     if parsed.selected {
         // As in `init`.
         flightrec::xray::names::names_file_only_when_named();
-        if let Err(e) = flightrec::xray::init(parsed.config) {
-            eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
-            return Err(Error::Runtime(e));
+        match flightrec::xray::init(parsed.config) {
+            // The program started the runtime first, through the C API from a
+            // static initialiser (compiler-rt's hook runs from
+            // `.preinit_array`, before any, and the program's call then finds
+            // it running): the runtime runs, with the program's settings.
+            Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => {}
+            Err(e) => {
+                eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
+                return Err(Error::Runtime(e));
+            }
         }
     }
     if patch_now {

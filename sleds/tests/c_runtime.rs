@@ -316,6 +316,61 @@ fn drop_in_links_by_name_with_no_flag_and_adds_at_most_1_5_mb() {
     );
 }
 
+/// A C program (a constructor) and a C++ program (a static object's
+/// constructor) written for compiler-rt start FDR mode with
+/// `__xray_log_init_mode` and patch before the runtime's own hook runs: with
+/// `XRAY_OPTIONS` selecting `xray-fdr` too (the hook then finds the runtime
+/// running and keeps it) or not, every call of `square` is traced, from the
+/// constructor's on. (The hook used to say "already initialised; tracing
+/// stays off" and nothing was traced.)
+#[test]
+fn c_api_called_from_static_initialisers_traces_before_and_after_the_hook() {
+    let Some(xray) = tools() else { return };
+    let lib = staticlib();
+    for (src, compiler) in [("ctor.c", CLANG), ("ctor.cc", "clang++-14")] {
+        let dir = work_dir(&format!("init-order-{src}"));
+        let prog = dir.join("ctor");
+        let o = Command::new(compiler)
+            .args([
+                "-O2",
+                "-fxray-instrument",
+                "-fxray-instruction-threshold=1",
+                "-fnoxray-link-deps",
+            ])
+            .arg(source(src))
+            .arg(&lib)
+            .arg("-o")
+            .arg(&prog)
+            .output()
+            .expect("clang runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for (k, selected) in ["xray_mode=xray-fdr patch_premain=true ", ""]
+            .into_iter()
+            .enumerate()
+        {
+            let base = format!("{}/x{k}-", dir.display());
+            let opts = format!("{selected}xray_logfile_base={base}");
+            let out = run(&prog, &["10"], &opts);
+            let (stdout, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+            assert!(out.status.success(), "{src} {opts}: {err}");
+            // XRAY_LOG_INITIALIZED; 9 + the squares of 0..10.
+            assert_eq!(stdout, "init 2 sum 294\n", "{src} {opts}: {err}");
+            assert!(!err.contains("tracing stays off"), "{src} {opts}: {err}");
+            let trace = only_trace(&dir, &format!("x{k}-"));
+            let t = trace.to_str().unwrap();
+            xray_ok(&xray, &["fdr-dump", "--verify", t]);
+            // -k: the constructor's exit has no entry (it patched the sleds itself).
+            let account = xray_ok(&xray, &["account", "-k", "-m", prog.to_str().unwrap(), t]);
+            let row = account
+                .lines()
+                .find(|l| l.contains(" square"))
+                .unwrap_or_else(|| panic!("{src} {opts}: square not traced:\n{account}"));
+            // The constructor's call and main's ten.
+            assert!(row.contains(" 11 "), "{src} {opts}: {row}");
+        }
+    }
+}
+
 /// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted
 /// when it is plain text), with the record's `type`.
 fn yaml_data(yaml: &str, kind: &str) -> Vec<(String, String)> {
