@@ -110,6 +110,42 @@ fn scenario_child() {
             // of SIGSEGV.
             unsafe { std::ptr::null_mut::<u64>().write_volatile(1) };
         }
+        "fork" => {
+            // Before the fork: the parent's main thread and one more thread.
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let _f = flightrec::xray::enter_with_arg(seq, 500 + i);
+                }
+            })
+            .join()
+            .unwrap();
+            for i in 0..50 {
+                let _f = flightrec::xray::enter_with_arg(seq, i);
+            }
+            // SAFETY: fork; the child only records, writes its trace and exits.
+            let child = unsafe { libc::fork() };
+            assert!(child >= 0);
+            if child == 0 {
+                for i in 1000..1010 {
+                    let _f = flightrec::xray::enter_with_arg(seq, i);
+                }
+                let report = flightrec::xray::shutdown().unwrap();
+                println!("CHILD_PID={}", std::process::id());
+                println!("CHILD_THREADS={}", report.stats.threads);
+                println!("CHILD_TRACE={}", report.path.unwrap().display());
+                // SAFETY: ends the child without running the test harness's exit.
+                unsafe { libc::_exit(0) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+            assert_eq!(status, 0);
+            for i in 50..60 {
+                let _f = flightrec::xray::enter_with_arg(seq, i);
+            }
+            let report = flightrec::xray::shutdown().unwrap();
+            println!("TRACE={}", report.path.unwrap().display());
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -351,4 +387,40 @@ fn abort_on_a_small_alternate_stack_writes_the_trace() {
 #[test]
 fn segfault_writes_the_trace() {
     check_signal_dump("segv", libc::SIGSEGV);
+}
+
+/// After `fork`, the child's trace holds only the child's records, labelled
+/// with its own process and thread ids; the parent's is unchanged by the fork.
+#[test]
+fn a_forked_child_traces_only_its_own_records_under_its_own_ids() {
+    let dir = scratch_dir("fr-fork");
+    let out = run("fork", &dir, "func_duration_threshold_us=0");
+    assert!(out.status.success(), "{out:?}");
+    let values = child_values(&out);
+    let pid: u32 = values["PID"].parse().unwrap();
+    let child_pid: u32 = values["CHILD_PID"].parse().unwrap();
+    assert_eq!(values["CHILD_THREADS"], "1");
+    let child = Path::new(&values["CHILD_TRACE"]);
+    let parent = Path::new(&values["TRACE"]);
+    assert_ne!(child, parent);
+    let Some(child_args) = seq_args(child) else {
+        return;
+    };
+    assert_eq!(child_args, [(1000..1010).collect::<Vec<u64>>()]);
+    let records = judge(child).unwrap().records;
+    assert!(records
+        .iter()
+        .all(|r| r.process == Some(child_pid) && r.thread == child_pid));
+
+    let mut parent_args = seq_args(parent).unwrap();
+    parent_args.sort();
+    assert_eq!(
+        parent_args,
+        [(0..60).collect::<Vec<u64>>(), (500..520).collect()]
+    );
+    assert!(judge(parent)
+        .unwrap()
+        .records
+        .iter()
+        .all(|r| r.process == Some(pid)));
 }

@@ -219,7 +219,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     };
     // `gettid` and `getpid` ids are positive, so they read back the same as `u32`.
     let writer = WriterConfig::new(current_tid() as u32)
-        .with_pid(rt.pid as u32)
+        .with_pid(rt.pid.load(Ordering::Relaxed) as u32)
         .with_threshold_ticks(rt.threshold_ticks);
     let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
     if recycled {
@@ -247,6 +247,13 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     rt.threads.fetch_add(1, Ordering::Relaxed);
     current_slot::set(Some(ring));
     Some(ring)
+}
+
+/// In a forked child, on the one thread it has: forgets the ring this thread
+/// had in the parent, so that its next record claims one of its own.
+pub(super) fn forget_ring_after_fork() {
+    current_slot::set(None);
+    let _ = NO_RING.try_with(|n| n.set(false));
 }
 
 /// Counts a record lost to a pause or a re-entered record.

@@ -50,7 +50,7 @@ impl Runtime {
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
         let end = EndBlock {
             buffers,
-            pid: self.pid,
+            pid: self.pid.load(Ordering::Relaxed),
             closed: Walltime {
                 seconds: now.tv_sec,
                 micros: (now.tv_nsec / 1000).clamp(0, 999_999) as u32,
@@ -447,7 +447,10 @@ impl Runtime {
     /// What a fatal signal does: stop recording, write what there is, say where.
     /// Async-signal-safe: no allocation, no locks of the standard library.
     pub(super) fn fatal_dump(&self) {
-        if self.config.no_file_flush || self.shut_down.swap(true, Ordering::SeqCst) {
+        if self.config.no_file_flush
+            || self.forked_stream.load(Ordering::Relaxed)
+            || self.shut_down.swap(true, Ordering::SeqCst)
+        {
             return;
         }
         let Some(paused) = self.pause_interrupted() else {
@@ -693,7 +696,10 @@ pub(super) fn writer_loop(rt: &'static Runtime) {
 /// See [`super::dump`].
 pub(crate) fn dump() -> Result<Option<PathBuf>, Error> {
     let rt = runtime().ok_or(Error::NotInitialized)?;
-    if rt.config.no_file_flush || STATE.load(Ordering::Acquire) == FINISHED {
+    if rt.config.no_file_flush
+        || rt.forked_stream.load(Ordering::Relaxed)
+        || STATE.load(Ordering::Acquire) == FINISHED
+    {
         return Ok(None);
     }
     match rt.config.mode {

@@ -156,6 +156,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
+    super::fork::register();
     if rt.config.fatal_signals || rt.config.dump_on_signal {
         signal::install(
             on_fatal_signal,
@@ -249,6 +250,14 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
     let rt = runtime().ok_or(Error::NotInitialized)?;
     if rt.shut_down.swap(true, Ordering::SeqCst) {
         return Err(Error::AlreadyShutDown);
+    }
+    if let Some(note) = rt.forked_stream_note() {
+        let _ = writeln!(std::io::stderr().lock(), "{note}");
+        return Ok(Report {
+            path: None,
+            names_path: None,
+            stats: Stats::default(),
+        });
     }
     let path = if rt.config.no_file_flush {
         let paused = rt.pause(true);

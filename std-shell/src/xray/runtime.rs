@@ -84,7 +84,11 @@ pub(crate) struct Runtime {
     pub(crate) frequency: Frequency,
     pub(super) pool: Pool,
     pub(super) policy: Policy,
-    pub(super) pid: i32,
+    /// The process id in the records (a forked child's own, see `fork`).
+    pub(super) pid: AtomicI32,
+    /// Streaming, in a forked child: the trace belongs to the parent, and the
+    /// child records nothing (`fork`).
+    pub(super) forked_stream: AtomicBool,
     pub(super) threshold_ticks: u64,
     pub(super) epoch: Walltime,
     pub(super) epoch_tsc: u64,
@@ -152,7 +156,8 @@ impl Runtime {
             frequency,
             pool,
             policy,
-            pid: std::process::id() as i32,
+            pid: AtomicI32::new(std::process::id() as i32),
+            forked_stream: AtomicBool::new(false),
             threshold_ticks: 0,
             epoch: Walltime::default(),
             epoch_tsc: 0,

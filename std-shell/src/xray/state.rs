@@ -117,6 +117,13 @@ impl PauseProtocol {
         }
     }
 
+    /// In a forked child: the parent thread that was reading, if any, does not
+    /// exist there.
+    pub(crate) fn reset_after_fork(&self) {
+        self.reader.store(false, Ordering::Release);
+        let _ = STATE.compare_exchange(PAUSED, RECORDING, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
     /// Runs the pause protocol over `rings`, waiting at most `grace` for other
     /// readers and for busy owners. `finish` ends recording for good. `None` when
     /// another reader did not finish within the grace period. Async-signal-safe.
