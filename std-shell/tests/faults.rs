@@ -766,3 +766,43 @@ fn xray_fatal_signal_with_nothing_recorded_says_so() {
         "{err}"
     );
 }
+
+/// A flight recorder that overwrote buffers says so at exit, with the default
+/// verbosity (0).
+#[test]
+fn xray_overwritten_buffers_are_reported_at_exit_without_verbosity() {
+    if in_child("xray_overwrites", || {
+        flightrec::xray::init(
+            xray_config(&base(), Mode::FlightRecorder)
+                .buffer_max(2)
+                .thread_buffers(2)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        record(5000);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_overwritten_buffers_are_reported_at_exit_without_verbosity",
+        "xray_overwrites",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("XRay: flightrec: the trace lacks records: "))
+        .unwrap_or_else(|| panic!("no loss line: {err}"));
+    let overwritten: u64 = line
+        .strip_prefix("XRay: flightrec: the trace lacks records: ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(overwritten > 0, "{line}");
+}

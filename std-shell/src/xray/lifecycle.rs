@@ -288,6 +288,17 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
     };
     STATE.store(FINISHED, Ordering::SeqCst);
     let stats = rt.stats();
+    if rt.config.verbosity == 0 && (stats.records_dropped > 0 || stats.buffers_overwritten > 0) {
+        // What the trace lacks is said whatever the verbosity (compiler-rt
+        // says nothing); `verbosity=1` gives the whole summary below.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "XRay: flightrec: the trace lacks records: {} buffers overwritten by newer ones, {} records dropped ({} of threads without a ring); flightrec_thread_buffers and buffer_max keep more",
+            stats.buffers_overwritten,
+            stats.records_dropped,
+            stats.records_without_ring
+        );
+    }
     if rt.config.verbosity >= 1 {
         match &path {
             Some(p) if names::names_file_wanted() => eprintln!(
