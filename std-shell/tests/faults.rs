@@ -806,3 +806,104 @@ fn xray_overwritten_buffers_are_reported_at_exit_without_verbosity() {
         .unwrap();
     assert!(overwritten > 0, "{line}");
 }
+
+/// The output check at `init` gives the reason the dump would meet: under a
+/// regular file, `Not a directory` (it said `Permission denied`); in `/proc`,
+/// which takes no new file, a line too (it said nothing).
+#[test]
+fn xray_unwritable_directories_are_reported_with_the_real_reason() {
+    if in_child("xray_bad_dir", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let file = s.file("regular");
+    std::fs::write(&file, b"").unwrap();
+    for (base, dir, why) in [
+        (
+            format!("{}/t-", file.display()),
+            file.display().to_string(),
+            Some("Not a directory"),
+        ),
+        ("/proc/x-".to_owned(), "/proc".to_owned(), None),
+    ] {
+        let mut cmd = s.command(
+            "xray_unwritable_directories_are_reported_with_the_real_reason",
+            "xray_bad_dir",
+            &[],
+        );
+        cmd.env(BASE, &base);
+        let (out, _) = run_bounded(cmd);
+        assert!(out.status.success(), "{out:?}");
+        let err = stderr_of(&out);
+        let head = format!("XRay: flightrec: cannot write traces to '{dir}': ");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("{base}: {err}"));
+        if let Some(why) = why {
+            assert_eq!(line, format!("{head}{why}"));
+        }
+    }
+}
+
+/// When the disk takes a cut trace but not its names file, no names file is
+/// left (it used to be left empty beside `<trace>.incomplete`).
+#[test]
+fn xray_names_file_that_cannot_be_written_whole_is_not_left() {
+    if in_child("xray_names_cut", || {
+        // The 32-byte header and a little more; no names ELF fits.
+        limit_file_size(100);
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(100);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_names_file_that_cannot_be_written_whole_is_not_left",
+        "xray_names_cut",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].ends_with(".incomplete"), "{files:?}");
+    assert!(stderr_of(&out).contains("the part written is in"));
+}
+
+/// A program that calls `shutdown()` and ignores its error still tells the
+/// user: the trace could not be written, and why (the exit hook, which used to
+/// say it, then finds the runtime shut down).
+#[test]
+fn xray_shutdown_error_ignored_by_the_program_is_still_said() {
+    if in_child("xray_shutdown_ignored", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(100);
+        let _ = flightrec::xray::shutdown();
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let missing = s.file("missing");
+    let base = format!("{}/t-", missing.display());
+    let mut cmd = s.command(
+        "xray_shutdown_error_ignored_by_the_program_is_still_said",
+        "xray_shutdown_ignored",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let err = stderr_of(&out);
+    let cannot: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("XRay: flightrec: XRay output: cannot create"))
+        .collect();
+    assert_eq!(cannot.len(), 1, "{err}");
+    assert!(cannot[0].ends_with("No such file or directory"), "{err}");
+}

@@ -639,12 +639,18 @@ pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
     let file = RawFile::create(path, false)?;
     let mut sink = FdSink::new(&file);
     let ok = names::write_names_elf(&mut sink, names::max_named_id());
-    sink.flush()?;
-    if ok {
-        Ok(())
-    } else {
-        Err(libc::EIO)
+    let result = match sink.flush() {
+        Err(e) => Err(e),
+        Ok(()) if ok => Ok(()),
+        Ok(()) => Err(libc::EIO),
+    };
+    if result.is_err() {
+        // A names file cut short (a full disk) would pass for a whole one, or
+        // be empty: none at all.
+        // SAFETY: a NUL-terminated path; unlink is async-signal-safe.
+        unsafe { libc::unlink(path.as_ptr()) };
     }
+    result
 }
 
 /// Streaming: the writer thread, once it runs.

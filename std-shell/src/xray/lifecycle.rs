@@ -180,38 +180,47 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
 extern "C" fn at_exit() {
     // Unwinding out of an `extern "C"` function aborts; nothing here panics, but a
     // panic must not turn a normal exit into an abort.
-    let _ = std::panic::catch_unwind(|| match shutdown() {
-        Ok(_) | Err(Error::NotInitialized | Error::AlreadyShutDown) => {}
-        // A streaming trace that failed said so when it failed.
-        Err(_) if runtime().is_some_and(|rt| rt.broken.load(Ordering::Relaxed)) => {}
-        Err(e) => {
-            // Not eprintln!: a closed stderr must not panic here.
-            let _ = writeln!(std::io::stderr().lock(), "XRay: flightrec: {e}");
-        }
-    });
+    // `shutdown` says what went wrong itself.
+    let _ = std::panic::catch_unwind(shutdown);
 }
 
 /// A flight recorder writes its trace at exit, on demand or from a signal
 /// handler: say at once when its directory cannot take a file, rather than
-/// only when the trace is lost.
+/// only when the trace is lost. The test is the real one: the trace's reserved
+/// name is created (exclusively) and removed again, so the reason is the one
+/// the dump would meet (`Not a directory` under a regular file, a file system
+/// such as `/proc` that takes no new file), not a guess from permission bits.
 fn check_writable_dir(trace: &Path) {
     let dir = match trace.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let Some(c) = output::c_path(dir) else {
+    let Some(c) = output::c_path(trace) else {
         return;
     };
-    // SAFETY: a NUL-terminated path; access only reads it.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-        let e = output::last_errno();
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "XRay: flightrec: cannot write traces to '{}': {}",
-            dir.display(),
-            reason(e)
-        );
+    // SAFETY: a NUL-terminated path; the descriptor is closed at once.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: the descriptor just opened and the file just created.
+        unsafe {
+            libc::close(fd);
+            libc::unlink(c.as_ptr());
+        }
+        return;
     }
+    let e = output::last_errno();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "XRay: flightrec: cannot write traces to '{}': {}",
+        dir.display(),
+        reason(e)
+    );
 }
 
 /// What a fatal signal does (registered with the signal handler by `init`).
@@ -245,8 +254,25 @@ pub struct Report {
     pub stats: Stats,
 }
 
-/// See [`super::shutdown`].
+/// See [`super::shutdown`]. A trace that could not be written is also said on
+/// stderr, since a program may not look at the result (and the exit hook then
+/// finds the runtime shut down).
 pub(crate) fn shutdown() -> Result<Report, Error> {
+    let result = finish();
+    match &result {
+        Ok(_) | Err(Error::NotInitialized | Error::AlreadyShutDown) => {}
+        // A streaming trace that failed said so when it failed.
+        Err(_) if runtime().is_some_and(|rt| rt.broken.load(Ordering::Relaxed)) => {}
+        Err(e) => {
+            // Not eprintln!: a closed stderr must not panic here.
+            let _ = writeln!(std::io::stderr().lock(), "XRay: flightrec: {e}");
+        }
+    }
+    result
+}
+
+/// The work of [`shutdown`].
+fn finish() -> Result<Report, Error> {
     let rt = runtime().ok_or(Error::NotInitialized)?;
     if rt.shut_down.swap(true, Ordering::SeqCst) {
         return Err(Error::AlreadyShutDown);
