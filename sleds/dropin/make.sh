@@ -44,5 +44,7 @@ test -s "$tmp/api" || { echo "make.sh: no __xray_ symbols in $archive" >&2; exit
 roots=()
 while read -r sym; do roots+=(-u "$sym"); done <"$tmp/api"
 "$ld" -r --gc-sections --strip-debug "${roots[@]}" -o "$tmp/runtime.o" "$archive"
-"$objcopy" --keep-global-symbols="$tmp/api" "$tmp/runtime.o" "$out/libflightrec_sleds.a"
+# Renamed into place: a link running meanwhile reads the old file or the new.
+"$objcopy" --keep-global-symbols="$tmp/api" "$tmp/runtime.o" "$out/.libflightrec_sleds.a.$$"
+mv -f "$out/.libflightrec_sleds.a.$$" "$out/libflightrec_sleds.a"
 echo "$out/libflightrec_sleds.a"

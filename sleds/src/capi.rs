@@ -230,7 +230,10 @@ pub unsafe extern "C" fn __xray_log_init_mode(mode: *const c_char, config: *cons
     };
     config.patch_premain = true; // logging is on once initialised
     match flightrec::xray::init(config) {
-        Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => LOG_INITIALIZED,
+        Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => {
+            crate::objects::report();
+            LOG_INITIALIZED
+        }
         Err(e) => {
             eprintln!("XRay: flightrec-sleds: {e}");
             LOG_UNINITIALIZED

@@ -32,7 +32,9 @@
 //! `__xray_log_init_mode`, ...). See `docs/desktop-fdr.md`, "Automatic
 //! instrumentation with XRay sleds".
 //!
-//! Only x86_64 Linux executables are handled (not shared libraries' sleds).
+//! Only x86_64 Linux executables are handled: a shared library's sleds stay
+//! unpatched, and at initialisation one line names each loaded library that
+//! has some.
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 compile_error!("flightrec-sleds supports x86_64 Linux only");
@@ -42,6 +44,7 @@ mod capi;
 #[cfg_attr(not(sleds_fast_path), allow(dead_code, unused_imports))]
 mod layout;
 pub mod map;
+pub(crate) mod objects;
 mod patch;
 mod section;
 mod trampoline;
@@ -292,6 +295,7 @@ pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
     // The program is its own instrumentation map (`llvm-xray -m ./program`).
     flightrec::xray::names::names_file_only_when_named();
     flightrec::xray::init(config).map_err(Error::Runtime)?;
+    objects::report();
     if patch_now {
         patch()?;
     }
@@ -374,7 +378,7 @@ fn init_from_env_once() -> Result<bool, Error> {
             // static initialiser (compiler-rt's hook runs from
             // `.preinit_array`, before any, and the program's call then finds
             // it running): the runtime runs, with the program's settings.
-            Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => {}
+            Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => objects::report(),
             Err(e) => {
                 eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
                 return Err(Error::Runtime(e));

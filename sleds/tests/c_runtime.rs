@@ -371,6 +371,64 @@ fn c_api_called_from_static_initialisers_traces_before_and_after_the_hook() {
     }
 }
 
+/// A program that links an instrumented shared library: its own sleds are
+/// traced, and one line names the library, whose sleds stay unpatched (they
+/// were left so in silence).
+#[test]
+fn shared_library_sleds_left_unpatched_are_named_at_init() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("shared");
+    let lib = dir.join("libshared_lib.so");
+    let o = Command::new(CLANG)
+        .args([
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+        ])
+        .arg(source("shared_lib.c"))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .expect("clang-14 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let prog = dir.join("shared_main");
+    let libdir = format!("-L{}", dir.display());
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    build_with(
+        &source("shared_main.c"),
+        &prog,
+        true,
+        &[&libdir, "-lshared_lib", &rpath],
+    );
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&prog, &[], &opts);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "41\n");
+    let line = format!(
+        "XRay: flightrec-sleds: '{}' has XRay sleds, which stay unpatched (only the executable's are patched)",
+        lib.display()
+    );
+    assert_eq!(err.lines().filter(|l| *l == line).count(), 1, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("stay unpatched")).count(),
+        1,
+        "{err}"
+    );
+    let trace = only_trace(&dir, "x-");
+    let t = trace.to_str().unwrap();
+    let account = xray_ok(&xray, &["account", "-m", prog.to_str().unwrap(), t]);
+    assert!(
+        account.lines().any(|l| l.ends_with(" local_add")),
+        "{account}"
+    );
+}
+
 /// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted
 /// when it is plain text), with the record's `type`.
 fn yaml_data(yaml: &str, kind: &str) -> Vec<(String, String)> {
