@@ -9,6 +9,7 @@
 use flightrec_core::trace2::{Event, Format, LineCtx, Micros, WallTime};
 
 use super::clock;
+use super::gap::Gaps;
 use super::outputs::Output;
 use super::runtime::{Loc, Runtime};
 use super::target::Pushed;
@@ -48,7 +49,9 @@ pub(crate) fn emit_at(
     if c.tid_unsaid {
         say_thread_id(rt, c, loc);
     }
-    let ThreadCtx { state, buf, .. } = c;
+    let ThreadCtx {
+        state, buf, gaps, ..
+    } = c;
     let ctx = line_ctx(
         rt,
         state.name.as_bytes(),
@@ -58,7 +61,7 @@ pub(crate) fn emit_at(
         t_abs,
         clock::wall_now(),
     );
-    write_event(rt, buf, &ctx, ev);
+    write_event(rt, buf, gaps, &ctx, ev);
 }
 
 /// [`emit_in`] to the outputs `pick` selects.
@@ -73,7 +76,9 @@ pub(crate) fn emit_where(
         say_thread_id(rt, c, loc);
     }
     let nesting = c.state.nesting();
-    let ThreadCtx { state, buf, .. } = c;
+    let ThreadCtx {
+        state, buf, gaps, ..
+    } = c;
     let ctx = line_ctx(
         rt,
         state.name.as_bytes(),
@@ -83,7 +88,7 @@ pub(crate) fn emit_where(
         rt.now(),
         clock::wall_now(),
     );
-    write_event_where(rt, buf, &ctx, ev, pick);
+    write_event_where(rt, buf, gaps, &ctx, ev, pick);
 }
 
 /// Category and key of the `data` event that says a worker thread's OS thread
@@ -168,16 +173,24 @@ fn line_ctx<'a>(
 
 /// Formats `ev` for every open destination (normal, perf, event) into `buf`
 /// and writes each line with one `write()`, or queues it for the background
-/// writer. A destination that fails disables itself and its warning (if any)
-/// is printed once.
-fn write_event(rt: &Runtime, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
-    write_event_where(rt, buf, ctx, ev, |_| true);
+/// writer (which drops whole regions when a queue is full: see
+/// [`Gaps`]). A destination that fails disables itself and its warning (if
+/// any) is printed once.
+fn write_event(
+    rt: &Runtime,
+    buf: &mut Vec<u8>,
+    gaps: &mut Gaps,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+) {
+    write_event_where(rt, buf, gaps, ctx, ev, |_| true);
 }
 
 /// [`write_event`] for the outputs `pick` selects.
 fn write_event_where(
     rt: &Runtime,
     buf: &mut Vec<u8>,
+    gaps: &mut Gaps,
     ctx: &LineCtx<'_>,
     ev: &Event<'_>,
     pick: impl Fn(&Output) -> bool,
@@ -205,8 +218,10 @@ fn write_event_where(
             continue;
         }
         let line = &buf[..n];
-        if queue.is_some_and(|q| q.push(slot, line) != Pushed::Closed) {
-            continue;
+        if let Some(q) = queue {
+            if gaps.queue(q, slot, out, ctx, ev, line) != Pushed::Closed {
+                continue;
+            }
         }
         let warning = while_writing(|| out.dest.write_line(line));
         if let Some(w) = warning {
@@ -223,7 +238,12 @@ fn write_event_where(
 
 /// Formats one line, growing `buf` until it fits (up to [`MAX_LINE`]); 0 when
 /// the target writes nothing or the line is too long.
-fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>) -> usize {
+pub(crate) fn format_into(
+    f: &Format,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+    buf: &mut Vec<u8>,
+) -> usize {
     if buf.len() < 512 {
         buf.resize(512, 0);
     }
