@@ -371,6 +371,108 @@ fn c_api_called_from_static_initialisers_traces_before_and_after_the_hook() {
     }
 }
 
+/// compiler-rt 14 reads the TSC frequency only from
+/// `/sys/devices/system/cpu/cpu0/tsc_freq_khz` and refuses FDR mode without it
+/// ("Unable to determine CPU frequency"); no `XRAY_OPTIONS` or
+/// `XRAY_FDR_OPTIONS` flag replaces it. Where the file is missing (many
+/// virtual machines), the program runs in a mount namespace of its own
+/// (`unshare -m`, needs root) with a tmpfs over that directory holding the
+/// file; the value only scales times, not what is kept. `None` when neither
+/// works.
+fn run_compiler_rt(prog: &Path, args: &[&str], xray_options: &str) -> Option<Output> {
+    const FREQ: &str = "/sys/devices/system/cpu/cpu0/tsc_freq_khz";
+    let mut cmd = if Path::new(FREQ).exists() {
+        Command::new(prog)
+    } else {
+        let mut c = Command::new("unshare");
+        c.args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/devices/system/cpu/cpu0 && \
+             echo 2000000 > /sys/devices/system/cpu/cpu0/tsc_freq_khz && exec \"$0\" \"$@\"",
+        ])
+        .arg(prog);
+        c
+    };
+    let out = cmd
+        .args(args)
+        .env("XRAY_OPTIONS", xray_options)
+        .env("XRAY_FDR_OPTIONS", "func_duration_threshold_us=0")
+        .output()
+        .ok()?;
+    let err = stderr(&out);
+    if !out.status.success() || err.contains("Unable to determine CPU frequency") {
+        eprintln!("compiler-rt's FDR mode did not start: {err}");
+        return None;
+    }
+    Some(out)
+}
+
+/// Function records (entries and exits) in `trace`, as llvm-xray reads them.
+fn function_records(xray: &Path, trace: &Path) -> usize {
+    xray_ok(
+        xray,
+        &["convert", "--output-format=yaml", trace.to_str().unwrap()],
+    )
+    .lines()
+    .filter(|l| l.contains("kind: function-"))
+    .count()
+}
+
+/// With the default buffers (`buffer_size`, `buffer_max`,
+/// `flightrec_thread_buffers`; no duration threshold in either runtime, so
+/// that every call is a record), a program keeps at least the records
+/// compiler-rt's defaults (100 shared buffers of 16 KiB, reused oldest first)
+/// keep in the same program: one thread making 200,000 calls, and 8 threads
+/// one after another making 15,000 calls each and exiting.
+#[test]
+fn default_buffers_keep_at_least_what_compiler_rt_keeps() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("defaults");
+    let ours = dir.join("keep");
+    build(&source("keep.c"), &ours, true);
+    let theirs = dir.join("keep-compiler-rt");
+    let o = Command::new(CLANG)
+        .args(["-O2", "-fxray-instrument", "-fxray-instruction-threshold=1"])
+        .arg(source("keep.c"))
+        .arg("-o")
+        .arg(&theirs)
+        .output()
+        .expect("clang runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, args) in [
+        ("long", &["long", "200000"][..]),
+        ("short", &["short", "8", "15000"][..]),
+    ] {
+        let opts = |who: &str| {
+            format!(
+                "xray_mode=xray-fdr patch_premain=true xray_logfile_base={}/{who}-{name}-",
+                dir.display()
+            )
+        };
+        let Some(crt) = run_compiler_rt(&theirs, args, &opts("crt")) else {
+            assert!(
+                !tools_required(),
+                "compiler-rt's FDR mode must run in CI (as root for unshare)"
+            );
+            return;
+        };
+        assert!(stderr(&crt).is_empty(), "{name}: {}", stderr(&crt));
+        let out = run(&ours, args, &opts("ours"));
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert_eq!(out.stdout, crt.stdout, "{name}");
+        let kept_crt = function_records(&xray, &only_trace(&dir, &format!("crt-{name}-")));
+        let kept = function_records(&xray, &only_trace(&dir, &format!("ours-{name}-")));
+        eprintln!("{name}: flightrec-sleds kept {kept} function records, compiler-rt {kept_crt}");
+        assert!(kept_crt > 10_000, "{name}: compiler-rt kept {kept_crt}");
+        assert!(
+            kept >= kept_crt,
+            "{name}: flightrec-sleds kept {kept} records, compiler-rt {kept_crt}"
+        );
+    }
+}
+
 /// A program that links an instrumented shared library: its own sleds are
 /// traced, and one line names the library, whose sleds stay unpatched (they
 /// were left so in silence).

@@ -246,11 +246,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
         if let Some(rec) = unsafe { ring.recorder() } {
             rt.retired_overwritten.fetch_add(
                 u64::from(rec.stats().buffers_overwritten)
-                    + u64::from(
-                        rec.stats()
-                            .buffers_finished
-                            .min(rt.config.thread_buffers as u32),
-                    ),
+                    + u64::from(rec.stats().buffers_finished.min(rt.pool.per_ring as u32)),
                 Ordering::Relaxed,
             );
         }

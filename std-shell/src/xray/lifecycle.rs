@@ -45,9 +45,9 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     let frequency = clock::measure_frequency();
     let cpu_ids = clock::select_cpu_ids(config.cpu_ids);
     let buffer_size = config.buffer_size & !7;
-    let rings = config.buffer_max / config.thread_buffers;
-    let pool = Pool::new(rings, config.thread_buffers, buffer_size)
-        .map_err(|()| Error::OutOfMemory(config.buffer_max * buffer_size))?;
+    let (rings, per_ring) = config.rings();
+    let pool = Pool::new(rings, per_ring, buffer_size)
+        .map_err(|()| Error::OutOfMemory(rings.saturating_mul(per_ring * buffer_size)))?;
     let policy = match config.mode {
         Mode::FlightRecorder => Policy::FlightRecorder,
         Mode::Streaming => Policy::Streaming,
@@ -131,7 +131,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
             "XRay: flightrec FDR {} mode, {} thread rings of {} x {} bytes, clock {} Hz ({:?}), CPU ids {}",
             rt.config.mode.name(),
             rt.pool.rings.len(),
-            rt.config.thread_buffers,
+            rt.pool.per_ring,
             buffer_size,
             rt.frequency.hz,
             rt.frequency.source,
