@@ -18,13 +18,14 @@
 //! `none`.
 //!
 //! ```sh
-//! cargo run --release -p flightrec --example server-cost -- [ROUNDS] [CONNECTIONS] [REQUESTS]
+//! cargo run --release -p flightrec --example server-cost -- [ROUNDS] [CONNECTIONS] [REQUESTS] [SUBJECTS]
 //! ```
 //!
-//! Defaults: 5 rounds, 16 connections, 500 requests each. Exits non-zero
-//! when a run fails or a reply is wrong; lines the background mode dropped
-//! (its queue full while the writer thread waited for a CPU) are counted in
-//! the table, from the runtime's own report at exit.
+//! Defaults: 5 rounds, 16 connections, 500 requests each, every subscriber
+//! (`SUBJECTS`: some of them, comma-separated; ratios are to the first).
+//! Exits non-zero when a run fails or a reply is wrong; lines the background
+//! mode dropped (its queue full while the writer thread waited for a CPU)
+//! are counted in the table, from the runtime's own report at exit.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -272,12 +273,20 @@ fn main() {
     }
     let num = |i: usize, d: usize| args.get(i).map_or(d, |a| a.parse().expect("a number"));
     let (rounds, connections, requests) = (num(1, 5), num(2, 16), num(3, 500));
+    let subjects: Vec<&str> = match args.get(4) {
+        Some(list) => list.split(',').collect(),
+        None => SUBJECTS.to_vec(),
+    };
+    if let Some(bad) = subjects.iter().find(|s| !SUBJECTS.contains(s)) {
+        eprintln!("unknown subscriber {bad}: expected some of {SUBJECTS:?}");
+        std::process::exit(2);
+    }
     let total = (connections * requests) as f64;
-    let mut cpu: Vec<Vec<u64>> = vec![Vec::new(); SUBJECTS.len()];
-    let mut bytes = vec![0u64; SUBJECTS.len()];
-    let mut dropped = vec![0u64; SUBJECTS.len()];
+    let mut cpu: Vec<Vec<u64>> = vec![Vec::new(); subjects.len()];
+    let mut bytes = vec![0u64; subjects.len()];
+    let mut dropped = vec![0u64; subjects.len()];
     for _ in 0..rounds {
-        for (i, subject) in SUBJECTS.iter().enumerate() {
+        for (i, subject) in subjects.iter().enumerate() {
             match run(subject, connections, requests) {
                 Ok((ns, info)) => {
                     let (b, stderr) = info.split_once('\t').unwrap_or(("0", ""));
@@ -302,7 +311,7 @@ fn main() {
     );
     println!("| subscriber | CPU per request | × untraced | trace bytes per request | lines dropped (all rounds) |");
     println!("|---|---:|---:|---:|---:|");
-    for (i, subject) in SUBJECTS.iter().enumerate() {
+    for (i, subject) in subjects.iter().enumerate() {
         let per = median(&mut cpu[i]) as f64 / total;
         println!(
             "| {subject} | {:.2} µs | {:.2}× | {:.0} | {} |",

@@ -486,10 +486,30 @@ fn a_full_queue_drops_lines_and_reports_the_count() {
             "warning: trace2: dropped {dropped} lines for 'GIT_TRACE2': the background queue was full"
         )]
     );
+    // Each run of dropped lines is marked where it was (the normal target has
+    // no regions: a printf), the last one right before `exit`; the marks
+    // count every dropped line.
+    let marked: usize = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("flightrec: "))
+        .map(|l| {
+            let n = l
+                .strip_suffix(" lines dropped: the background queue was full")
+                .or_else(|| l.strip_suffix(" line dropped: the background queue was full"))
+                .unwrap_or_else(|| panic!("{l}"));
+            n.parse::<usize>().unwrap()
+        })
+        .sum();
+    assert_eq!(marked, dropped);
     // The queue was still full when the process exited: `exit` and `atexit`
     // waited for room instead of being dropped. The warning comes last.
     let lines: Vec<&str> = stderr.lines().collect();
     let n = lines.len();
+    assert!(
+        lines[n - 4].starts_with("flightrec: "),
+        "{:?}",
+        &lines[n - 4..]
+    );
     assert!(lines[n - 3].starts_with("exit "), "{:?}", &lines[n - 3..]);
     assert!(lines[n - 2].starts_with("atexit "), "{:?}", &lines[n - 3..]);
 }
