@@ -473,6 +473,39 @@ fn default_buffers_keep_at_least_what_compiler_rt_keeps() {
     }
 }
 
+/// Where the system refuses the default pool's address space (`ulimit -v`),
+/// the runtime takes fewer rings, says so in one line, and still traces.
+#[test]
+fn a_refused_reservation_gets_fewer_rings_and_says_so() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("ulimit");
+    let prog = dir.join("keep");
+    build(&source("keep.c"), &prog, true);
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -v 120000 && exec \"$0\" long 20000"])
+        .arg(&prog)
+        .env(
+            "XRAY_OPTIONS",
+            format!(
+                "xray_mode=xray-fdr patch_premain=true xray_logfile_base={}/u-",
+                dir.display()
+            ),
+        )
+        .env("XRAY_FDR_OPTIONS", "func_duration_threshold_us=0")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("thread rings")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("instead of 100: the system refused 163840000 bytes"),
+        "{err}"
+    );
+    let kept = function_records(&xray, &only_trace(&dir, "u-"));
+    assert_eq!(kept, 2 * 20_000, "every call's entry and exit: {err}");
+}
+
 /// A program that links an instrumented shared library: its own sleds are
 /// traced, and one line names the library, whose sleds stay unpatched (they
 /// were left so in silence).

@@ -35,6 +35,35 @@ fn now_walltime() -> Walltime {
     }
 }
 
+/// The pool `config` asks for. The default layout (`thread_buffers` 0)
+/// reserves far more address space than a program fills; where the system
+/// refuses it (`ulimit -v`), half as many rings are tried, down to one ring
+/// of `buffer_max` buffers (compiler-rt's whole pool), and one line says so.
+fn reserve_pool(config: &Config, buffer_size: usize) -> Result<Pool, Error> {
+    let (wanted, per_ring) = config.rings();
+    let mut rings = wanted;
+    loop {
+        match Pool::new(rings, per_ring, buffer_size) {
+            Ok(pool) => {
+                if rings < wanted {
+                    eprintln!(
+                        "XRay: flightrec: {rings} thread rings of {per_ring} buffers instead of {wanted}: \
+                         the system refused {} bytes; more threads than that record nothing, counted at exit",
+                        wanted.saturating_mul(per_ring * buffer_size)
+                    );
+                }
+                return Ok(pool);
+            }
+            Err(()) if config.thread_buffers == 0 && rings > 1 => rings /= 2,
+            Err(()) => {
+                return Err(Error::OutOfMemory(
+                    rings.saturating_mul(per_ring * buffer_size),
+                ))
+            }
+        }
+    }
+}
+
 /// Initialises the runtime with `config`. See [`super::init`].
 pub(crate) fn init(config: Config) -> Result<(), Error> {
     config.validate().map_err(Error::Config)?;
@@ -45,9 +74,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     let frequency = clock::measure_frequency();
     let cpu_ids = clock::select_cpu_ids(config.cpu_ids);
     let buffer_size = config.buffer_size & !7;
-    let (rings, per_ring) = config.rings();
-    let pool = Pool::new(rings, per_ring, buffer_size)
-        .map_err(|()| Error::OutOfMemory(rings.saturating_mul(per_ring * buffer_size)))?;
+    let pool = reserve_pool(&config, buffer_size)?;
     let policy = match config.mode {
         Mode::FlightRecorder => Policy::FlightRecorder,
         Mode::Streaming => Policy::Streaming,
