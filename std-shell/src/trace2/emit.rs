@@ -6,7 +6,7 @@
 //! Every event of the runtime goes through [`emit_at`]; the others are its
 //! shorthands.
 
-use flightrec_core::trace2::{Event, Format, LineCtx, Micros, WallTime};
+use flightrec_core::trace2::{Event, Format, LineCtx, Micros, Target, WallTime};
 
 use super::clock;
 use super::gap::Gaps;
@@ -49,6 +49,15 @@ pub(crate) fn emit_at(
     if c.tid_unsaid {
         say_thread_id(rt, c, loc);
     }
+    // A region or data deeper than every target writes (the event target's
+    // nesting limit; the normal target writes neither): no clock, no format.
+    if rt
+        .outputs
+        .iter()
+        .all(|o| writes_nothing(&o.format, nesting, ev))
+    {
+        return;
+    }
     let ThreadCtx {
         state, buf, gaps, ..
     } = c;
@@ -89,6 +98,20 @@ pub(crate) fn emit_where(
         clock::wall_now(),
     );
     write_event_where(rt, buf, gaps, &ctx, ev, pick);
+}
+
+/// Whether `f` surely writes nothing for `ev` at `nesting`, told without
+/// formatting: a region or data event in the normal target, or deeper than
+/// the event target's nesting limit (`false` when in doubt: the formatter
+/// decides then).
+#[inline]
+fn writes_nothing(f: &Format, nesting: u32, ev: &Event<'_>) -> bool {
+    ev.is_nesting_filtered()
+        && match f.target {
+            Target::Normal => true,
+            Target::Event => nesting > f.event_nesting,
+            Target::Perf => false,
+        }
 }
 
 /// Category and key of the `data` event that says a worker thread's OS thread
@@ -261,7 +284,66 @@ pub(crate) fn format_into(
 
 #[cfg(test)]
 mod tests {
-    use super::decimal;
+    use super::{decimal, format_into, writes_nothing};
+    use flightrec_core::trace2::{Event, Format, LineCtx, Msg, Target};
+
+    #[test]
+    fn what_is_skipped_unformatted_formats_to_nothing() {
+        let events = [
+            Event::RegionEnter {
+                category: Some(b"c"),
+                label: Some(b"l"),
+                msg: Some(Msg::Bytes(b"m")),
+            },
+            Event::RegionLeave {
+                t_rel: 5,
+                category: Some(b"c"),
+                label: Some(b"l"),
+                msg: None,
+            },
+            Event::Data {
+                t_rel: 1,
+                category: b"c",
+                key: b"k",
+                value: b"v",
+            },
+            Event::DataJson {
+                t_rel: 1,
+                category: b"c",
+                key: b"k",
+                value: b"1",
+            },
+            Event::Printf {
+                msg: Some(Msg::Bytes(b"p")),
+            },
+            Event::Exit { code: 0 },
+        ];
+        let mut skipped = 0;
+        let mut buf = Vec::new();
+        for target in [Target::Normal, Target::Perf, Target::Event] {
+            for brief in [false, true] {
+                let f = Format {
+                    target,
+                    brief,
+                    event_nesting: 2,
+                };
+                for ev in &events {
+                    for nesting in 1..6 {
+                        let ctx = LineCtx {
+                            nesting,
+                            ..LineCtx::new(b"sid", b"main")
+                        };
+                        let n = format_into(&f, &ctx, ev, &mut buf);
+                        if writes_nothing(&f, nesting, ev) {
+                            assert_eq!(n, 0, "{target:?} {ev:?} at {nesting}");
+                            skipped += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(skipped > 40, "{skipped}");
+    }
 
     #[test]
     fn thread_ids_in_decimal() {
