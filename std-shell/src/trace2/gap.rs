@@ -8,9 +8,9 @@
 //!   that thread inside the region, down to its `region_leave`.
 //! * A `region_leave` whose enter is queued is always queued (past the
 //!   capacity if need be; see the background writer for the bound).
-//! * Other lines that do not fit are dropped alone; lines outside regions
-//!   (`exit`, `atexit`, `thread_exit`, timers, counters, ...) are never
-//!   dropped because a region is.
+//! * Other lines that do not fit are dropped alone; lines outside the region
+//!   structure (`error`, `exit`, `atexit`, `thread_exit`, timers, counters,
+//!   ...) are never dropped because a region is.
 //!
 //! A run of dropped lines (a gap) ends at the thread's next queued line,
 //! which is preceded by a marker: a region of category `flightrec` and label
@@ -71,7 +71,6 @@ fn kind(ev: &Event<'_>) -> Kind {
         Event::Data { .. }
         | Event::DataJson { .. }
         | Event::Printf { .. }
-        | Event::Error { .. }
         | Event::ChildStart { .. }
         | Event::ChildExit { .. }
         | Event::ChildReady { .. }
