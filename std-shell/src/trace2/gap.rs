@@ -94,7 +94,7 @@ impl Gaps {
         line: &[u8],
     ) -> Pushed {
         let Some(g) = self.slots.get_mut(slot) else {
-            return q.push(slot, &[line], false);
+            return q.push(slot, &[line], 0, false);
         };
         let kind = kind(ev);
         if let Some(from) = g.skip_from {
@@ -110,12 +110,12 @@ impl Gaps {
         // Not inside a dropped region: a leave closes a queued enter.
         let must = kind == Kind::Leave;
         let pushed = if g.lines == 0 || g.skip_from.is_some() {
-            q.push(slot, &[line], must)
+            q.push(slot, &[line], 0, must)
         } else {
             // The marker goes inside the region a leave closes.
             let nesting = ctx.nesting + u32::from(kind == Kind::Leave);
             let (enter, leave) = marker(out, ctx, nesting, g, &mut self.enter, &mut self.leave);
-            let pushed = q.push(slot, &[enter, leave, line], must);
+            let pushed = q.push(slot, &[enter, leave, line], 2, must);
             if pushed == Pushed::Queued {
                 g.lines = 0;
                 q.gap(slot, false);

@@ -54,6 +54,8 @@ std::thread_local! {
 struct Batch {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    /// Indices (in `ends`) of the runtime's own marker lines.
+    markers: Vec<usize>,
 }
 
 impl Batch {
@@ -64,6 +66,7 @@ impl Batch {
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.markers.clear();
     }
 }
 
@@ -167,8 +170,10 @@ impl BackgroundWriter {
     /// them or none: [`Pushed::Dropped`] (nothing queued, nothing counted)
     /// when they do not fit, unless `must`, or the queue is empty (a line
     /// longer than the capacity is still taken), or the process is exiting.
+    /// The first `markers` lines are the runtime's own marks (not counted
+    /// if the destination loses them).
     #[inline]
-    pub(crate) fn push(&self, slot: usize, lines: &[&[u8]], must: bool) -> Pushed {
+    pub(crate) fn push(&self, slot: usize, lines: &[&[u8]], markers: usize, must: bool) -> Pushed {
         if FORKED.load(Ordering::Relaxed) {
             return Pushed::Closed;
         }
@@ -186,7 +191,10 @@ impl BackgroundWriter {
         if !was_empty && bounded && q.bytes.len() + len > inner.capacity {
             return Pushed::Dropped;
         }
-        for line in lines.iter().filter(|l| !l.is_empty()) {
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+            if i < markers {
+                q.markers.push(q.ends.len());
+            }
             q.bytes.extend_from_slice(line);
             q.ends.push(q.bytes.len());
         }
@@ -362,7 +370,7 @@ fn writer_loop(inner: &Inner) {
         for (dest, batch) in inner.dests.iter().zip(spares.iter_mut()) {
             if !batch.is_empty() {
                 let warning = crate::trace2::write_mark::while_writing(|| {
-                    dest.write_lines(&batch.bytes, &batch.ends)
+                    dest.write_lines(&batch.bytes, &batch.ends, &batch.markers)
                 });
                 if let Some(w) = warning {
                     crate::trace2::warning::warn(&w);
@@ -453,13 +461,13 @@ mod tests {
         let mut want = String::new();
         for i in 0..1000 {
             let line = format!("line {i}\n");
-            assert_eq!(bg.push(0, &[line.as_bytes()], false), Pushed::Queued);
+            assert_eq!(bg.push(0, &[line.as_bytes()], 0, false), Pushed::Queued);
             want.push_str(&line);
         }
         bg.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
         assert!(bg.shutdown().is_empty());
-        assert_eq!(bg.push(0, &[b"late\n"], false), Pushed::Closed);
+        assert_eq!(bg.push(0, &[b"late\n"], 0, false), Pushed::Closed);
     }
 
     #[test]
@@ -483,7 +491,7 @@ mod tests {
         let line: Vec<u8> = [b'x'; 99].iter().chain(b"\n").copied().collect();
         let mut dropped = 0;
         for _ in 0..5000 {
-            if bg.push(0, &[&line], false) == Pushed::Dropped {
+            if bg.push(0, &[&line], 0, false) == Pushed::Dropped {
                 bg.count_dropped(0, 1);
                 dropped += 1;
             }
