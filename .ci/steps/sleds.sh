@@ -3,7 +3,10 @@
 # -fxray-instrument -fnoxray-link-deps link its staticlib in place of compiler-rt's
 # runtime and their traces pass llvm-xray (custom and typed events and logged
 # arguments included); patching while threads run; programs
-# without sleds or with an unknown sled version run untraced with one message.
+# without sleds or with an unknown sled version run untraced with one message;
+# with the default buffers a program keeps at least the records compiler-rt's
+# own runtime keeps (run in a mount namespace with a TSC frequency file where
+# the machine has none: needs root, as CI runs).
 # Where a nightly toolchain is present, the Rust recipe (-Zinstrument-xray=always)
 # records every function of the example and llvm-xray names them.
 set -euo pipefail

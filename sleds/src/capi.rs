@@ -35,7 +35,8 @@ const FDR_MODE: &CStr = c"xray-fdr";
 static INIT_HOOK: extern "C" fn() = __xray_init;
 
 /// Reads `XRAY_OPTIONS` and starts the runtime (once; also run before `main`).
-/// Linking with `-Wl,-u,__xray_init` pulls the runtime into a program that calls
+/// The drop-in library (`sleds/dropin/make.sh`) is linked whole; cargo's
+/// staticlib needs `-Wl,-u,__xray_init` to be linked into a program that calls
 /// none of its functions.
 #[no_mangle]
 pub extern "C" fn __xray_init() {
@@ -229,7 +230,10 @@ pub unsafe extern "C" fn __xray_log_init_mode(mode: *const c_char, config: *cons
     };
     config.patch_premain = true; // logging is on once initialised
     match flightrec::xray::init(config) {
-        Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => LOG_INITIALIZED,
+        Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => {
+            crate::objects::report();
+            LOG_INITIALIZED
+        }
         Err(e) => {
             eprintln!("XRay: flightrec-sleds: {e}");
             LOG_UNINITIALIZED

@@ -26,12 +26,15 @@
 //! fn work() {}
 //! ```
 //!
-//! C programs link the `staticlib` (`libflightrec_sleds.a`) in place of
-//! compiler-rt's runtime; it exports compiler-rt's C API (`__xray_patch`,
+//! C programs link the drop-in `libflightrec_sleds.a` that
+//! `sleds/dropin/make.sh` makes from the `staticlib` in place of compiler-rt's
+//! runtime, with no other flag; it exports compiler-rt's C API (`__xray_patch`,
 //! `__xray_log_init_mode`, ...). See `docs/desktop-fdr.md`, "Automatic
 //! instrumentation with XRay sleds".
 //!
-//! Only x86_64 Linux executables are handled (not shared libraries' sleds).
+//! Only x86_64 Linux executables are handled: a shared library's sleds stay
+//! unpatched, and at initialisation one line names each loaded library that
+//! has some.
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 compile_error!("flightrec-sleds supports x86_64 Linux only");
@@ -41,6 +44,7 @@ mod capi;
 #[cfg_attr(not(sleds_fast_path), allow(dead_code, unused_imports))]
 mod layout;
 pub mod map;
+pub(crate) mod objects;
 mod patch;
 mod section;
 mod trampoline;
@@ -288,7 +292,10 @@ pub fn register_event_type(name: usize) -> u16 {
 /// ```
 pub fn init(config: flightrec::xray::Config) -> Result<(), Error> {
     let patch_now = config.patch_premain;
+    // The program is its own instrumentation map (`llvm-xray -m ./program`).
+    flightrec::xray::names::names_file_only_when_named();
     flightrec::xray::init(config).map_err(Error::Runtime)?;
+    objects::report();
     if patch_now {
         patch()?;
     }
@@ -364,9 +371,18 @@ fn init_from_env_once() -> Result<bool, Error> {
     }
     let patch_now = parsed.config.patch_premain;
     if parsed.selected {
-        if let Err(e) = flightrec::xray::init(parsed.config) {
-            eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
-            return Err(Error::Runtime(e));
+        // As in `init`.
+        flightrec::xray::names::names_file_only_when_named();
+        match flightrec::xray::init(parsed.config) {
+            // The program started the runtime first, through the C API from a
+            // static initialiser (compiler-rt's hook runs from
+            // `.preinit_array`, before any, and the program's call then finds
+            // it running): the runtime runs, with the program's settings.
+            Ok(()) | Err(flightrec::xray::Error::AlreadyInitialized) => objects::report(),
+            Err(e) => {
+                eprintln!("XRay: flightrec-sleds: {e}; tracing stays off");
+                return Err(Error::Runtime(e));
+            }
         }
     }
     if patch_now {

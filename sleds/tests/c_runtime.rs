@@ -50,8 +50,9 @@ fn tools() -> Option<PathBuf> {
     llvm_xray()
 }
 
-/// Builds `libflightrec_sleds.a` with the running test's profile and target
-/// directory (cargo does not build a staticlib for integration tests).
+/// Makes the drop-in `libflightrec_sleds.a` (`sleds/dropin/make.sh`) with the
+/// running test's profile and target directory (cargo does not build a
+/// staticlib for integration tests).
 fn staticlib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap();
@@ -59,25 +60,29 @@ fn staticlib() -> PathBuf {
     staticlib_in(release)
 }
 
-/// Builds `libflightrec_sleds.a`, optimised or not, in the running test's
-/// target directory.
+/// Makes the drop-in `libflightrec_sleds.a`, optimised or not, in the running
+/// test's target directory: one relocatable object that the linker takes
+/// whole, with no flag.
 fn staticlib_in(release: bool) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target_dir = exe.ancestors().nth(3).unwrap();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    let mut build = Command::new(env!("CARGO"));
-    build
-        .args(["build", "-q", "--lib", "--manifest-path"])
-        .arg(manifest)
-        .arg("--target-dir")
-        .arg(target_dir);
-    if release {
-        build.arg("--release");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dropin/make.sh");
+    let mut make = Command::new("bash");
+    make.arg(script)
+        .env("CARGO", env!("CARGO"))
+        .env("CARGO_TARGET_DIR", target_dir);
+    if !release {
+        make.arg("--debug");
     }
-    assert!(build.status().expect("cargo runs").success());
+    let out = make.output().expect("bash runs");
+    assert!(
+        out.status.success(),
+        "make.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lib = target_dir
         .join(if release { "release" } else { "debug" })
-        .join("libflightrec_sleds.a");
+        .join("dropin/libflightrec_sleds.a");
     assert!(lib.is_file(), "{}", lib.display());
     lib
 }
@@ -89,7 +94,7 @@ fn source(name: &str) -> PathBuf {
 }
 
 /// Compiles `src` into `out` with clang-14, `xray` selecting instrumentation,
-/// linked with the staticlib (pulled in whole by `-u __xray_init`).
+/// linked with the drop-in runtime and no other flag.
 fn build(src: &Path, out: &Path, xray: bool) {
     build_with(src, out, xray, &[]);
 }
@@ -110,10 +115,7 @@ fn build_against(src: &Path, out: &Path, xray: bool, flags: &[&str], lib: &Path)
             "-fnoxray-link-deps",
         ]);
     }
-    cc.arg(src)
-        .arg(lib)
-        .args(["-Wl,-u,__xray_init", "-lpthread", "-ldl", "-lm", "-o"])
-        .arg(out);
+    cc.arg(src).arg(lib).arg("-o").arg(out);
     let o = cc.output().expect("clang-14 runs");
     assert!(
         o.status.success(),
@@ -202,6 +204,10 @@ fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
     assert!(out.status.success(), "{}", stderr(&out));
     let trace = only_trace(&dir, "x-");
     let (t, p) = (trace.to_str().unwrap(), prog.to_str().unwrap());
+    // The program is its own map (`-m ./plain` below): no names file that
+    // would name nothing.
+    let names = format!("{t}{}", flightrec::xray::NAMES_SUFFIX);
+    assert!(!Path::new(&names).exists(), "{names}");
     let dump = xray_ok(&xray, &["fdr-dump", "--verify", t]);
     assert_eq!(
         dump.matches("<Function Enter: ").count(),
@@ -229,6 +235,333 @@ fn program_calling_no_xray_function_gets_entries_exits_and_tail_exits() {
     let out = run(&prog, &["500"], &opts);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(traces_in(&quiet, "x-").is_empty());
+}
+
+/// The section names of an ELF file, or of each member of an archive.
+fn section_names(file: &Path) -> String {
+    let o = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(file)
+        .output()
+        .expect("readelf runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a build system that only adds a library does (`-L DIR -lflightrec_sleds`)
+/// traces with no other flag, like the path on the command line; the program
+/// grows by at most 1.5 MB (compiler-rt's runtime: printed beside it); neither
+/// the drop-in nor the release rlib carries debug info.
+#[test]
+fn drop_in_links_by_name_with_no_flag_and_adds_at_most_1_5_mb() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("drop-in");
+    let lib = staticlib_in(true);
+    let flags = ["-O2", "-fxray-instrument", "-fxray-instruction-threshold=1"];
+    let clang = |extra: &[&str], out: &Path| {
+        let o = Command::new(CLANG)
+            .args(flags)
+            .arg(source("plain.c"))
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .expect("clang-14 runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::metadata(out).unwrap().len()
+    };
+    let libdir = lib.parent().unwrap().to_str().unwrap();
+    let ours = clang(
+        &["-fnoxray-link-deps", "-L", libdir, "-lflightrec_sleds"],
+        &dir.join("ours"),
+    );
+    let none = clang(&["-fnoxray-link-deps"], &dir.join("none"));
+    let compiler_rt = clang(&[], &dir.join("compiler-rt"));
+    let (growth, crt_growth) = (ours - none, compiler_rt - none);
+    eprintln!(
+        "program growth: flightrec-sleds {growth} B, compiler-rt {crt_growth} B (plain.c, clang-14 -O2; without a runtime {none} B)"
+    );
+    assert!(growth <= 1_500_000, "{growth} B");
+
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&dir.join("ours"), &["50"], &opts);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = only_trace(&dir, "x-");
+    let dump = xray_ok(&xray, &["fdr-dump", "--verify", trace.to_str().unwrap()]);
+    assert_eq!(
+        dump.matches("<Function Enter: ").count(),
+        150,
+        "{dump:.2000}"
+    );
+
+    assert!(
+        !section_names(&lib).contains(".debug_"),
+        "debug info in the drop-in"
+    );
+    let rlib = lib
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libflightrec_sleds.rlib");
+    let rlib_sections = section_names(&rlib);
+    assert!(rlib_sections.contains(".text"), "{rlib_sections:.2000}");
+    assert!(
+        !rlib_sections.contains(".debug_info"),
+        "debug info in {}",
+        rlib.display()
+    );
+}
+
+/// A C program (a constructor) and a C++ program (a static object's
+/// constructor) written for compiler-rt start FDR mode with
+/// `__xray_log_init_mode` and patch before the runtime's own hook runs: with
+/// `XRAY_OPTIONS` selecting `xray-fdr` too (the hook then finds the runtime
+/// running and keeps it) or not, every call of `square` is traced, from the
+/// constructor's on. (The hook used to say "already initialised; tracing
+/// stays off" and nothing was traced.)
+#[test]
+fn c_api_called_from_static_initialisers_traces_before_and_after_the_hook() {
+    let Some(xray) = tools() else { return };
+    let lib = staticlib();
+    for (src, compiler) in [("ctor.c", CLANG), ("ctor.cc", "clang++-14")] {
+        let dir = work_dir(&format!("init-order-{src}"));
+        let prog = dir.join("ctor");
+        let o = Command::new(compiler)
+            .args([
+                "-O2",
+                "-fxray-instrument",
+                "-fxray-instruction-threshold=1",
+                "-fnoxray-link-deps",
+            ])
+            .arg(source(src))
+            .arg(&lib)
+            .arg("-o")
+            .arg(&prog)
+            .output()
+            .expect("clang runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for (k, selected) in ["xray_mode=xray-fdr patch_premain=true ", ""]
+            .into_iter()
+            .enumerate()
+        {
+            let base = format!("{}/x{k}-", dir.display());
+            let opts = format!("{selected}xray_logfile_base={base}");
+            let out = run(&prog, &["10"], &opts);
+            let (stdout, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+            assert!(out.status.success(), "{src} {opts}: {err}");
+            // XRAY_LOG_INITIALIZED; 9 + the squares of 0..10.
+            assert_eq!(stdout, "init 2 sum 294\n", "{src} {opts}: {err}");
+            assert!(!err.contains("tracing stays off"), "{src} {opts}: {err}");
+            let trace = only_trace(&dir, &format!("x{k}-"));
+            let t = trace.to_str().unwrap();
+            xray_ok(&xray, &["fdr-dump", "--verify", t]);
+            // -k: the constructor's exit has no entry (it patched the sleds itself).
+            let account = xray_ok(&xray, &["account", "-k", "-m", prog.to_str().unwrap(), t]);
+            let row = account
+                .lines()
+                .find(|l| l.contains(" square"))
+                .unwrap_or_else(|| panic!("{src} {opts}: square not traced:\n{account}"));
+            // The constructor's call and main's ten.
+            assert!(row.contains(" 11 "), "{src} {opts}: {row}");
+        }
+    }
+}
+
+/// compiler-rt 14 reads the TSC frequency only from
+/// `/sys/devices/system/cpu/cpu0/tsc_freq_khz` and refuses FDR mode without it
+/// ("Unable to determine CPU frequency"); no `XRAY_OPTIONS` or
+/// `XRAY_FDR_OPTIONS` flag replaces it. Where the file is missing (many
+/// virtual machines), the program runs in a mount namespace of its own
+/// (`unshare -m`, needs root) with a tmpfs over that directory holding the
+/// file; the value only scales times, not what is kept. `None` when neither
+/// works.
+fn run_compiler_rt(prog: &Path, args: &[&str], xray_options: &str) -> Option<Output> {
+    const FREQ: &str = "/sys/devices/system/cpu/cpu0/tsc_freq_khz";
+    let mut cmd = if Path::new(FREQ).exists() {
+        Command::new(prog)
+    } else {
+        let mut c = Command::new("unshare");
+        c.args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/devices/system/cpu/cpu0 && \
+             echo 2000000 > /sys/devices/system/cpu/cpu0/tsc_freq_khz && exec \"$0\" \"$@\"",
+        ])
+        .arg(prog);
+        c
+    };
+    let out = cmd
+        .args(args)
+        .env("XRAY_OPTIONS", xray_options)
+        .env("XRAY_FDR_OPTIONS", "func_duration_threshold_us=0")
+        .output()
+        .ok()?;
+    let err = stderr(&out);
+    if !out.status.success() || err.contains("Unable to determine CPU frequency") {
+        eprintln!("compiler-rt's FDR mode did not start: {err}");
+        return None;
+    }
+    Some(out)
+}
+
+/// Function records (entries and exits) in `trace`, as llvm-xray reads them.
+fn function_records(xray: &Path, trace: &Path) -> usize {
+    xray_ok(
+        xray,
+        &["convert", "--output-format=yaml", trace.to_str().unwrap()],
+    )
+    .lines()
+    .filter(|l| l.contains("kind: function-"))
+    .count()
+}
+
+/// With the default buffers (`buffer_size`, `buffer_max`,
+/// `flightrec_thread_buffers`; no duration threshold in either runtime, so
+/// that every call is a record), a program keeps at least the records
+/// compiler-rt's defaults (100 shared buffers of 16 KiB, reused oldest first)
+/// keep in the same program: one thread making 200,000 calls, and 8 threads
+/// one after another making 15,000 calls each and exiting.
+#[test]
+fn default_buffers_keep_at_least_what_compiler_rt_keeps() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("defaults");
+    let ours = dir.join("keep");
+    build(&source("keep.c"), &ours, true);
+    let theirs = dir.join("keep-compiler-rt");
+    let o = Command::new(CLANG)
+        .args(["-O2", "-fxray-instrument", "-fxray-instruction-threshold=1"])
+        .arg(source("keep.c"))
+        .arg("-o")
+        .arg(&theirs)
+        .output()
+        .expect("clang runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, args) in [
+        ("long", &["long", "200000"][..]),
+        ("short", &["short", "8", "15000"][..]),
+    ] {
+        let opts = |who: &str| {
+            format!(
+                "xray_mode=xray-fdr patch_premain=true xray_logfile_base={}/{who}-{name}-",
+                dir.display()
+            )
+        };
+        let Some(crt) = run_compiler_rt(&theirs, args, &opts("crt")) else {
+            assert!(
+                !tools_required(),
+                "compiler-rt's FDR mode must run in CI (as root for unshare)"
+            );
+            return;
+        };
+        assert!(stderr(&crt).is_empty(), "{name}: {}", stderr(&crt));
+        let out = run(&ours, args, &opts("ours"));
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert_eq!(out.stdout, crt.stdout, "{name}");
+        let kept_crt = function_records(&xray, &only_trace(&dir, &format!("crt-{name}-")));
+        let kept = function_records(&xray, &only_trace(&dir, &format!("ours-{name}-")));
+        eprintln!("{name}: flightrec-sleds kept {kept} function records, compiler-rt {kept_crt}");
+        assert!(kept_crt > 10_000, "{name}: compiler-rt kept {kept_crt}");
+        assert!(
+            kept >= kept_crt,
+            "{name}: flightrec-sleds kept {kept} records, compiler-rt {kept_crt}"
+        );
+    }
+}
+
+/// Where the system refuses the default pool's address space (`ulimit -v`),
+/// the runtime takes fewer rings, says so in one line, and still traces.
+#[test]
+fn a_refused_reservation_gets_fewer_rings_and_says_so() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("ulimit");
+    let prog = dir.join("keep");
+    build(&source("keep.c"), &prog, true);
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -v 120000 && exec \"$0\" long 20000"])
+        .arg(&prog)
+        .env(
+            "XRAY_OPTIONS",
+            format!(
+                "xray_mode=xray-fdr patch_premain=true xray_logfile_base={}/u-",
+                dir.display()
+            ),
+        )
+        .env("XRAY_FDR_OPTIONS", "func_duration_threshold_us=0")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("thread rings")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("instead of 100: the system refused 163840000 bytes"),
+        "{err}"
+    );
+    let kept = function_records(&xray, &only_trace(&dir, "u-"));
+    assert_eq!(kept, 2 * 20_000, "every call's entry and exit: {err}");
+}
+
+/// A program that links an instrumented shared library: its own sleds are
+/// traced, and one line names the library, whose sleds stay unpatched (they
+/// were left so in silence).
+#[test]
+fn shared_library_sleds_left_unpatched_are_named_at_init() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("shared");
+    let lib = dir.join("libshared_lib.so");
+    let o = Command::new(CLANG)
+        .args([
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+        ])
+        .arg(source("shared_lib.c"))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .expect("clang-14 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let prog = dir.join("shared_main");
+    let libdir = format!("-L{}", dir.display());
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    build_with(
+        &source("shared_main.c"),
+        &prog,
+        true,
+        &[&libdir, "-lshared_lib", &rpath],
+    );
+    let opts = format!(
+        "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/x-",
+        dir.display()
+    );
+    let out = run(&prog, &[], &opts);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "41\n");
+    let line = format!(
+        "XRay: flightrec-sleds: '{}' has XRay sleds, which stay unpatched (only the executable's are patched)",
+        lib.display()
+    );
+    assert_eq!(err.lines().filter(|l| *l == line).count(), 1, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("stay unpatched")).count(),
+        1,
+        "{err}"
+    );
+    let trace = only_trace(&dir, "x-");
+    let t = trace.to_str().unwrap();
+    let account = xray_ok(&xray, &["account", "-m", prog.to_str().unwrap(), t]);
+    assert!(
+        account.lines().any(|l| l.ends_with(" local_add")),
+        "{account}"
+    );
 }
 
 /// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted

@@ -110,6 +110,12 @@ pub mod __private;
 #[doc = include_str!("../../docs/firmware-guide.md")]
 pub struct FirmwareGuide;
 
+/// The Rust blocks of `docs/desktop-guide.md`, compiled and run as doc tests
+/// (its `tracing` snippet checks that a span reached Trace2 and XRay FDR).
+#[cfg(all(doctest, unix, feature = "tracing"))]
+#[doc = include_str!("../../docs/desktop-guide.md")]
+pub struct DesktopGuide;
+
 #[cfg(feature = "trace2")]
 pub mod trace2;
 

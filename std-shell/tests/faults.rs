@@ -146,7 +146,18 @@ fn stalled_listener(test: &str, mode: &str) {
     let mut stream = acceptor.join().unwrap();
     let mut got = Vec::new();
     stream.read_to_end(&mut got).unwrap();
-    let received = got.iter().filter(|&&b| b == b'\n').count() as u64;
+    // The marks of dropped lines (region `flightrec`/`dropped`) are the
+    // runtime's own lines, in no count.
+    // Whole lines only: a line the stall cut short is counted lost.
+    let whole = got.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let received = got[..whole]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter(|l| {
+            let marker = br#""category":"flightrec","label":"dropped""#;
+            !l.windows(marker.len()).any(|w| w == marker)
+        })
+        .count() as u64;
     assert_eq!(received + n + dropped, total, "{w:?}");
     // A few waits of 300 ms, not a hang; generous for a loaded machine.
     assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
@@ -663,4 +674,247 @@ fn xray_dump_on_sigterm() {
     dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGTERM, true);
     dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGINT, true);
     dump_on_signal("xray_dump_on_sigterm", "xray_sig", libc::SIGTERM, false);
+}
+
+/// A one-thread program that faults inside a record: the payload of its
+/// custom event is a page it cannot read, so the fault comes while the runtime
+/// copies it, and the handler runs on that thread with its ring busy.
+fn fault_in_record_child() {
+    flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+    record(1000);
+    flightrec::xray::custom_event(b"the last whole event");
+    // SAFETY: a fresh anonymous mapping that nothing can read.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED);
+    // SAFETY: none; the slice points at memory that cannot be read, on purpose:
+    // the copy faults (SIGSEGV) and the process dies of it.
+    let unreadable = unsafe { std::slice::from_raw_parts(page.cast::<u8>(), 64) };
+    flightrec::xray::custom_event(unreadable);
+    unreachable!("the copy of the payload faults");
+}
+
+/// A fault inside a record writes the faulting thread's buffers up to its last
+/// complete record, with the end block and the names file: a whole trace.
+/// (The handler used to wait for the record in progress, leave the ring out,
+/// and write nothing, silently.)
+#[test]
+fn xray_fault_inside_a_record_writes_what_exists() {
+    if in_child("xray_fault_in_record", fault_in_record_child) {
+        return;
+    }
+    use flightrec::core::fdr::decoder::{verify, Decoder};
+    use flightrec::core::fdr::records::Record;
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_fault_inside_a_record_writes_what_exists",
+        "xray_fault_in_record",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 2, "{files:?}\n{err}");
+    assert_eq!(files[1], format!("{}.names", files[0]));
+    assert!(
+        err.contains(&format!(
+            "XRay: flightrec: fatal signal; trace written to '{}/{}'",
+            s.dir.display(),
+            files[0]
+        )),
+        "{err}"
+    );
+    let trace = std::fs::read(s.file(&files[0])).unwrap();
+    let summary = verify(&trace).unwrap();
+    assert_eq!(summary.function_records, 2000, "{summary:?}");
+    let events: Vec<Vec<u8>> = Decoder::new(&trace)
+        .unwrap()
+        .filter_map(|d| match d.unwrap().record {
+            Record::CustomEvent { payload, .. } => Some(payload.to_vec()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events, [b"the last whole event".to_vec()]);
+}
+
+/// A fatal signal before anything was recorded: no trace, and one line that
+/// says so and why.
+#[test]
+fn xray_fatal_signal_with_nothing_recorded_says_so() {
+    if in_child("xray_nothing_recorded", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        std::process::abort();
+    }) {
+        return;
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_fatal_signal_with_nothing_recorded_says_so",
+        "xray_nothing_recorded",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{err}");
+    assert_eq!(files_in(&s.dir, "t-"), Vec::<String>::new());
+    assert!(
+        err.contains("XRay: flightrec: fatal signal; no trace written: nothing was recorded\n"),
+        "{err}"
+    );
+}
+
+/// A flight recorder that overwrote buffers says so at exit, with the default
+/// verbosity (0).
+#[test]
+fn xray_overwritten_buffers_are_reported_at_exit_without_verbosity() {
+    if in_child("xray_overwrites", || {
+        flightrec::xray::init(
+            xray_config(&base(), Mode::FlightRecorder)
+                .buffer_max(2)
+                .thread_buffers(2)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        record(5000);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_overwritten_buffers_are_reported_at_exit_without_verbosity",
+        "xray_overwrites",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("XRay: flightrec: the trace lacks records: "))
+        .unwrap_or_else(|| panic!("no loss line: {err}"));
+    let overwritten: u64 = line
+        .strip_prefix("XRay: flightrec: the trace lacks records: ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(overwritten > 0, "{line}");
+}
+
+/// The output check at `init` gives the reason the dump would meet: under a
+/// regular file, `Not a directory` (it said `Permission denied`); in `/proc`,
+/// which takes no new file, a line too (it said nothing).
+#[test]
+fn xray_unwritable_directories_are_reported_with_the_real_reason() {
+    if in_child("xray_bad_dir", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let file = s.file("regular");
+    std::fs::write(&file, b"").unwrap();
+    for (base, dir, why) in [
+        (
+            format!("{}/t-", file.display()),
+            file.display().to_string(),
+            Some("Not a directory"),
+        ),
+        ("/proc/x-".to_owned(), "/proc".to_owned(), None),
+    ] {
+        let mut cmd = s.command(
+            "xray_unwritable_directories_are_reported_with_the_real_reason",
+            "xray_bad_dir",
+            &[],
+        );
+        cmd.env(BASE, &base);
+        let (out, _) = run_bounded(cmd);
+        assert!(out.status.success(), "{out:?}");
+        let err = stderr_of(&out);
+        let head = format!("XRay: flightrec: cannot write traces to '{dir}': ");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("{base}: {err}"));
+        if let Some(why) = why {
+            assert_eq!(line, format!("{head}{why}"));
+        }
+    }
+}
+
+/// When the disk takes a cut trace but not its names file, no names file is
+/// left (it used to be left empty beside `<trace>.incomplete`).
+#[test]
+fn xray_names_file_that_cannot_be_written_whole_is_not_left() {
+    if in_child("xray_names_cut", || {
+        // The 32-byte header and a little more; no names ELF fits.
+        limit_file_size(100);
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(100);
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let base = format!("{}/t-", s.dir.display());
+    let mut cmd = s.command(
+        "xray_names_file_that_cannot_be_written_whole_is_not_left",
+        "xray_names_cut",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let files = files_in(&s.dir, "t-");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].ends_with(".incomplete"), "{files:?}");
+    assert!(stderr_of(&out).contains("the part written is in"));
+}
+
+/// A program that calls `shutdown()` and ignores its error still tells the
+/// user: the trace could not be written, and why (the exit hook, which used to
+/// say it, then finds the runtime shut down).
+#[test]
+fn xray_shutdown_error_ignored_by_the_program_is_still_said() {
+    if in_child("xray_shutdown_ignored", || {
+        flightrec::xray::init(xray_config(&base(), Mode::FlightRecorder).build().unwrap()).unwrap();
+        record(100);
+        let _ = flightrec::xray::shutdown();
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let missing = s.file("missing");
+    let base = format!("{}/t-", missing.display());
+    let mut cmd = s.command(
+        "xray_shutdown_error_ignored_by_the_program_is_still_said",
+        "xray_shutdown_ignored",
+        &[],
+    );
+    cmd.env(BASE, &base);
+    let (out, _) = run_bounded(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let err = stderr_of(&out);
+    let cannot: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("XRay: flightrec: XRay output: cannot create"))
+        .collect();
+    assert_eq!(cannot.len(), 1, "{err}");
+    assert!(cannot[0].ends_with("No such file or directory"), "{err}");
 }

@@ -54,18 +54,32 @@ fn trace_until_killed() {
     let _t2 = flightrec::trace2::init();
     let f = FunctionId::new(1).unwrap();
     flightrec::xray::set_function_name(f, "kills::work");
+    // Workers that finished a round: READY only once each has recorded, so
+    // that a dump on SIGINT always has something to write (a loaded machine
+    // may not have run them yet when `main` gets here).
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let workers: Vec<_> = (0..4)
         .map(|t| {
             std::thread::spawn(move || {
                 let _th = flightrec::trace2::thread_start(&format!("w{t}"));
                 for i in 0u64.. {
-                    let _r = flightrec::region!("kills", "work", "round {}", i);
-                    let _g = flightrec::xray::enter_with_arg(f, i);
-                    flightrec::printf!("{t} {i} {}", "x".repeat((i % 90) as usize));
+                    {
+                        let _r = flightrec::region!("kills", "work", "round {}", i);
+                        let _g = flightrec::xray::enter_with_arg(f, i);
+                        flightrec::printf!("{t} {i} {}", "x".repeat((i % 90) as usize));
+                    }
+                    if i == 0 {
+                        STARTED.fetch_add(1, std::sync::atomic::Ordering::Release);
+                    }
                 }
             })
         })
         .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while STARTED.load(std::sync::atomic::Ordering::Acquire) < 4 {
+        assert!(std::time::Instant::now() < deadline, "workers never ran");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     println!("{READY}");
     for w in workers {
         let _ = w.join();

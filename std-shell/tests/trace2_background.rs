@@ -486,12 +486,194 @@ fn a_full_queue_drops_lines_and_reports_the_count() {
             "warning: trace2: dropped {dropped} lines for 'GIT_TRACE2': the background queue was full"
         )]
     );
+    // Each run of dropped lines is marked where it was (the normal target has
+    // no regions: a printf), the last one right before `exit`; the marks
+    // count every dropped line.
+    let marked: usize = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("flightrec: "))
+        .map(|l| {
+            let n = l
+                .strip_suffix(" lines dropped: the background queue was full")
+                .or_else(|| l.strip_suffix(" line dropped: the background queue was full"))
+                .unwrap_or_else(|| panic!("{l}"));
+            n.parse::<usize>().unwrap()
+        })
+        .sum();
+    assert_eq!(marked, dropped);
     // The queue was still full when the process exited: `exit` and `atexit`
     // waited for room instead of being dropped. The warning comes last.
     let lines: Vec<&str> = stderr.lines().collect();
     let n = lines.len();
+    assert!(
+        lines[n - 4].starts_with("flightrec: "),
+        "{:?}",
+        &lines[n - 4..]
+    );
     assert!(lines[n - 3].starts_with("exit "), "{:?}", &lines[n - 3..]);
     assert!(lines[n - 2].starts_with("atexit "), "{:?}", &lines[n - 3..]);
+}
+
+// ---- overload: whole regions dropped, and where ----
+
+const REGIONS_TEST: &str = "a_full_queue_drops_whole_regions_and_marks_where";
+const REGION_THREADS: usize = 4;
+const ROUNDS: usize = 3000;
+
+#[test]
+fn a_full_queue_drops_whole_regions_and_marks_where() {
+    if in_child(REGIONS_TEST, || {
+        // The event trace goes to stderr, a pipe the parent does not read
+        // until every worker has traced its rounds: the writer blocks and the
+        // 16 kB queue overflows while regions are open on every thread.
+        let _t2 = flightrec::trace2::Builder::new()
+            .write_mode(WriteMode::Background {
+                queue_bytes: 16 << 10,
+            })
+            .init();
+        let traced = std::sync::Arc::new(std::sync::Barrier::new(REGION_THREADS + 1));
+        let drained = std::sync::Arc::new(std::sync::Barrier::new(REGION_THREADS + 1));
+        let workers: Vec<_> = (0..REGION_THREADS)
+            .map(|t| {
+                let (traced, drained) = (traced.clone(), drained.clone());
+                std::thread::spawn(move || {
+                    let _th = flightrec::trace2::thread_start(&format!("w{t}"));
+                    for i in 0..ROUNDS {
+                        let _outer = flightrec::region!("load", "request");
+                        flightrec::data!("load", "round", "{i}");
+                        {
+                            let _inner = flightrec::region!("load", "parse");
+                            flightrec::printf!("{t} {i} parsing");
+                            let _deep = flightrec::region!("load", "lookup");
+                            flightrec::data!("load", "key", "k{i}");
+                        }
+                        flightrec::printf!("{t} {i} replied");
+                    }
+                    traced.wait();
+                    drained.wait();
+                    // The queue is empty again: this closes the thread's gap.
+                    let _last = flightrec::region!("load", "last");
+                })
+            })
+            .collect();
+        traced.wait();
+        println!("TRACED");
+        let mut go = String::new();
+        std::io::stdin().read_line(&mut go).unwrap();
+        flightrec::trace2::flush();
+        drained.wait();
+        for w in workers {
+            w.join().unwrap();
+        }
+    }) {
+        return;
+    }
+    let s = Scenario::new();
+    let mut child = s
+        .command(
+            REGIONS_TEST,
+            REGIONS_TEST,
+            &[
+                ("GIT_TRACE2_EVENT", "2"),
+                ("GIT_TRACE2_EVENT_NESTING", "10"),
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout_lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        stdout_lines.any(|l| l.unwrap() == "TRACED"),
+        "the workers finished tracing while nobody read the trace"
+    );
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        stderr_pipe.read_to_string(&mut all).unwrap();
+        all
+    });
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\n").unwrap();
+    let status = child.wait().unwrap();
+    let stderr = reader.join().unwrap();
+    assert!(status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    let evs = events(
+        &stderr
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
+    // Per thread: every leave closes the innermost open region, with its
+    // label and nesting; every line inside regions has the nesting of the
+    // regions open before it; nothing stays open.
+    let mut stacks: std::collections::HashMap<String, Vec<(String, u64)>> = Default::default();
+    let (mut enters, mut leaves, mut markers, mut marked) = (0, 0, 0, 0u64);
+    for e in &evs {
+        let thread = e["thread"].as_str().unwrap().to_string();
+        let stack = stacks.entry(thread.clone()).or_default();
+        let depth = stack.len() as u64 + 1;
+        let label = e["label"].as_str().unwrap_or("").to_string();
+        match e["event"].as_str().unwrap() {
+            "region_enter" => {
+                assert_eq!(e["nesting"], depth, "{thread}: {e}");
+                if label == "dropped" {
+                    assert_eq!(e["category"], "flightrec");
+                    let msg = e["msg"].as_str().unwrap();
+                    let n = msg
+                        .strip_suffix(" lines dropped: the background queue was full")
+                        .or_else(|| {
+                            msg.strip_suffix(" line dropped: the background queue was full")
+                        })
+                        .unwrap_or_else(|| panic!("{msg}"));
+                    marked += n.parse::<u64>().unwrap();
+                    markers += 1;
+                }
+                stack.push((label, depth));
+                enters += 1;
+            }
+            "region_leave" => {
+                let (open, nesting) = stack.pop().unwrap_or_else(|| panic!("{thread}: {e}"));
+                assert_eq!((label, e["nesting"].as_u64().unwrap()), (open, nesting));
+                leaves += 1;
+            }
+            "data" => assert_eq!(e["nesting"], depth, "{thread}: {e}"),
+            _ => {}
+        }
+    }
+    for (thread, stack) in &stacks {
+        assert!(stack.is_empty(), "{thread} left open: {stack:?}");
+    }
+    assert_eq!(enters, leaves);
+    // Lines were lost, each counted once in a marker and once in the report.
+    assert!(markers > 0, "a 16 kB queue cannot hold {ROUNDS} rounds");
+    assert_eq!(
+        warnings,
+        [format!(
+            "warning: trace2: dropped {marked} lines for 'GIT_TRACE2_EVENT': the background queue was full"
+        )]
+    );
+    // Whole regions went: fewer `request` regions than rounds, each whole.
+    let requests = |kind: &str| {
+        evs.iter()
+            .filter(|e| e["event"] == kind && e["label"] == "request")
+            .count()
+    };
+    assert!(requests("region_enter") < REGION_THREADS * ROUNDS);
+    assert_eq!(requests("region_enter"), requests("region_leave"));
+    let last = evs
+        .iter()
+        .filter(|e| e["event"] == "region_enter" && e["label"] == "last")
+        .count();
+    assert_eq!(
+        last, REGION_THREADS,
+        "every worker traced again after the drain"
+    );
 }
 
 // ---- a broken target ----

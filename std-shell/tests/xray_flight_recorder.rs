@@ -92,7 +92,10 @@ fn scenario_child() {
             println!("RECORDS_WITHOUT_RING={}", report.stats.records_without_ring);
             println!("TRACE={}", report.path.unwrap().display());
         }
-        "abort" | "segv" => {
+        "abort" | "segv" | "abort-small-altstack" => {
+            if name == "abort-small-altstack" {
+                small_alternate_stack();
+            }
             std::thread::scope(|s| {
                 for t in 0..2 {
                     s.spawn(move || workload(t, 20));
@@ -100,15 +103,120 @@ fn scenario_child() {
             });
             workload(9, 20);
             println!("LEAF={}", leaf_id_in_this_process());
-            if name == "abort" {
+            if name != "segv" {
                 std::process::abort();
             }
             // SAFETY: none; this deliberately writes through a null pointer to die
             // of SIGSEGV.
             unsafe { std::ptr::null_mut::<u64>().write_volatile(1) };
         }
+        "fork" => {
+            // Before the fork: the parent's main thread and one more thread.
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let _f = flightrec::xray::enter_with_arg(seq, 500 + i);
+                }
+            })
+            .join()
+            .unwrap();
+            for i in 0..50 {
+                let _f = flightrec::xray::enter_with_arg(seq, i);
+            }
+            // SAFETY: fork; the child only records, writes its trace and exits.
+            let child = unsafe { libc::fork() };
+            assert!(child >= 0);
+            if child == 0 {
+                for i in 1000..1010 {
+                    let _f = flightrec::xray::enter_with_arg(seq, i);
+                }
+                let report = flightrec::xray::shutdown().unwrap();
+                println!("CHILD_PID={}", std::process::id());
+                println!("CHILD_THREADS={}", report.stats.threads);
+                println!("CHILD_TRACE={}", report.path.unwrap().display());
+                // SAFETY: ends the child without running the test harness's exit.
+                unsafe { libc::_exit(0) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+            assert_eq!(status, 0);
+            for i in 50..60 {
+                let _f = flightrec::xray::enter_with_arg(seq, i);
+            }
+            let report = flightrec::xray::shutdown().unwrap();
+            println!("TRACE={}", report.path.unwrap().display());
+        }
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// Gives this thread an alternate signal stack with room for the kernel's
+/// signal frame (measured: large with AVX-512) and 1 KiB more: what a
+/// program's own `sigaltstack`, or a machine whose signal frame nearly fills
+/// the stack Rust gives each thread, leaves the handler.
+fn small_alternate_stack() {
+    let frame = signal_frame_size();
+    let size = ((frame + 1024).max(libc::MINSIGSTKSZ) + 15) & !15;
+    install_alternate_stack(size);
+    println!("ALTSTACK={size} FRAME={frame}");
+}
+
+/// Installs an alternate signal stack of `size` bytes on this thread, with a
+/// guard page below it as Rust's own (an overflow faults instead of writing
+/// over the heap); returns its top. Never freed.
+fn install_alternate_stack(size: usize) -> usize {
+    let page = 4096;
+    // SAFETY: a fresh anonymous private mapping; nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size.next_multiple_of(page) + page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED);
+    // SAFETY: the first page of the mapping just made.
+    assert_eq!(unsafe { libc::mprotect(base, page, libc::PROT_NONE) }, 0);
+    let ss = libc::stack_t {
+        // SAFETY: inside the mapping.
+        ss_sp: unsafe { base.cast::<u8>().add(page) }.cast(),
+        ss_flags: 0,
+        ss_size: size,
+    };
+    // SAFETY: `ss` describes a mapping that lives as long as the process.
+    assert_eq!(unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) }, 0);
+    base as usize + page + size
+}
+
+/// The bytes the kernel's signal frame takes on an alternate stack: the top of
+/// a roomy one minus where a handler's first local lands (`SIGUSR1` is
+/// borrowed for a moment).
+fn signal_frame_size() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static LOCAL: AtomicUsize = AtomicUsize::new(0);
+    extern "C" fn probe(_: libc::c_int) {
+        let here = 0u8;
+        LOCAL.store(std::ptr::addr_of!(here) as usize, Ordering::SeqCst);
+    }
+    let top = install_alternate_stack(256 * 1024);
+    // SAFETY: a zeroed sigaction is valid; the probe only stores an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = probe as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+            0
+        );
+        libc::raise(libc::SIGUSR1);
+        action.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+    }
+    top - LOCAL.load(Ordering::SeqCst)
 }
 
 fn run(scenario: &str, dir: &Path, fdr: &str) -> std::process::Output {
@@ -268,7 +376,51 @@ fn abort_writes_the_trace() {
     check_signal_dump("abort", libc::SIGABRT);
 }
 
+/// The handler runs on whatever alternate stack the thread has, however small
+/// (the kernel's frame plus 1 KiB here), in this debug build: the dump runs on
+/// a stack of its own, and the program still dies of its own signal.
+#[test]
+fn abort_on_a_small_alternate_stack_writes_the_trace() {
+    check_signal_dump("abort-small-altstack", libc::SIGABRT);
+}
+
 #[test]
 fn segfault_writes_the_trace() {
     check_signal_dump("segv", libc::SIGSEGV);
+}
+
+/// After `fork`, the child's trace holds only the child's records, labelled
+/// with its own process and thread ids; the parent's is unchanged by the fork.
+#[test]
+fn a_forked_child_traces_only_its_own_records_under_its_own_ids() {
+    let dir = scratch_dir("fr-fork");
+    let out = run("fork", &dir, "func_duration_threshold_us=0");
+    assert!(out.status.success(), "{out:?}");
+    let values = child_values(&out);
+    let pid: u32 = values["PID"].parse().unwrap();
+    let child_pid: u32 = values["CHILD_PID"].parse().unwrap();
+    assert_eq!(values["CHILD_THREADS"], "1");
+    let child = Path::new(&values["CHILD_TRACE"]);
+    let parent = Path::new(&values["TRACE"]);
+    assert_ne!(child, parent);
+    let Some(child_args) = seq_args(child) else {
+        return;
+    };
+    assert_eq!(child_args, [(1000..1010).collect::<Vec<u64>>()]);
+    let records = judge(child).unwrap().records;
+    assert!(records
+        .iter()
+        .all(|r| r.process == Some(child_pid) && r.thread == child_pid));
+
+    let mut parent_args = seq_args(parent).unwrap();
+    parent_args.sort();
+    assert_eq!(
+        parent_args,
+        [(0..60).collect::<Vec<u64>>(), (500..520).collect()]
+    );
+    assert!(judge(parent)
+        .unwrap()
+        .records
+        .iter()
+        .all(|r| r.process == Some(pid)));
 }

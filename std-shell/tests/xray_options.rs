@@ -22,7 +22,12 @@ fn defaults_are_compiler_rt_defaults() {
     assert_eq!(c.func_duration_threshold_us, 5);
     assert_eq!(c.grace_period_ms, 100);
     assert!(!c.no_file_flush);
-    assert_eq!(c.thread_buffers, 4);
+    assert_eq!(c.thread_buffers, 0);
+    assert_eq!(
+        c.rings(),
+        (100, 100),
+        "a ring of buffer_max buffers per thread"
+    );
     assert_eq!(c.flush_interval_ms, 10);
     assert!(c.fatal_signals);
     assert_eq!(c.cpu_ids, CpuIds::Auto);
@@ -160,7 +165,11 @@ fn bad_values_are_errors() {
         "func_duration_threshold_us",
     );
     range("", "grace_period_ms=-5", "grace_period_ms");
-    range("", "flightrec_thread_buffers=0", "flightrec_thread_buffers");
+    range(
+        "",
+        "flightrec_thread_buffers=-1",
+        "flightrec_thread_buffers",
+    );
     range(
         "",
         "buffer_max=2 flightrec_thread_buffers=3",

@@ -5,8 +5,7 @@
  * after buffer.
  *
  * Build: clang-14 -O2 -fxray-instrument -fxray-instruction-threshold=1
- *        -fnoxray-link-deps elision.c libflightrec_sleds.a -Wl,-u,__xray_init
- *        -lpthread -ldl -lm
+ *        -fnoxray-link-deps elision.c dropin/libflightrec_sleds.a
  */
 #include <stdint.h>
 #include <stdio.h>

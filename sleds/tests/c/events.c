@@ -4,8 +4,7 @@
  *
  * Build: clang-14 -O2 -fxray-instrument -fxray-instruction-threshold=1
  *        -fxray-always-emit-customevents -fxray-always-emit-typedevents
- *        -fnoxray-link-deps events.c libflightrec_sleds.a -Wl,-u,__xray_init
- *        -lpthread -ldl -lm
+ *        -fnoxray-link-deps events.c dropin/libflightrec_sleds.a
  * Run with XRAY_OPTIONS="patch_premain=true xray_mode=xray-fdr ...".
  *
  * Usage: events N. Four phases of N rounds, each round one custom event

@@ -5,8 +5,7 @@
  * lost a register or a sled patched wrongly shows in the printed result.
  *
  * Build: clang-14 -O2 -fxray-instrument -fxray-instruction-threshold=1
- *        -fnoxray-link-deps plain.c libflightrec_sleds.a -Wl,-u,__xray_init
- *        -lpthread -ldl -lm
+ *        -fnoxray-link-deps plain.c dropin/libflightrec_sleds.a
  */
 #include <stdint.h>
 #include <stdio.h>

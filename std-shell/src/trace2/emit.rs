@@ -6,9 +6,10 @@
 //! Every event of the runtime goes through [`emit_at`]; the others are its
 //! shorthands.
 
-use flightrec_core::trace2::{Event, Format, LineCtx, Micros, WallTime};
+use flightrec_core::trace2::{Event, Format, LineCtx, Micros, Target, WallTime};
 
 use super::clock;
+use super::gap::Gaps;
 use super::outputs::Output;
 use super::runtime::{Loc, Runtime};
 use super::target::Pushed;
@@ -48,7 +49,18 @@ pub(crate) fn emit_at(
     if c.tid_unsaid {
         say_thread_id(rt, c, loc);
     }
-    let ThreadCtx { state, buf, .. } = c;
+    // A region or data deeper than every target writes (the event target's
+    // nesting limit; the normal target writes neither): no clock, no format.
+    if rt
+        .outputs
+        .iter()
+        .all(|o| writes_nothing(&o.format, nesting, ev))
+    {
+        return;
+    }
+    let ThreadCtx {
+        state, buf, gaps, ..
+    } = c;
     let ctx = line_ctx(
         rt,
         state.name.as_bytes(),
@@ -58,7 +70,7 @@ pub(crate) fn emit_at(
         t_abs,
         clock::wall_now(),
     );
-    write_event(rt, buf, &ctx, ev);
+    write_event(rt, buf, gaps, &ctx, ev);
 }
 
 /// [`emit_in`] to the outputs `pick` selects.
@@ -73,7 +85,9 @@ pub(crate) fn emit_where(
         say_thread_id(rt, c, loc);
     }
     let nesting = c.state.nesting();
-    let ThreadCtx { state, buf, .. } = c;
+    let ThreadCtx {
+        state, buf, gaps, ..
+    } = c;
     let ctx = line_ctx(
         rt,
         state.name.as_bytes(),
@@ -83,7 +97,21 @@ pub(crate) fn emit_where(
         rt.now(),
         clock::wall_now(),
     );
-    write_event_where(rt, buf, &ctx, ev, pick);
+    write_event_where(rt, buf, gaps, &ctx, ev, pick);
+}
+
+/// Whether `f` surely writes nothing for `ev` at `nesting`, told without
+/// formatting: a region or data event in the normal target, or deeper than
+/// the event target's nesting limit (`false` when in doubt: the formatter
+/// decides then).
+#[inline]
+fn writes_nothing(f: &Format, nesting: u32, ev: &Event<'_>) -> bool {
+    ev.is_nesting_filtered()
+        && match f.target {
+            Target::Normal => true,
+            Target::Event => nesting > f.event_nesting,
+            Target::Perf => false,
+        }
 }
 
 /// Category and key of the `data` event that says a worker thread's OS thread
@@ -168,16 +196,24 @@ fn line_ctx<'a>(
 
 /// Formats `ev` for every open destination (normal, perf, event) into `buf`
 /// and writes each line with one `write()`, or queues it for the background
-/// writer. A destination that fails disables itself and its warning (if any)
-/// is printed once.
-fn write_event(rt: &Runtime, buf: &mut Vec<u8>, ctx: &LineCtx<'_>, ev: &Event<'_>) {
-    write_event_where(rt, buf, ctx, ev, |_| true);
+/// writer (which drops whole regions when a queue is full: see
+/// [`Gaps`]). A destination that fails disables itself and its warning (if
+/// any) is printed once.
+fn write_event(
+    rt: &Runtime,
+    buf: &mut Vec<u8>,
+    gaps: &mut Gaps,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+) {
+    write_event_where(rt, buf, gaps, ctx, ev, |_| true);
 }
 
 /// [`write_event`] for the outputs `pick` selects.
 fn write_event_where(
     rt: &Runtime,
     buf: &mut Vec<u8>,
+    gaps: &mut Gaps,
     ctx: &LineCtx<'_>,
     ev: &Event<'_>,
     pick: impl Fn(&Output) -> bool,
@@ -205,8 +241,10 @@ fn write_event_where(
             continue;
         }
         let line = &buf[..n];
-        if queue.is_some_and(|q| q.push(slot, line) != Pushed::Closed) {
-            continue;
+        if let Some(q) = queue {
+            if gaps.queue(q, slot, out, ctx, ev, line) != Pushed::Closed {
+                continue;
+            }
         }
         let warning = while_writing(|| out.dest.write_line(line));
         if let Some(w) = warning {
@@ -223,7 +261,12 @@ fn write_event_where(
 
 /// Formats one line, growing `buf` until it fits (up to [`MAX_LINE`]); 0 when
 /// the target writes nothing or the line is too long.
-fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>) -> usize {
+pub(crate) fn format_into(
+    f: &Format,
+    ctx: &LineCtx<'_>,
+    ev: &Event<'_>,
+    buf: &mut Vec<u8>,
+) -> usize {
     if buf.len() < 512 {
         buf.resize(512, 0);
     }
@@ -241,7 +284,66 @@ fn format_into(f: &Format, ctx: &LineCtx<'_>, ev: &Event<'_>, buf: &mut Vec<u8>)
 
 #[cfg(test)]
 mod tests {
-    use super::decimal;
+    use super::{decimal, format_into, writes_nothing};
+    use flightrec_core::trace2::{Event, Format, LineCtx, Msg, Target};
+
+    #[test]
+    fn what_is_skipped_unformatted_formats_to_nothing() {
+        let events = [
+            Event::RegionEnter {
+                category: Some(b"c"),
+                label: Some(b"l"),
+                msg: Some(Msg::Bytes(b"m")),
+            },
+            Event::RegionLeave {
+                t_rel: 5,
+                category: Some(b"c"),
+                label: Some(b"l"),
+                msg: None,
+            },
+            Event::Data {
+                t_rel: 1,
+                category: b"c",
+                key: b"k",
+                value: b"v",
+            },
+            Event::DataJson {
+                t_rel: 1,
+                category: b"c",
+                key: b"k",
+                value: b"1",
+            },
+            Event::Printf {
+                msg: Some(Msg::Bytes(b"p")),
+            },
+            Event::Exit { code: 0 },
+        ];
+        let mut skipped = 0;
+        let mut buf = Vec::new();
+        for target in [Target::Normal, Target::Perf, Target::Event] {
+            for brief in [false, true] {
+                let f = Format {
+                    target,
+                    brief,
+                    event_nesting: 2,
+                };
+                for ev in &events {
+                    for nesting in 1..6 {
+                        let ctx = LineCtx {
+                            nesting,
+                            ..LineCtx::new(b"sid", b"main")
+                        };
+                        let n = format_into(&f, &ctx, ev, &mut buf);
+                        if writes_nothing(&f, nesting, ev) {
+                            assert_eq!(n, 0, "{target:?} {ev:?} at {nesting}");
+                            skipped += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(skipped > 40, "{skipped}");
+    }
 
     #[test]
     fn thread_ids_in_decimal() {

@@ -84,6 +84,7 @@ pub mod config;
 mod config_param;
 mod data;
 mod emit;
+mod gap;
 mod lifecycle;
 mod message;
 mod outputs;

@@ -178,10 +178,17 @@ impl Runtime {
     /// destination lost to a failed write (after `atexit`).
     pub(crate) fn finish_background(&self) {
         if let Some(bg) = &self.background {
-            for (dest, n) in bg.shutdown() {
+            for lost in bg.shutdown() {
+                let (n, var) = (lost.lines, lost.dest.var());
+                let where_ = match lost.unmarked {
+                    0 => String::new(),
+                    1 => "; the last run, on a thread that traced no more, is not marked".into(),
+                    k => {
+                        format!("; the last runs of {k} threads that traced no more are not marked")
+                    }
+                };
                 warn(&format!(
-                    "trace2: dropped {n} lines for '{}': the background queue was full",
-                    dest.var()
+                    "trace2: dropped {n} lines for '{var}': the background queue was full{where_}"
                 ));
             }
         }

@@ -19,6 +19,7 @@ use std::mem::ManuallyDrop;
 
 use flightrec_core::trace2::{Micros, ThreadCounters, ThreadName, ThreadState, ThreadTimers};
 
+use super::gap::Gaps;
 use super::runtime::{runtime_any, Runtime};
 use super::stat_defs::{MAX_COUNTERS, MAX_TIMERS};
 
@@ -39,6 +40,8 @@ pub(crate) struct ThreadCtx {
     /// A worker whose OS thread id is still to be said (a `data` event
     /// `flightrec`/`tid` before its first event, when the XRay runtime is on).
     pub tid_unsaid: bool,
+    /// What the background writer's full queues made this thread drop.
+    pub gaps: Gaps,
 }
 
 impl ThreadCtx {
@@ -52,6 +55,7 @@ impl ThreadCtx {
             scratch: Vec::new(),
             merged: false,
             tid_unsaid: id != 0,
+            gaps: Gaps::default(),
         })
     }
 }

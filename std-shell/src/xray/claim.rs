@@ -171,8 +171,26 @@ pub(super) fn current_tid() -> i32 {
 }
 #[cfg(not(target_os = "linux"))]
 pub(super) fn current_tid() -> i32 {
+    numbered_tid()
+}
+
+/// Where the kernel gives no thread id: a number per thread, 1, 2, 3... in
+/// the order threads first ask, the same on every call of a thread (so that
+/// `flush`'s "am I the writer thread?" can match).
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+fn numbered_tid() -> i32 {
     static NEXT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
+    thread_local! {
+        static TID: Cell<i32> = const { Cell::new(0) };
+    }
+    TID.try_with(|t| {
+        if t.get() == 0 {
+            t.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    })
+    // During TLS teardown: a number no thread has.
+    .unwrap_or(0)
 }
 
 /// The calling thread's id as its FDR records carry it, while the runtime is
@@ -219,7 +237,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     };
     // `gettid` and `getpid` ids are positive, so they read back the same as `u32`.
     let writer = WriterConfig::new(current_tid() as u32)
-        .with_pid(rt.pid as u32)
+        .with_pid(rt.pid.load(Ordering::Relaxed) as u32)
         .with_threshold_ticks(rt.threshold_ticks);
     let cfg = RecorderConfig::new(writer, rt.frequency.hz.get()).with_epoch(rt.epoch, rt.epoch_tsc);
     if recycled {
@@ -228,11 +246,7 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
         if let Some(rec) = unsafe { ring.recorder() } {
             rt.retired_overwritten.fetch_add(
                 u64::from(rec.stats().buffers_overwritten)
-                    + u64::from(
-                        rec.stats()
-                            .buffers_finished
-                            .min(rt.config.thread_buffers as u32),
-                    ),
+                    + u64::from(rec.stats().buffers_finished.min(rt.pool.per_ring as u32)),
                 Ordering::Relaxed,
             );
         }
@@ -249,6 +263,13 @@ pub(crate) fn claim_ring() -> Option<&'static ThreadRing> {
     Some(ring)
 }
 
+/// In a forked child, on the one thread it has: forgets the ring this thread
+/// had in the parent, so that its next record claims one of its own.
+pub(super) fn forget_ring_after_fork() {
+    current_slot::set(None);
+    let _ = NO_RING.try_with(|n| n.set(false));
+}
+
 /// Counts a record lost to a pause or a re-entered record.
 #[cold]
 #[inline(never)]
@@ -262,6 +283,18 @@ pub(crate) fn note_paused_drop() {
 mod tests {
     use super::super::pool::Pool;
     use super::*;
+
+    #[test]
+    fn numbered_thread_ids_are_one_per_thread() {
+        let mine = numbered_tid();
+        assert_eq!(numbered_tid(), mine, "the same on every call");
+        let other = std::thread::spawn(|| (numbered_tid(), numbered_tid()))
+            .join()
+            .unwrap();
+        assert_eq!(other.0, other.1);
+        assert_ne!(other.0, mine);
+        assert!(mine > 0 && other.0 > 0);
+    }
 
     #[test]
     fn each_thread_sees_only_its_own_ring() {

@@ -166,7 +166,10 @@ pub const MAX_BUFFER_SIZE: usize = i32::MAX as usize;
 /// let cfg = Config::builder().build()?; // compiler-rt's defaults, recording from `init`
 /// assert_eq!(cfg, Config::default());
 /// assert_eq!((cfg.mode, cfg.logfile_base.as_str(), cfg.patch_premain), (Mode::FlightRecorder, "xray-log.", true));
-/// assert_eq!((cfg.buffer_size, cfg.buffer_max, cfg.thread_buffers), (16384, 100, 4));
+/// assert_eq!((cfg.buffer_size, cfg.buffer_max, cfg.thread_buffers), (16384, 100, 0));
+/// // By default every thread may keep as many buffers as compiler-rt's whole
+/// // queue, and each of up to `buffer_max` threads has a ring.
+/// assert_eq!(cfg.rings(), (100, 100));
 /// assert_eq!((cfg.func_duration_threshold_us, cfg.grace_period_ms), (5, 100));
 /// assert_eq!((cfg.fatal_signals, cfg.cpu_ids), (true, CpuIds::Auto));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -186,7 +189,11 @@ pub struct Config {
     pub buffer_size: usize,
     /// Buffers in the pool, allocated once at initialisation.
     pub buffer_max: usize,
-    /// Buffers each thread takes from the pool on its first record.
+    /// Buffers of each thread's ring, taken on the thread's first record; 0
+    /// (the default): `buffer_max` buffers per thread and a ring for each of
+    /// up to [`AUTO_RINGS_MAX`] (at most `buffer_max`) threads, so that no
+    /// thread keeps less than compiler-rt's shared queue would (see
+    /// [`Config::rings`]).
     pub thread_buffers: usize,
     /// Entry/exit pairs shorter than this many microseconds are erased.
     pub func_duration_threshold_us: u32,
@@ -206,6 +213,41 @@ pub struct Config {
     pub cpu_ids: CpuIds,
 }
 
+/// The most rings the default `flightrec_thread_buffers=0` cuts: one per
+/// thread recording at once, up to `buffer_max` of them.
+///
+/// ```
+/// use flightrec::xray::config::AUTO_RINGS_MAX;
+/// use flightrec::xray::Config;
+/// assert_eq!(AUTO_RINGS_MAX, 128);
+/// let big = Config::builder().buffer_max(1000).build()?;
+/// assert_eq!(big.rings(), (128, 1000));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const AUTO_RINGS_MAX: usize = 128;
+
+impl Config {
+    /// The pool's rings and the buffers of each: `buffer_max /
+    /// thread_buffers` rings of `thread_buffers` buffers, or with
+    /// `thread_buffers` 0 (the default) a ring of `buffer_max` buffers for
+    /// each of up to `min(buffer_max, AUTO_RINGS_MAX)` threads. The pool is
+    /// reserved at `init` and its memory committed as threads write into it:
+    /// a thread costs the buffers it filled, at most `buffer_max`.
+    ///
+    /// ```
+    /// use flightrec::xray::Config;
+    /// let cfg = Config::builder().buffer_max(64).thread_buffers(8).build()?;
+    /// assert_eq!(cfg.rings(), (8, 8));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rings(&self) -> (usize, usize) {
+        match self.thread_buffers {
+            0 => (self.buffer_max.min(AUTO_RINGS_MAX), self.buffer_max),
+            n => (self.buffer_max / n, n),
+        }
+    }
+}
+
 impl Default for Config {
     /// compiler-rt's defaults, flight-recorder mode, recording from `init`.
     fn default() -> Self {
@@ -216,7 +258,7 @@ impl Default for Config {
             verbosity: 0,
             buffer_size: 16384,
             buffer_max: 100,
-            thread_buffers: 4,
+            thread_buffers: 0,
             func_duration_threshold_us: 5,
             grace_period_ms: 100,
             no_file_flush: false,
@@ -299,9 +341,9 @@ impl Config {
         range(
             "flightrec_thread_buffers",
             self.thread_buffers,
-            1,
+            0,
             self.buffer_max,
-            "1 to buffer_max buffers",
+            "0 (buffer_max per thread) to buffer_max buffers",
         )?;
         if self.logfile_base.is_empty() || self.logfile_base.contains('\0') {
             return Err(ConfigError::BadLogfileBase(self.logfile_base.clone()));
@@ -389,7 +431,8 @@ impl Config {
             verbosity: x.verbosity,
             buffer_size: positive("buffer_size", f.buffer_size)?,
             buffer_max: positive("buffer_max", f.buffer_max)?,
-            thread_buffers: positive("flightrec_thread_buffers", f.flightrec_thread_buffers)?,
+            thread_buffers: non_negative("flightrec_thread_buffers", f.flightrec_thread_buffers)?
+                as usize,
             func_duration_threshold_us: non_negative(
                 "func_duration_threshold_us",
                 f.func_duration_threshold_us,

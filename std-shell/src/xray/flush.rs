@@ -29,14 +29,9 @@ impl Runtime {
     fn write_rings(&self, paused: &Paused<'_>, out: &mut dyn Sink) -> Option<u64> {
         let mut count = 0u64;
         let mut ok = out.put(&self.header);
-        paused.for_each_used_ring(|r| {
-            // SAFETY: under the ring's lock, recording paused, owner not busy.
-            if let Some(rec) = unsafe { r.recorder() } {
-                rec.for_each_buffer(|b| {
-                    ok &= out.put(b);
-                    count += 1;
-                });
-            }
+        for_each_whole_buffer(paused, |head, rest| {
+            ok &= out.put(head) & out.put(rest);
+            count += 1;
         });
         ok &= out.put(&self.end_block(count));
         ok.then_some(count)
@@ -55,7 +50,7 @@ impl Runtime {
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
         let end = EndBlock {
             buffers,
-            pid: self.pid,
+            pid: self.pid.load(Ordering::Relaxed),
             closed: Walltime {
                 seconds: now.tv_sec,
                 micros: (now.tv_nsec / 1000).clamp(0, 999_999) as u32,
@@ -154,18 +149,18 @@ impl Runtime {
     /// Buffers a flight-recorder dump would write now.
     fn count_buffers(&self, paused: &Paused<'_>) -> u64 {
         let mut n = 0;
-        paused.for_each_used_ring(|r| {
-            // SAFETY: as in `write_rings`.
-            if let Some(rec) = unsafe { r.recorder() } {
-                rec.for_each_buffer(|_| n += 1);
-            }
-        });
+        for_each_whole_buffer(paused, |_, _| n += 1);
         n
     }
 
     /// Streaming: publishes every ring's partial buffer.
+    /// The ring of a thread a signal stopped inside a record keeps its partial
+    /// buffer (its finished ones are drained as every ring's).
     fn flush_all(&self, paused: &Paused<'_>) {
         paused.for_each_used_ring(|r| {
+            if paused.is_interrupted(r) {
+                return;
+            }
             // SAFETY: as in `write_rings`.
             if let Some(rec) = unsafe { r.recorder() } {
                 rec.flush();
@@ -452,19 +447,26 @@ impl Runtime {
     /// What a fatal signal does: stop recording, write what there is, say where.
     /// Async-signal-safe: no allocation, no locks of the standard library.
     pub(super) fn fatal_dump(&self) {
-        if self.config.no_file_flush || self.shut_down.swap(true, Ordering::SeqCst) {
+        if self.config.no_file_flush
+            || self.forked_stream.load(Ordering::Relaxed)
+            || self.shut_down.swap(true, Ordering::SeqCst)
+        {
             return;
         }
-        let Some(paused) = self.pause(true) else {
-            return;
+        let Some(paused) = self.pause_interrupted() else {
+            return nothing_written(b"another dump did not finish within grace_period_ms");
         };
         let path = match self.config.mode {
             Mode::FlightRecorder => {
                 let Some((cpath, path)) = &self.fatal_path else {
-                    return;
+                    return nothing_written(b"the trace's path holds a NUL byte");
                 };
                 if self.count_buffers(&paused) == 0 {
-                    return;
+                    return nothing_written(if paused.left_out() > 0 {
+                        b"every thread that recorded stayed inside a record past grace_period_ms"
+                    } else {
+                        b"nothing was recorded"
+                    });
                 }
                 let path = path.as_os_str().as_encoded_bytes();
                 let file = match RawFile::create(cpath, true) {
@@ -518,6 +520,64 @@ impl Runtime {
     }
 }
 
+/// Calls `f` with every buffer a flight-recorder dump writes, in one or two
+/// parts (`f(head, rest)`, written one after the other): each readable
+/// thread's buffers, oldest first. Of the ring whose owner a signal stopped
+/// inside a record, a buffer that ends in a record cut short is written up to
+/// its last complete record, under a BufferExtents record that counts what
+/// is kept (`head`); one that does not start with a BufferExtents record
+/// followed by whole records is left out. Async-signal-safe.
+fn for_each_whole_buffer(paused: &Paused<'_>, mut f: impl FnMut(&[u8], &[u8])) {
+    paused.for_each_used_ring(|r| {
+        let cut = paused.is_interrupted(r);
+        // SAFETY: under the ring's lock, recording paused, owner not busy, or
+        // (`cut`) the owner is the caller, stopped by a signal, which does not
+        // go on with its record before the caller returns.
+        if let Some(rec) = unsafe { r.recorder() } {
+            rec.for_each_buffer(|b| {
+                if !cut {
+                    return f(&[], b);
+                }
+                let whole = whole_records(b);
+                if whole == b.len() {
+                    return f(&[], b);
+                }
+                let mut extents = [0u8; 16];
+                if let Some((EXTENTS_LEN, kept)) =
+                    whole.checked_sub(EXTENTS_LEN).and_then(|after| {
+                        Record::BufferExtents { size: after as u64 }
+                            .encode(Version::V5, &mut extents)
+                            .ok()
+                            .zip(b.get(EXTENTS_LEN..whole))
+                    })
+                {
+                    if matches!(
+                        Record::parse(Version::V5, b),
+                        Ok((Record::BufferExtents { .. }, EXTENTS_LEN))
+                    ) {
+                        f(&extents, kept);
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The size of a BufferExtents record, the first of a version-5 buffer.
+const EXTENTS_LEN: usize = 16;
+
+/// How many bytes at the start of `buffer` are whole records.
+fn whole_records(buffer: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some(rest) = buffer.get(at..).filter(|r| !r.is_empty()) {
+        match Record::parse(Version::V5, rest) {
+            Ok((_, len)) if len > 0 => at += len,
+            _ => break,
+        }
+    }
+    at
+}
+
 /// The records a user recorded in an FDR buffer: function records and events,
 /// not the runtime's own loss markers. Stops at the first record that does not
 /// parse (a buffer's unused tail).
@@ -536,6 +596,16 @@ fn records_in(buffer: &[u8]) -> u64 {
         at += len;
     }
     n
+}
+
+/// The line a fatal-signal dump prints when it writes no trace, and why.
+/// Async-signal-safe.
+fn nothing_written(why: &[u8]) {
+    output::stderr_raw(&[
+        b"XRay: flightrec: fatal signal; no trace written: ",
+        why,
+        b"\n",
+    ]);
 }
 
 /// The line a fatal-signal dump prints when it cannot write `path`.
@@ -559,16 +629,28 @@ fn fatal_failed(path: &[u8], errno: i32, renamed: bool) {
 
 /// The names file of the current names at `path`, written whole (the
 /// `errno` of a failure). Async-signal-safe.
+///
+/// No file when the runtime was told the program is its own map and no
+/// function has a name (`names::names_file_only_when_named`).
 pub(super) fn write_names_file(path: &CStr) -> Result<(), i32> {
+    if !names::names_file_wanted() {
+        return Ok(());
+    }
     let file = RawFile::create(path, false)?;
     let mut sink = FdSink::new(&file);
     let ok = names::write_names_elf(&mut sink, names::max_named_id());
-    sink.flush()?;
-    if ok {
-        Ok(())
-    } else {
-        Err(libc::EIO)
+    let result = match sink.flush() {
+        Err(e) => Err(e),
+        Ok(()) if ok => Ok(()),
+        Ok(()) => Err(libc::EIO),
+    };
+    if result.is_err() {
+        // A names file cut short (a full disk) would pass for a whole one, or
+        // be empty: none at all.
+        // SAFETY: a NUL-terminated path; unlink is async-signal-safe.
+        unsafe { libc::unlink(path.as_ptr()) };
     }
+    result
 }
 
 /// Streaming: the writer thread, once it runs.
@@ -620,7 +702,10 @@ pub(super) fn writer_loop(rt: &'static Runtime) {
 /// See [`super::dump`].
 pub(crate) fn dump() -> Result<Option<PathBuf>, Error> {
     let rt = runtime().ok_or(Error::NotInitialized)?;
-    if rt.config.no_file_flush || STATE.load(Ordering::Acquire) == FINISHED {
+    if rt.config.no_file_flush
+        || rt.forked_stream.load(Ordering::Relaxed)
+        || STATE.load(Ordering::Acquire) == FINISHED
+    {
         return Ok(None);
     }
     match rt.config.mode {

@@ -14,6 +14,7 @@ use flightrec_core::fdr::HeaderFlags;
 use super::clock;
 use super::config::{Config, Mode};
 use super::flush::{write_names_file, writer_loop};
+use super::names;
 use super::output::{self, incomplete_path, names_path, reason, RawFile};
 use super::pool::Pool;
 use super::runtime::{install, runtime, Runtime, Stats};
@@ -34,6 +35,35 @@ fn now_walltime() -> Walltime {
     }
 }
 
+/// The pool `config` asks for. The default layout (`thread_buffers` 0)
+/// reserves far more address space than a program fills; where the system
+/// refuses it (`ulimit -v`), half as many rings are tried, down to one ring
+/// of `buffer_max` buffers (compiler-rt's whole pool), and one line says so.
+fn reserve_pool(config: &Config, buffer_size: usize) -> Result<Pool, Error> {
+    let (wanted, per_ring) = config.rings();
+    let mut rings = wanted;
+    loop {
+        match Pool::new(rings, per_ring, buffer_size) {
+            Ok(pool) => {
+                if rings < wanted {
+                    eprintln!(
+                        "XRay: flightrec: {rings} thread rings of {per_ring} buffers instead of {wanted}: \
+                         the system refused {} bytes; more threads than that record nothing, counted at exit",
+                        wanted.saturating_mul(per_ring * buffer_size)
+                    );
+                }
+                return Ok(pool);
+            }
+            Err(()) if config.thread_buffers == 0 && rings > 1 => rings /= 2,
+            Err(()) => {
+                return Err(Error::OutOfMemory(
+                    rings.saturating_mul(per_ring * buffer_size),
+                ))
+            }
+        }
+    }
+}
+
 /// Initialises the runtime with `config`. See [`super::init`].
 pub(crate) fn init(config: Config) -> Result<(), Error> {
     config.validate().map_err(Error::Config)?;
@@ -44,9 +74,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     let frequency = clock::measure_frequency();
     let cpu_ids = clock::select_cpu_ids(config.cpu_ids);
     let buffer_size = config.buffer_size & !7;
-    let rings = config.buffer_max / config.thread_buffers;
-    let pool = Pool::new(rings, config.thread_buffers, buffer_size)
-        .map_err(|()| Error::OutOfMemory(config.buffer_max * buffer_size))?;
+    let pool = reserve_pool(&config, buffer_size)?;
     let policy = match config.mode {
         Mode::FlightRecorder => Policy::FlightRecorder,
         Mode::Streaming => Policy::Streaming,
@@ -130,7 +158,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
             "XRay: flightrec FDR {} mode, {} thread rings of {} x {} bytes, clock {} Hz ({:?}), CPU ids {}",
             rt.config.mode.name(),
             rt.pool.rings.len(),
-            rt.config.thread_buffers,
+            rt.pool.per_ring,
             buffer_size,
             rt.frequency.hz,
             rt.frequency.source,
@@ -155,6 +183,7 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
+    super::fork::register();
     if rt.config.fatal_signals || rt.config.dump_on_signal {
         signal::install(
             on_fatal_signal,
@@ -178,38 +207,47 @@ pub(crate) fn init(config: Config) -> Result<(), Error> {
 extern "C" fn at_exit() {
     // Unwinding out of an `extern "C"` function aborts; nothing here panics, but a
     // panic must not turn a normal exit into an abort.
-    let _ = std::panic::catch_unwind(|| match shutdown() {
-        Ok(_) | Err(Error::NotInitialized | Error::AlreadyShutDown) => {}
-        // A streaming trace that failed said so when it failed.
-        Err(_) if runtime().is_some_and(|rt| rt.broken.load(Ordering::Relaxed)) => {}
-        Err(e) => {
-            // Not eprintln!: a closed stderr must not panic here.
-            let _ = writeln!(std::io::stderr().lock(), "XRay: flightrec: {e}");
-        }
-    });
+    // `shutdown` says what went wrong itself.
+    let _ = std::panic::catch_unwind(shutdown);
 }
 
 /// A flight recorder writes its trace at exit, on demand or from a signal
 /// handler: say at once when its directory cannot take a file, rather than
-/// only when the trace is lost.
+/// only when the trace is lost. The test is the real one: the trace's reserved
+/// name is created (exclusively) and removed again, so the reason is the one
+/// the dump would meet (`Not a directory` under a regular file, a file system
+/// such as `/proc` that takes no new file), not a guess from permission bits.
 fn check_writable_dir(trace: &Path) {
     let dir = match trace.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let Some(c) = output::c_path(dir) else {
+    let Some(c) = output::c_path(trace) else {
         return;
     };
-    // SAFETY: a NUL-terminated path; access only reads it.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-        let e = output::last_errno();
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "XRay: flightrec: cannot write traces to '{}': {}",
-            dir.display(),
-            reason(e)
-        );
+    // SAFETY: a NUL-terminated path; the descriptor is closed at once.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: the descriptor just opened and the file just created.
+        unsafe {
+            libc::close(fd);
+            libc::unlink(c.as_ptr());
+        }
+        return;
     }
+    let e = output::last_errno();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "XRay: flightrec: cannot write traces to '{}': {}",
+        dir.display(),
+        reason(e)
+    );
 }
 
 /// What a fatal signal does (registered with the signal handler by `init`).
@@ -236,17 +274,43 @@ fn on_fatal_signal() {
 pub struct Report {
     /// The trace file, if one was written.
     pub path: Option<PathBuf>,
-    /// Its names file.
+    /// Its names file (none for a program traced through XRay sleds whose
+    /// functions have no names: the program is its own map).
     pub names_path: Option<PathBuf>,
     /// Final counters.
     pub stats: Stats,
 }
 
-/// See [`super::shutdown`].
+/// See [`super::shutdown`]. A trace that could not be written is also said on
+/// stderr, since a program may not look at the result (and the exit hook then
+/// finds the runtime shut down).
 pub(crate) fn shutdown() -> Result<Report, Error> {
+    let result = finish();
+    match &result {
+        Ok(_) | Err(Error::NotInitialized | Error::AlreadyShutDown) => {}
+        // A streaming trace that failed said so when it failed.
+        Err(_) if runtime().is_some_and(|rt| rt.broken.load(Ordering::Relaxed)) => {}
+        Err(e) => {
+            // Not eprintln!: a closed stderr must not panic here.
+            let _ = writeln!(std::io::stderr().lock(), "XRay: flightrec: {e}");
+        }
+    }
+    result
+}
+
+/// The work of [`shutdown`].
+fn finish() -> Result<Report, Error> {
     let rt = runtime().ok_or(Error::NotInitialized)?;
     if rt.shut_down.swap(true, Ordering::SeqCst) {
         return Err(Error::AlreadyShutDown);
+    }
+    if let Some(note) = rt.forked_stream_note() {
+        let _ = writeln!(std::io::stderr().lock(), "{note}");
+        return Ok(Report {
+            path: None,
+            names_path: None,
+            stats: Stats::default(),
+        });
     }
     let path = if rt.config.no_file_flush {
         let paused = rt.pause(true);
@@ -277,13 +341,29 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
     };
     STATE.store(FINISHED, Ordering::SeqCst);
     let stats = rt.stats();
+    if rt.config.verbosity == 0 && (stats.records_dropped > 0 || stats.buffers_overwritten > 0) {
+        // What the trace lacks is said whatever the verbosity (compiler-rt
+        // says nothing); `verbosity=1` gives the whole summary below.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "XRay: flightrec: the trace lacks records: {} buffers overwritten by newer ones, {} records dropped ({} of threads without a ring); flightrec_thread_buffers and buffer_max keep more",
+            stats.buffers_overwritten,
+            stats.records_dropped,
+            stats.records_without_ring
+        );
+    }
     if rt.config.verbosity >= 1 {
         match &path {
-            Some(p) => eprintln!(
+            Some(p) if names::names_file_wanted() => eprintln!(
                 "XRay: flightrec: wrote '{}' ({} buffers); names in '{}'",
                 p.display(),
                 stats.buffers_written,
                 names_path(p).display()
+            ),
+            Some(p) => eprintln!(
+                "XRay: flightrec: wrote '{}' ({} buffers)",
+                p.display(),
+                stats.buffers_written
             ),
             None => {
                 eprintln!("XRay: flightrec: no trace written (nothing recorded or no_file_flush)")
@@ -300,7 +380,11 @@ pub(crate) fn shutdown() -> Result<Report, Error> {
         );
     }
     Ok(Report {
-        names_path: path.as_deref().map(names_path),
+        // See `write_names_file`.
+        names_path: path
+            .as_deref()
+            .filter(|_| names::names_file_wanted())
+            .map(names_path),
         path,
         stats,
     })

@@ -38,6 +38,7 @@ mod claim;
 pub mod clock;
 pub mod config;
 mod flush;
+mod fork;
 mod lifecycle;
 pub mod names;
 pub mod options;

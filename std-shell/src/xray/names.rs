@@ -16,7 +16,7 @@
 //! assert_eq!(function_name(id.get()), Some("parse_config"));
 //! ```
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use flightrec_core::fdr::FunctionId;
@@ -101,6 +101,22 @@ pub fn function_name(id: u32) -> Option<&'static str> {
 /// ```
 pub fn max_named_id() -> u32 {
     MAX_ID.load(Ordering::Acquire)
+}
+
+/// Whether a trace gets a names file when no function has a name.
+static UNNAMED_NAMES_FILE: AtomicBool = AtomicBool::new(true);
+
+/// For a runtime whose program is its own instrumentation map (XRay sleds:
+/// `llvm-xray account -m ./program`): from now on a trace gets a names file
+/// only when some function has a name, instead of one that names nothing.
+#[doc(hidden)]
+pub fn names_file_only_when_named() {
+    UNNAMED_NAMES_FILE.store(false, Ordering::Relaxed);
+}
+
+/// Whether the names file is written now.
+pub(crate) fn names_file_wanted() -> bool {
+    UNNAMED_NAMES_FILE.load(Ordering::Relaxed) || names_stored() > 0
 }
 
 /// How many names were stored so far: a writer that saw the same count has

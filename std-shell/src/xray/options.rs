@@ -362,8 +362,9 @@ flag_set! {
         /// demand and on a fatal signal) or `streaming` (a thread writes buffers as
         /// they fill).
         flightrec_mode: String = "flight-recorder",
-        /// flightrec: buffers each thread takes from the pool.
-        flightrec_thread_buffers: i32 = 4,
+        /// flightrec: buffers of each thread's ring; 0: `buffer_max`, with a
+        /// ring for each of up to `buffer_max` threads (at most 128).
+        flightrec_thread_buffers: i32 = 0,
         /// flightrec: streaming mode writes finished buffers this often.
         flightrec_flush_interval_ms: i32 = 10,
         /// flightrec: write the trace when the process dies of SIGSEGV, SIGBUS,

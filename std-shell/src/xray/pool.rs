@@ -1,9 +1,11 @@
 //! The process-wide buffer pool and the thread rings cut from it.
 //!
-//! At initialisation the runtime allocates `buffer_max` buffers of `buffer_size`
-//! bytes in one block and cuts them into `buffer_max / thread_buffers` rings of
-//! `thread_buffers` buffers each (a core [`Ring`]). A thread takes a ring on its
-//! first record and keeps it until it exits. Nothing is allocated afterwards.
+//! At initialisation the runtime reserves the rings' buffers of `buffer_size`
+//! bytes in one zeroed block (see `Config::rings` for how many) and cuts it into
+//! rings (each a core [`Ring`]). A thread takes a ring on its first record and
+//! keeps it until it exits. Nothing is allocated afterwards; the block's pages
+//! are committed by the system as threads first write into them, so a ring
+//! costs what its thread filled.
 //!
 //! A ring is in one of three states:
 //!
@@ -181,6 +183,8 @@ impl ThreadRing {
 /// All rings, cut from one allocation.
 pub(crate) struct Pool {
     pub(crate) rings: Box<[ThreadRing]>,
+    /// Buffers of each ring.
+    pub(crate) per_ring: usize,
     /// Rings never handed out start at this index.
     next_fresh: std::sync::atomic::AtomicUsize,
 }
@@ -193,10 +197,7 @@ impl Pool {
             .checked_mul(per_ring)
             .and_then(|b| b.checked_mul(buffer_size))
             .ok_or(())?;
-        let mut storage: Vec<u8> = Vec::new();
-        storage.try_reserve_exact(bytes).map_err(|_| ())?;
-        storage.resize(bytes, 0);
-        let storage: &'static mut [u8] = Box::leak(storage.into_boxed_slice());
+        let storage = zeroed_block(bytes)?;
         let slots: &'static [Slot] = Box::leak(
             (0..rings * per_ring)
                 .map(|_| Slot::NEW)
@@ -211,6 +212,7 @@ impl Pool {
             .collect();
         Ok(Self {
             rings,
+            per_ring,
             next_fresh: std::sync::atomic::AtomicUsize::new(0),
         })
     }
@@ -262,6 +264,25 @@ impl Pool {
         }
         None
     }
+}
+
+/// A leaked zeroed block of `bytes` bytes, aligned to 8. The allocator takes
+/// a block this large straight from the system, whose pages read as zero and
+/// are only committed when first written: a pool sized for the worst case
+/// costs what the threads record.
+fn zeroed_block(bytes: usize) -> Result<&'static mut [u8], ()> {
+    if bytes == 0 {
+        return Ok(&mut []);
+    }
+    let layout = std::alloc::Layout::from_size_align(bytes, 8).map_err(|_| ())?;
+    // SAFETY: `layout` has a non-zero size; a null result is handled.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(());
+    }
+    // SAFETY: `p` points to `bytes` zeroed bytes owned by nobody else, never
+    // freed (the pool lives as long as the process).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, bytes) })
 }
 
 #[cfg(test)]

@@ -84,7 +84,11 @@ pub(crate) struct Runtime {
     pub(crate) frequency: Frequency,
     pub(super) pool: Pool,
     pub(super) policy: Policy,
-    pub(super) pid: i32,
+    /// The process id in the records (a forked child's own, see `fork`).
+    pub(super) pid: AtomicI32,
+    /// Streaming, in a forked child: the trace belongs to the parent, and the
+    /// child records nothing (`fork`).
+    pub(super) forked_stream: AtomicBool,
     pub(super) threshold_ticks: u64,
     pub(super) epoch: Walltime,
     pub(super) epoch_tsc: u64,
@@ -152,7 +156,8 @@ impl Runtime {
             frequency,
             pool,
             policy,
-            pid: std::process::id() as i32,
+            pid: AtomicI32::new(std::process::id() as i32),
+            forked_stream: AtomicBool::new(false),
             threshold_ticks: 0,
             epoch: Walltime::default(),
             epoch_tsc: 0,
@@ -194,7 +199,18 @@ impl Runtime {
     /// Async-signal-safe.
     pub(super) fn pause(&self, finish: bool) -> Option<Paused<'_>> {
         self.pause_protocol
-            .pause(&self.pool.rings, self.grace(), finish)
+            .pause(&self.pool.rings, self.grace(), finish, None)
+    }
+
+    /// The pause protocol run by a signal handler on the thread it interrupted,
+    /// whose own ring is not waited for. Async-signal-safe.
+    pub(super) fn pause_interrupted(&self) -> Option<Paused<'_>> {
+        self.pause_protocol.pause(
+            &self.pool.rings,
+            self.grace(),
+            true,
+            Some(super::claim::current_tid()),
+        )
     }
 
     /// The counters. Exact once recording is paused or finished.

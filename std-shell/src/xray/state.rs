@@ -22,6 +22,12 @@
 //! again and records only if it is still `RECORDING`. With the barrier of step 2
 //! this is Dekker's protocol: either the thread sees the pause, or the reader sees
 //! `busy`. A ring still busy after the grace period is left unread.
+//!
+//! A fatal signal's reader runs on the thread the signal interrupted, which may
+//! itself be inside a record: its own ring's `busy` never clears while it
+//! waits. That ring is not waited for; it is read as the interrupted thread
+//! left it, and its writer keeps only buffers that hold whole records
+//! (`Paused::is_interrupted`).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -111,14 +117,24 @@ impl PauseProtocol {
         }
     }
 
+    /// In a forked child: the parent thread that was reading, if any, does not
+    /// exist there.
+    pub(crate) fn reset_after_fork(&self) {
+        self.reader.store(false, Ordering::Release);
+        let _ = STATE.compare_exchange(PAUSED, RECORDING, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
     /// Runs the pause protocol over `rings`, waiting at most `grace` for other
     /// readers and for busy owners. `finish` ends recording for good. `None` when
     /// another reader did not finish within the grace period. Async-signal-safe.
+    /// `interrupted` is the calling thread's id when the caller is a signal
+    /// handler: that thread's ring, if it is inside a record, is not waited for.
     pub(crate) fn pause<'a>(
         &'a self,
         rings: &'a [ThreadRing],
         grace: Duration,
         finish: bool,
+        interrupted: Option<i32>,
     ) -> Option<Paused<'a>> {
         let deadline = Instant::now() + grace;
         while self
@@ -140,19 +156,34 @@ impl PauseProtocol {
         };
         heavy_barrier(self.membarrier);
         let deadline = Instant::now() + grace;
-        for r in rings {
+        let mut cut = None;
+        let mut left_out = 0;
+        for (i, r) in rings.iter().enumerate() {
             let mut busy = r.busy.load(Ordering::Acquire);
+            if busy
+                && interrupted.is_some_and(|tid| tid == r.tid.load(Ordering::Relaxed))
+                && r.state.load(Ordering::Acquire) == LIVE
+            {
+                // The caller's own ring, stopped inside a record: it stays
+                // as it is while the caller reads it.
+                cut = Some(i);
+                r.unreadable.store(false, Ordering::Relaxed);
+                continue;
+            }
             while busy && Instant::now() < deadline {
                 std::hint::spin_loop();
                 busy = r.busy.load(Ordering::Acquire);
             }
             r.unreadable.store(busy, Ordering::Relaxed);
+            left_out += usize::from(busy);
         }
         Some(Paused {
             protocol: self,
             rings,
             grace,
             restore,
+            cut,
+            left_out,
         })
     }
 }
@@ -164,9 +195,27 @@ pub(crate) struct Paused<'a> {
     rings: &'a [ThreadRing],
     grace: Duration,
     restore: u8,
+    /// The index of the interrupted caller's own ring, stopped inside a record.
+    cut: Option<usize>,
+    /// Rings left unread: their owners stayed inside a record past the grace
+    /// period.
+    left_out: usize,
 }
 
 impl Paused<'_> {
+    /// Whether `ring` is the interrupted caller's own, stopped inside a record:
+    /// its last buffer may end in a record cut short.
+    pub(crate) fn is_interrupted(&self, ring: &ThreadRing) -> bool {
+        self.cut
+            .and_then(|i| self.rings.get(i))
+            .is_some_and(|r| std::ptr::eq(r, ring))
+    }
+
+    /// Rings left unread because their owners stayed inside a record.
+    pub(crate) fn left_out(&self) -> usize {
+        self.left_out
+    }
+
     /// Calls `f` with each readable ring that has an owner or an exited owner, under
     /// its lock.
     pub(crate) fn for_each_used_ring(&self, mut f: impl FnMut(&ThreadRing)) {

@@ -13,8 +13,13 @@
 //! empty spares (a double buffer: no allocation once both have grown) and
 //! writes them without holding the lock.
 //!
-//! A full queue drops the line and counts it; [`BackgroundWriter::shutdown`]
-//! reports the counts once. Nothing here blocks on I/O except
+//! A full queue refuses the lines and counts them; the caller
+//! (`trace2::gap`) drops whole regions and marks where, and
+//! [`BackgroundWriter::shutdown`] reports the counts once. A caller may push
+//! past the capacity (`must`): the `region_leave` of a region whose enter is
+//! queued, with the marker of the lines dropped inside it. That overshoot is
+//! bounded by the regions open when the queue filled up (an enter is only
+//! taken below the capacity), so the queue stays bounded. Nothing here blocks on I/O except
 //! [`BackgroundWriter::flush`] and [`BackgroundWriter::shutdown`], which wait
 //! for the writer on purpose.
 //!
@@ -22,7 +27,7 @@
 //! async-signal-safe): the runtime writes a `signal` event directly.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -49,6 +54,8 @@ std::thread_local! {
 struct Batch {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    /// Indices (in `ends`) of the runtime's own marker lines.
+    markers: Vec<usize>,
 }
 
 impl Batch {
@@ -59,6 +66,7 @@ impl Batch {
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.markers.clear();
     }
 }
 
@@ -66,8 +74,6 @@ impl Batch {
 struct State {
     /// The queues being filled, one per destination.
     queues: Vec<Batch>,
-    /// Lines dropped per destination because its queue was full.
-    dropped: Vec<u64>,
     /// Lines accepted so far, and how many of them the writer has finished.
     queued: u64,
     written: u64,
@@ -88,6 +94,12 @@ struct State {
 struct Inner {
     dests: Vec<Arc<Destination>>,
     capacity: usize,
+    /// Lines dropped per destination because its queue was full (counted
+    /// without the lock: a thread dropping a whole region counts each line).
+    dropped: Vec<AtomicU64>,
+    /// Runs of dropped lines per destination whose marker is not written
+    /// yet (a thread that traced nothing after its gap).
+    unmarked: Vec<AtomicU64>,
     state: Mutex<State>,
     /// The writer waits here for lines, flushes and the stop.
     work: Condvar,
@@ -108,7 +120,7 @@ impl Inner {
 pub(crate) enum Pushed {
     /// Queued for the writer.
     Queued,
-    /// The queue was full: dropped and counted.
+    /// The queue was full: nothing was queued (the caller counts the loss).
     Dropped,
     /// No writer takes lines any more (shut down, or this is a forked
     /// child): the caller writes the line itself.
@@ -131,9 +143,10 @@ impl BackgroundWriter {
         let inner = Arc::new(Inner {
             dests,
             capacity: capacity.max(1),
+            dropped: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            unmarked: (0..n).map(|_| AtomicU64::new(0)).collect(),
             state: Mutex::new(State {
                 queues: (0..n).map(|_| Batch::default()).collect(),
-                dropped: vec![0; n],
                 queued: 0,
                 written: 0,
                 writer_waiting: false,
@@ -153,9 +166,14 @@ impl BackgroundWriter {
         })
     }
 
-    /// Appends one complete line to the queue of destination `slot`.
+    /// Appends complete `lines` to the queue of destination `slot`, all of
+    /// them or none: [`Pushed::Dropped`] (nothing queued, nothing counted)
+    /// when they do not fit, unless `must`, or the queue is empty (a line
+    /// longer than the capacity is still taken), or the process is exiting.
+    /// The first `markers` lines are the runtime's own marks (not counted
+    /// if the destination loses them).
     #[inline]
-    pub(crate) fn push(&self, slot: usize, line: &[u8]) -> Pushed {
+    pub(crate) fn push(&self, slot: usize, lines: &[&[u8]], markers: usize, must: bool) -> Pushed {
         if FORKED.load(Ordering::Relaxed) {
             return Pushed::Closed;
         }
@@ -164,19 +182,22 @@ impl BackgroundWriter {
         if st.stop || st.writer_done {
             return Pushed::Closed;
         }
-        let bounded = !st.keep_all;
+        let bounded = !st.keep_all && !must;
         let Some(q) = st.queues.get_mut(slot) else {
             return Pushed::Closed;
         };
         let was_empty = q.is_empty();
-        if !was_empty && bounded && q.bytes.len() + line.len() > inner.capacity {
-            if let Some(d) = st.dropped.get_mut(slot) {
-                *d += 1;
-            }
+        let len: usize = lines.iter().map(|l| l.len()).sum();
+        if !was_empty && bounded && q.bytes.len() + len > inner.capacity {
             return Pushed::Dropped;
         }
-        q.bytes.extend_from_slice(line);
-        q.ends.push(q.bytes.len());
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+            if i < markers {
+                q.markers.push(q.ends.len());
+            }
+            q.bytes.extend_from_slice(line);
+            q.ends.push(q.bytes.len());
+        }
         let half_full = q.bytes.len() >= inner.capacity / 2;
         st.queued += 1;
         let wake = st.writer_waiting && (was_empty || half_full);
@@ -189,6 +210,27 @@ impl BackgroundWriter {
             inner.work.notify_one();
         }
         Pushed::Queued
+    }
+
+    /// Counts `n` lines of destination `slot` as dropped.
+    #[inline]
+    pub(crate) fn count_dropped(&self, slot: usize, n: u64) {
+        if let Some(d) = self.inner.dropped.get(slot) {
+            d.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// A run of dropped lines of destination `slot` began (`opened`) or
+    /// its marker was written.
+    #[inline]
+    pub(crate) fn gap(&self, slot: usize, opened: bool) {
+        if let Some(u) = self.inner.unmarked.get(slot) {
+            if opened {
+                u.fetch_add(1, Ordering::Relaxed);
+            } else {
+                u.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Waits until every line queued before this call is written (or the
@@ -223,10 +265,11 @@ impl BackgroundWriter {
         self.inner.lock().keep_all = true;
     }
 
-    /// Writes what is queued, ends the writer thread and returns the lines
-    /// dropped per destination (each destination's count once: a second
-    /// call returns zeros). Lines pushed afterwards are [`Pushed::Closed`].
-    pub(crate) fn shutdown(&self) -> Vec<(Arc<Destination>, u64)> {
+    /// Writes what is queued, ends the writer thread and returns, per
+    /// destination that lost lines, the lines dropped and the runs of them
+    /// left without a marker (each destination's counts once: a second call
+    /// returns nothing). Lines pushed afterwards are [`Pushed::Closed`].
+    pub(crate) fn shutdown(&self) -> Vec<Lost> {
         if FORKED.load(Ordering::Relaxed) || IS_WRITER.with(|w| w.get()) {
             return Vec::new();
         }
@@ -240,22 +283,43 @@ impl BackgroundWriter {
         if let Some(h) = handle {
             let _ = h.join();
         }
-        let mut st = self.inner.lock();
-        let counts = std::mem::take(&mut st.dropped);
-        self.inner
+        let inner = &*self.inner;
+        inner
             .dests
             .iter()
-            .cloned()
-            .zip(counts)
-            .filter(|(_, n)| *n > 0)
+            .zip(inner.dropped.iter().zip(&inner.unmarked))
+            .filter_map(|(dest, (d, u))| {
+                let lines = d.swap(0, Ordering::Relaxed);
+                let unmarked = u.swap(0, Ordering::Relaxed);
+                (lines > 0).then(|| Lost {
+                    dest: Arc::clone(dest),
+                    lines,
+                    unmarked,
+                })
+            })
             .collect()
     }
 
     /// Lines dropped so far per destination slot.
     #[cfg(test)]
     fn dropped(&self) -> Vec<u64> {
-        self.inner.lock().dropped.clone()
+        self.inner
+            .dropped
+            .iter()
+            .map(|d| d.load(Ordering::Relaxed))
+            .collect()
     }
+}
+
+/// What one destination lost to a full queue (see
+/// [`BackgroundWriter::shutdown`]).
+#[derive(Debug)]
+pub(crate) struct Lost {
+    pub dest: Arc<Destination>,
+    /// Lines dropped.
+    pub lines: u64,
+    /// Runs of dropped lines whose marker was never written.
+    pub unmarked: u64,
 }
 
 impl Drop for BackgroundWriter {
@@ -306,7 +370,7 @@ fn writer_loop(inner: &Inner) {
         for (dest, batch) in inner.dests.iter().zip(spares.iter_mut()) {
             if !batch.is_empty() {
                 let warning = crate::trace2::write_mark::while_writing(|| {
-                    dest.write_lines(&batch.bytes, &batch.ends)
+                    dest.write_lines(&batch.bytes, &batch.ends, &batch.markers)
                 });
                 if let Some(w) = warning {
                     crate::trace2::warning::warn(&w);
@@ -397,13 +461,13 @@ mod tests {
         let mut want = String::new();
         for i in 0..1000 {
             let line = format!("line {i}\n");
-            assert_eq!(bg.push(0, line.as_bytes()), Pushed::Queued);
+            assert_eq!(bg.push(0, &[line.as_bytes()], 0, false), Pushed::Queued);
             want.push_str(&line);
         }
         bg.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
         assert!(bg.shutdown().is_empty());
-        assert_eq!(bg.push(0, b"late\n"), Pushed::Closed);
+        assert_eq!(bg.push(0, &[b"late\n"], 0, false), Pushed::Closed);
     }
 
     #[test]
@@ -427,7 +491,8 @@ mod tests {
         let line: Vec<u8> = [b'x'; 99].iter().chain(b"\n").copied().collect();
         let mut dropped = 0;
         for _ in 0..5000 {
-            if bg.push(0, &line) == Pushed::Dropped {
+            if bg.push(0, &[&line], 0, false) == Pushed::Dropped {
+                bg.count_dropped(0, 1);
                 dropped += 1;
             }
         }
@@ -441,7 +506,7 @@ mod tests {
         });
         let counts = bg.shutdown();
         assert_eq!(counts.len(), 1);
-        assert_eq!(counts[0].1, dropped);
+        assert_eq!((counts[0].lines, counts[0].unmarked), (dropped, 0));
         assert!(bg.shutdown().is_empty(), "the count is reported once");
         drop(counts);
         drop(bg); // closes the write end: the reader sees the end

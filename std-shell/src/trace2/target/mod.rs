@@ -489,10 +489,22 @@ impl Destination {
     /// the offsets in `ends`) with as few `write()`s as keep every line
     /// whole: one for an `O_APPEND` file or a stream, chunks of at most
     /// `PIPE_BUF` bytes for a pipe, one datagram per line for a `SOCK_DGRAM`
-    /// socket. Fails as [`Self::write_line`] does.
-    pub(crate) fn write_lines(&self, bytes: &[u8], ends: &[usize]) -> Option<String> {
+    /// socket. Fails as [`Self::write_line`] does. The lines whose indices
+    /// are in `markers` (ascending) are the runtime's own (the marks of
+    /// lines the background queue dropped): not counted when lost, so that
+    /// the count is of the program's lines.
+    pub(crate) fn write_lines(
+        &self,
+        bytes: &[u8],
+        ends: &[usize],
+        markers: &[usize],
+    ) -> Option<String> {
+        let program_lines_from = |first: usize| {
+            let own = markers.len() - markers.partition_point(|&m| m < first);
+            (ends.len().saturating_sub(first)).saturating_sub(own) as u64
+        };
         if !self.is_enabled() {
-            self.count_lost(ends.len() as u64);
+            self.count_lost(program_lines_from(0));
             return None;
         }
         let limit = self.sink.batch_limit();
@@ -516,7 +528,7 @@ impl Destination {
                 if written > 0 && last_end != Some(&pos) {
                     self.cut.store(true, Ordering::Relaxed);
                 }
-                self.count_lost((ends.len() - whole) as u64);
+                self.count_lost(program_lines_from(whole));
                 return self.fail(&e);
             }
             start = end;

@@ -39,10 +39,16 @@ pub const DEFAULT_QUEUE_BYTES: usize = 1 << 20;
 /// background thread writes the queued lines in batches, as few `write()`s as
 /// keep every line whole (see the desktop guide). What it trades:
 ///
-/// * When the queue is full, lines are dropped, never waited for; the number
-///   dropped is reported once per destination when the process exits
-///   (`warning: trace2: dropped <n> lines for '<VAR>': the background queue
-///   was full`).
+/// * When the queue is full, lines are dropped, never waited for, and whole
+///   regions at a time: a `region_enter` that does not fit drops the thread's
+///   lines up to its `region_leave`, and the leave of a region whose enter
+///   was queued is always queued, so every thread's regions stay balanced.
+///   Where lines went missing, the thread's next line is preceded by a region
+///   `flightrec`/`dropped` spanning the gap, whose `region_enter` says
+///   `<n> lines dropped: the background queue was full` (a `printf` in the
+///   normal target). The number dropped is reported once per destination when the
+///   process exits (`warning: trace2: dropped <n> lines for '<VAR>': the
+///   background queue was full`).
 /// * The queue is written out before `exit`/`atexit` finish (return from
 ///   `main`, `std::process::exit`, [`exit`](crate::trace2::exit), a panic),
 ///   before `child_start` lets a child run, before `exec`, and by
