@@ -17,7 +17,7 @@
 //! with a compare-and-swap where the target has one and with a load and a store
 //! on single-core targets without it (thumbv6m) or with the feature
 //! `unsafe-assume-single-core`, by which the program promises it runs on one
-//! core (about 8 fewer Cortex-M4 cycles a record): if a source maps two contexts
+//! core (no load-exclusive loop on the record path): if a source maps two contexts
 //! that preempt each other to one recorder, or a record is made while the
 //! recorder is in use (an instrumented clock), the second record is refused and
 //! counted instead of corrupting the ring.
@@ -401,11 +401,10 @@ impl Slot {
     /// a core without compare-and-swap (thumbv6m: Thumb-1's eight low
     /// registers) the word is loaded again rather than `ready` kept in a
     /// register across the record: kept, it cost a spill of the record's word
-    /// and the pairing of the record's two stores (2 Cortex-M0 cycles a record
-    /// more). The word is still this execution's BUSY: an execution that
+    /// and the pairing of the record's two stores. The word is still this execution's BUSY: an execution that
     /// preempted it since the claim found BUSY and left the slot alone. Where
-    /// the core has compare-and-swap, the load cost 4 Cortex-M4 cycles, so
-    /// `ready` stays in its register.
+    /// the core has compare-and-swap, registers are not short and the load
+    /// would only cost, so `ready` stays in its register.
     #[inline(always)]
     fn release_after_record(&self, ready: u32) {
         let ready = if cfg!(target_has_atomic = "32") {
@@ -695,8 +694,7 @@ where
     fn record_low_word(&'static self, context: Context, low: u32) -> Result<(), Lost> {
         // Thread mode's word as a constant where the context source's own test
         // said thread mode (`CortexMContexts`): its path then builds no word
-        // from a context that the handlers' path shares (2 Cortex-M0 cycles, 1
-        // on the M4).
+        // from a context that the handlers' path shares.
         const _: () = assert!(word(Context::THREAD_MODE, READY) == READY);
         let ready = if context == Context::THREAD_MODE {
             READY
@@ -790,8 +788,7 @@ where
     /// A record whose slot this execution claimed and whose buffer has no
     /// room for it ([`Tried::Full`]): the buffer switch at the time the record
     /// path read, given by its low word `raw` (`Recorder::function_word_full`),
-    /// then the slot's release. No second clock reading or room test (about
-    /// 20 Cortex-M0 cycles a switch), and one word for the time: the record
+    /// then the slot's release. No second clock reading or room test, and one word for the time: the record
     /// path holds no more registers for it.
     ///
     /// # Safety

@@ -43,13 +43,13 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// first of a buffer, whose delta from the preamble's clock is 0), or the
     /// records from where the loops stop near a block's end (the room for two
     /// longest varints) up to the one that ends the block or runs past it.
-    /// Record by record, back through [`compact_to`](super::compact::compact_to) each time, a block's end
-    /// took about three rounds of 200 Cortex-M4 cycles. Thumb-2 and wider cores
+    /// Record by record, back through
+    /// [`compact_to`](super::compact::compact_to) each time, a block's end would
+    /// take several rounds of the frame's token loop. Thumb-2 and wider cores
     /// stuff the varints with the block's end and the check in registers.
     /// ARMv6-M takes one record, `push`ed, as the trait's default does: a loop
-    /// of `push`ed records measured 148 bytes more flash on thumbv6m for 1.4
-    /// Cortex-M0 cycles a record less on the example's row and 0.9 more on the
-    /// one-byte rows; stuffed in line, 496 bytes more.
+    /// of `push`ed records, or the varints stuffed in line, cost it more flash
+    /// than they save time.
     #[inline(never)]
     fn functions_one_by_one(&mut self, records: &[u8]) -> usize {
         if !BY_WORDS {
@@ -62,20 +62,18 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
     /// through the stuffing loop (either byte of the mask may be 0), then its
     /// non-zero bytes, which need no stuffing, each checked and stored as it is
     /// found, the block's end in a register. No copy of the packed record. In
-    /// line at its one call, in the frame's token loop: out of line it cost a
-    /// frame of registers saved and restored per metadata record (0.6
-    /// Cortex-M4 and 0.5 Cortex-M0 cycles a function record on the DMA row;
-    /// 24 bytes less flash on thumbv6m, 36 more on thumbv7m).
+    /// line at its one call, in the frame's token loop: out of line it would
+    /// save and restore a frame of registers per metadata record.
     #[inline(always)]
     fn packed_metadata(&mut self, record: &[u8; META]) {
         let mask = packed_mask(record, BY_WORDS);
         let [lo, hi, ..] = mask.to_le_bytes();
         if BY_WORDS {
-            // In line: 2.5 Cortex-M4 cycles a function record less than `push`.
+            // In line, rather than through `push`'s loop and tests.
             let (mut w, mut crc) = (self.w, self.crc);
             // The first byte has bit 0 set: not 0. Either byte of the mask may
-            // be (written out: over an array of the two, 20 more Cortex-M4
-            // cycles a record).
+            // be (written out: a loop over an array of the two is not
+            // unrolled and keeps them in memory).
             crc.byte(record[0]);
             w = self.put_nonzero(w, record[0]);
             crc.byte(lo);
@@ -192,8 +190,8 @@ impl<W: Write> Stuffer<'_, W> {
     /// that starts 4-byte aligned (buffers do; only an event payload whose
     /// length is not a multiple of 4 shifts what follows), one instruction a
     /// word on a core without unaligned access too; 0 for an unaligned run, which
-    /// then goes a record at a time the byte-wise way. A second copy of the loop
-    /// for unaligned runs was 350 bytes of flash on thumbv6m.
+    /// then goes a record at a time the byte-wise way: a second copy of the loop
+    /// for unaligned runs would cost flash for a rare case.
     #[inline(always)]
     pub(super) fn aligned_functions(&mut self, records: &[u8]) -> usize {
         // SAFETY: every bit pattern is a `u32`, so viewing the aligned middle of
@@ -242,7 +240,7 @@ impl<W: Write> Stuffer<'_, W> {
                 for (word, delta) in records.by_ref() {
                     // A word that is even and 2..=126 and a delta of 1..=127
                     // (`word_of_one_byte`, `delta_of_one_byte`, written out: the
-                    // negated calls made other Cortex-M0 code, 3 % slower).
+                    // negated calls make slower Cortex-M0 code).
                     if at > LAST_RECORD_AT
                         || word.wrapping_sub(2).rotate_right(1) > 62
                         || delta.wrapping_sub(1) >= 0x7F
@@ -280,9 +278,8 @@ impl<W: Write> Stuffer<'_, W> {
 /// Whether [`Stuffer::function_run`] takes each common shape of function record
 /// in a loop of its own ([`run_by_shape`]) or only records of one-byte varints.
 /// ARMv6-M takes the second (told apart as for [`BY_WORDS`]): its eight low
-/// registers hold no more loops than one, and the shape loops measured more
-/// Cortex-M0 cycles on three of the bench's four link rows and 556 bytes more
-/// flash on thumbv6m.
+/// registers hold no more loops than one: the shape loops are slower there on
+/// most of the bench's link rows, and larger.
 pub(super) const BY_SHAPE: bool = BY_WORDS;
 
 /// The last place in a block where a function record's two varints (of up to
@@ -300,9 +297,8 @@ pub(super) const LAST_RECORD_AT: usize = MAX_RUN - 2 * VARINT_MAX;
 ///
 /// Two-byte words are the common case (a function id of 8 to 1 023, most of a
 /// firmware's), one- and two-byte deltas both (gaps below and above 128
-/// ticks). The bench's link rows on the Cortex-M4, against the one-byte loop:
-/// the QEMU example's records 85.2 -> 70.7 cycles a record, two-byte words and
-/// deltas 100.9 -> 76.6, one-byte varints 53.7 -> 53.8.
+/// ticks): a run of those goes straight rather than through the general
+/// record (the bench's link rows measure it, `docs/performance.md`).
 #[inline(always)]
 pub(super) fn run_by_shape(
     block: &mut [u8; WINDOW],
@@ -311,7 +307,7 @@ pub(super) fn run_by_shape(
     records: &mut impl Iterator<Item = (u32, u32)>,
 ) -> (usize, crc::Crc32c, bool) {
     // The block's place and the check as locals, returned at the end: through
-    // references they cost 1 to 2 Cortex-M4 cycles a record more.
+    // references they would be loaded and stored on every record.
     let stopped = 'run: {
         let Some((mut word, mut delta)) = records.next() else {
             break 'run false;
@@ -323,8 +319,7 @@ pub(super) fn run_by_shape(
             // Each shape's loop stores the record it starts with, then takes the
             // next while it has the same shape and room. Their bytes are written
             // out: through a helper that loops over a shape's bytes, which
-            // opt-level "s" does not unroll, the Cortex-M4 link rows took 70 to
-            // 95 % more cycles.
+            // opt-level "s" does not unroll, the link rows are much slower.
             if word_of_one_byte(word) && delta_of_one_byte(delta) {
                 loop {
                     block[at % WINDOW] = word as u8;

@@ -13,8 +13,8 @@ use super::trace2::Put;
 
 /// Whether a packed metadata record is made from the record's words (loaded in
 /// one instruction each where the core loads unaligned words) or its bytes (on
-/// cores without, where assembling the words from bytes measured 370 more bytes
-/// of flash on thumbv6m than the byte loops). ARMv6-M is told apart by what
+/// cores without, where assembling the words from bytes takes more flash than
+/// the byte loops). ARMv6-M is told apart by what
 /// stable `cfg` shows of it: no 32-bit compare-and-swap (it has neither that
 /// nor unaligned loads; ARMv7-M has both). Both ways make the same bytes
 /// (`tests::packed_by_words_and_by_bytes_agree`).
@@ -74,8 +74,7 @@ impl<'w, W: Write> Stuffer<'w, W> {
 
     /// A frame into `out` that starts with `head` (after a leading delimiter if
     /// `lead`): its seven bytes stuffed from the empty frame, where no block can
-    /// fill up and none is gathered yet, so without `push`'s tests (about 100
-    /// Cortex-M4 cycles a frame less).
+    /// fill up and none is gathered yet, so without `push`'s tests.
     #[inline(always)]
     pub(super) fn with_head(
         sink: &'w mut W,
@@ -85,8 +84,8 @@ impl<'w, W: Write> Stuffer<'w, W> {
     ) -> Self {
         let mut frame = Self::new(sink, out, lead);
         if !BY_WORDS {
-            // ARMv6-M: through `push`, in 64 bytes less flash on thumbv6m (1.1
-            // Cortex-M0 cycles a record more on the example's row).
+            // ARMv6-M: through `push`, whose one copy costs less flash than
+            // a second loop (and a little time a frame).
             frame.push(&head.to_bytes());
             return frame;
         }
@@ -171,9 +170,8 @@ impl<'w, W: Write> Stuffer<'w, W> {
         let crc = self.crc.finish().to_le_bytes();
         if BY_WORDS && self.w + crc.len() - self.code_at < 255 {
             // Room for the four: no block fills up, so only a zero of theirs
-            // ends one (without `push`'s tests and check: about 50 Cortex-M4
-            // cycles a frame less). ARMv6-M takes `push`: 80 bytes less flash
-            // on thumbv6m, 1.3 Cortex-M0 cycles a record more.
+            // ends one (without `push`'s tests and check). ARMv6-M takes
+            // `push`, for less flash at a little time a frame.
             let mut w = self.w;
             for b in crc {
                 w = if b == 0 {

@@ -205,8 +205,7 @@ pub struct LinkWriter<W> {
     frames_sent: u32,
     frames_failed: u32,
     /// Where a frame is stuffed before it goes to the sink. Kept here, not made
-    /// for each frame: a new one would be zeroed every time (385 bytes, about 5
-    /// Cortex-M4 cycles per function record sent), and the stuffer writes every
+    /// for each frame: a new one would be zeroed every time, and the stuffer writes every
     /// byte it sends before it sends it, so what an earlier frame left is never read.
     out: [u8; OUT],
 }

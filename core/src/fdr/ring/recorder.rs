@@ -220,7 +220,7 @@ pub struct Recorder<'r, 'a> {
     /// the writer is on one of the ring's buffers (`BufferWriter::restarts_on`),
     /// the wall time has started, no loss waits for its marker, every slot holds
     /// a preamble and the ring is not broken. One test on the switch where these
-    /// were five (about 25 Cortex-M4 cycles). `acquire` sets it after the
+    /// were five. `acquire` sets it after the
     /// writer's `start`; whatever can make a part false clears it (a drop, a
     /// loss counted from outside, a detach). A false one only sends the switch
     /// the slow way, which the loss marker's buffer takes anyway.
@@ -250,7 +250,7 @@ pub(super) fn seconds_fit_a_word(seconds: i64) -> bool {
 /// The WalltimeMarker of the buffer after one with `w` (see
 /// `Recorder::next_walltime`): both fields one up, the micros below 10^6.
 /// The seconds wrap rather than saturate: a recorder never starts 2^63
-/// buffers, and the saturating add's test cost 3 Cortex-M4 cycles a switch.
+/// buffers, and the saturating add's test would be paid on every switch.
 #[inline(always)]
 pub(super) fn walltime_after(w: Walltime) -> Walltime {
     Walltime {
@@ -620,8 +620,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
     /// `micros = k mod 10^6`, where `S` is the real wall-clock second of the first
     /// buffer. Both fields then increase together and every reader keeps the order.
     /// Counted up from the previous buffer's, so that a buffer switch divides
-    /// nothing (a 64-bit division is a library call of about 60 instructions on a
-    /// Cortex-M0).
+    /// nothing (a 64-bit division is a library call on a Cortex-M0).
     pub(super) fn next_walltime(&mut self, tsc: u64) -> Walltime {
         self.walltime = if self.walltime.micros == WALLTIME_NOT_STARTED {
             Walltime {
@@ -714,7 +713,7 @@ impl<'r, 'a> Recorder<'r, 'a> {
                 // current one hold no finished buffer: their length is 0
                 // (`Recorder::new`), and the loop below skips them. (A flag for
                 // "the sequence number has wrapped", set on every buffer
-                // switch, cost 17 of the straight switch's Cortex-M0 cycles.)
+                // switch, would weigh on the straight switch.)
                 let kept = if self.writer.is_detached() { n } else { n - 1 };
                 self.seq.wrapping_sub(kept)
             }

@@ -150,8 +150,8 @@ impl<'r> Recorder<'r, '_> {
 
     /// [`overwrite_slot`](Self::overwrite_slot) on the straight switch, where
     /// a flight recorder's next slot always holds a finished buffer, so it is
-    /// counted without a test of its length (the test, a load and a branch, and
-    /// the registers around it cost about 15 Cortex-M0 cycles a switch). Why it
+    /// counted without a test of its length (a load, a branch and the registers
+    /// around them on every switch). Why it
     /// always does: the straight switch needs `prepared == N`, so this recorder
     /// has taken every slot once, in turn, and buffer `seq + 1 - N` in the next
     /// slot was published since (`seq` only moves on with a publish, which stores a
@@ -187,8 +187,8 @@ impl<'r> Recorder<'r, '_> {
         }
         // A record comes here when its buffer has no room for it; a buffer
         // without events has room for its first NewCPUId and record
-        // (`min_buffer_len`), so this one has events. (Tested here, it cost
-        // 12 Cortex-M0 cycles a switch.)
+        // (`min_buffer_len`), so this one has events: asserted, not tested,
+        // since the switch would pay for the test every time.
         debug_assert!(self.writer.has_events());
         // The buffer has events: published, and `seq` and `slot` advance.
         // SAFETY: `straight_switch` includes `restarts_on` with the ring's
@@ -202,7 +202,7 @@ impl<'r> Recorder<'r, '_> {
         // fit a word (`straight_switch`), so they are stepped in their low
         // word and the WalltimeMarker's words are built from it alone (on
         // thumbv6m a 64-bit step and the high word's shifts held five more
-        // values across the restart, about 25 cycles a switch). When the next
+        // values across the restart). When the next
         // but one's would not fit, that one switches the slow way (in the year
         // 2106 of a Unix epoch): tested here, where the seconds are loaded
         // anyway, rather than with the flag.
@@ -238,10 +238,9 @@ impl<'r> Recorder<'r, '_> {
     ///
     /// The marker is written from this small frame, not from
     /// [`take_buffer`](Self::take_buffer)'s: the preamble's 64-bit work (the
-    /// first buffer's wall-clock second) takes 128 bytes of stack on thumbv6m,
-    /// and the marker with its decimal count 144; one on top of the other, they
-    /// were the deepest way of a record (`benches/cortex-m/stack.py`: 488 bytes
-    /// on the QEMU example's thumbv6m build, 424 now).
+    /// first buffer's wall-clock second) and the marker with its decimal count
+    /// each take a large frame on thumbv6m; one on top of the other, they would
+    /// be the deepest way of a record (`benches/cortex-m/stack.py` bounds it).
     #[inline(never)]
     pub(super) fn acquire(&mut self, ts: Timestamp) -> bool {
         if !self.take_buffer(ts) {
@@ -304,8 +303,8 @@ impl<'r> Recorder<'r, '_> {
 
     /// Hands the current buffer, finished with `len` bytes, to the consumer:
     /// its slot's length, `seq` and `slot` on, `head` released. In line: the
-    /// straight switch's call (with the writer's finish, a call of its own)
-    /// cost about 30 of its 345 Cortex-M4 cycles.
+    /// straight switch would otherwise make a call here besides the writer's
+    /// finish, with the registers it saves and restores.
     #[inline(always)]
     pub(super) fn publish_finished(&mut self, len: usize, policy: Policy) {
         // SAFETY: the recorder's `slot` (`slot_at`).

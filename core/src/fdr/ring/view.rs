@@ -90,7 +90,7 @@ impl<'r> RingView<'r> {
     }
 
     /// Slot `index`, without a bounds test: the buffer switch's, where `get`'s
-    /// test and the length it compares with cost a few Cortex-M0 cycles.
+    /// test and the length it compares with would cost on every switch.
     ///
     /// # Safety
     /// `index < N`: a recorder's or a consumer's `slot` (0 at first, then from

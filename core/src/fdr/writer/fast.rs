@@ -31,8 +31,8 @@ impl<'b> BufferWriter<'b> {
     }
 
     /// [`refresh_epoch`](Self::refresh_epoch) where [`SPLIT`], out of line: every
-    /// slow path that moves the time calls it (about 500 B of flash on thumbv6m
-    /// inlined).
+    /// slow path that moves the time calls it, and one copy of it is less
+    /// flash than one in each.
     #[inline(never)]
     pub(super) fn refresh_epoch_split(&mut self) {
         self.epoch = epoch_of(self.latest_cpu, self.latest_tsc);
@@ -136,8 +136,7 @@ impl<'b> BufferWriter<'b> {
                 // else to do first (no new high word, no elision, which make it
                 // 0): the record that finds its buffer full, the common way
                 // here. Said here, without the call and frame of the slow path
-                // that would find it out (about 40 Cortex-M4 cycles of the
-                // recorder's switch).
+                // that would find it out, on every switch of a recorder.
                 if fast_end != 0 {
                     return Err(Full);
                 }
@@ -179,7 +178,7 @@ impl<'b> BufferWriter<'b> {
     /// The time of a record that [`try_function_word`](Self::try_function_word)
     /// found [`Tried::Full`], from its low word: the record path then passes
     /// the switch one word, not the time's two and its CPU (on Thumb, two more
-    /// registers held through the record path: 7 Cortex-M4 cycles a record).
+    /// registers held through the whole record path).
     /// `Full` says that the reading was on the last record's CPU, and less than
     /// 2^32 ticks after its time: on 32-bit targets on `epoch`, the last
     /// record's high word, on CPU 0.

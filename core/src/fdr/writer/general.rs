@@ -121,9 +121,8 @@ impl BufferWriter<'_> {
     ///
     /// The hot path of every record, so it writes through a raw pointer after its
     /// one room test: the slice bounds checks this replaces (the record's and the
-    /// extents') cost 8 to 9 of the about 40 instructions of a record (callgrind,
-    /// `fdr_pair` in the instructions bench: 79 instructions per pair before, 62
-    /// after).
+    /// extents') are a large share of a record's instructions (the instructions
+    /// bench's `fdr_pair` measures it).
     #[inline(always)]
     pub(super) fn put_word(&mut self, word: u64, tsc: u64) -> Result<(), Full> {
         let pos = self.pos();

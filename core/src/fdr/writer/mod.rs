@@ -645,7 +645,7 @@ impl<'b> BufferWriter<'b> {
 
 /// Stores `b` in `d`; on bare metal (`target_os = "none"`) as a volatile store,
 /// which keeps LLVM from making a loop of them a `memcpy` call: that would link
-/// compiler-builtins' `memcpy` (594 B on thumbv6m) into firmware that has no
+/// compiler-builtins' `memcpy` into firmware that has no
 /// other use for it, for the copies of a payload or of a loss marker's text,
 /// which are short and rare. Elsewhere the C library's `memcpy` is there anyway.
 #[inline(always)]

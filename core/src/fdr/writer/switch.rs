@@ -17,8 +17,8 @@ impl<'b> BufferWriter<'b> {
     /// [`finish`](Self::finish) is always exact.
     ///
     /// A recorder starts each buffer this way: building a new writer and moving
-    /// it over the old one stored and copied every field twice (about 60 of the
-    /// Cortex-M4's 460 cycles of a buffer switch). On error nothing changed.
+    /// it over the old one would store and copy every field twice. On error
+    /// nothing changed.
     pub(crate) fn start(
         &mut self,
         buf: &'b mut [u8],
@@ -157,8 +157,8 @@ impl<'b> BufferWriter<'b> {
             preamble + META + FUNC
         };
         self.fast_end = self.limit_addr();
-        // `refresh_epoch` in line: a call cost about 30 of the switch's cycles
-        // on a Cortex-M4, and the new time and end are in registers here.
+        // `refresh_epoch` in line: a call would spill what the switch holds,
+        // and the new time and end are in registers here.
         if SPLIT && !on_epoch {
             self.epoch = epoch_of(u32::from(ts.cpu), ts.tsc);
         }
