@@ -276,7 +276,7 @@ const fn word(context: Context, state: u32) -> u32 {
 // `repr(C)`, the word first: the record path reaches the word and the recorder's
 // fields from one base register.
 #[repr(C)]
-struct Slot {
+struct RecorderSlot {
     /// `FREE`, or the context and `INSTALLING`, `READY` or `BUSY`.
     word: AtomicU32,
     /// Written once while `INSTALLING`; used by whoever moved the word from
@@ -284,9 +284,9 @@ struct Slot {
     recorder: UnsafeCell<MaybeUninit<Recorder<'static, 'static>>>,
 }
 
-impl Slot {
+impl RecorderSlot {
     #[allow(clippy::declare_interior_mutable_const)] // the point: a fresh slot per use
-    const NEW: Slot = Slot {
+    const NEW: RecorderSlot = RecorderSlot {
         word: AtomicU32::new(FREE),
         recorder: UnsafeCell::new(MaybeUninit::uninit()),
     };
@@ -512,7 +512,7 @@ impl LossCounter {
 pub struct ContextRecorders<const N: usize, S, C> {
     source: S,
     clock: C,
-    slots: [Slot; N],
+    slots: [RecorderSlot; N],
     /// 1 while an install is under way.
     installing: AtomicU32,
     unrouted: LossCounter,
@@ -520,7 +520,7 @@ pub struct ContextRecorders<const N: usize, S, C> {
 }
 
 // SAFETY: a slot's recorder is used only by the execution that moved its word from
-// READY to BUSY (see `Slot::with`) or, once, by `install` while the word is
+// READY to BUSY (see `RecorderSlot::with`) or, once, by `install` while the word is
 // INSTALLING; everything else is atomics, the source (`Sync`) and the clock (`Sync`).
 unsafe impl<const N: usize, S: Sync, C: Sync> Sync for ContextRecorders<N, S, C> {}
 
@@ -552,7 +552,7 @@ where
         Self {
             source,
             clock,
-            slots: [Slot::NEW; N],
+            slots: [RecorderSlot::NEW; N],
             installing: AtomicU32::new(0),
             unrouted: LossCounter::new(),
             refused: LossCounter::new(),
@@ -754,8 +754,7 @@ where
     #[inline(never)]
     fn no_ready_slot(&self, context: Context) -> Lost {
         let (ready, busy) = (word(context, READY), word(context, BUSY));
-        let ours =
-            |slot: &Slot| matches!(slot.word.load(Ordering::Relaxed), w if w == busy || w == ready);
+        let ours = |slot: &RecorderSlot| matches!(slot.word.load(Ordering::Relaxed), w if w == busy || w == ready);
         if self.slots.iter().any(ours) {
             self.refuse()
         } else {
@@ -776,7 +775,7 @@ where
     /// This execution claimed `slot` and has not released it.
     #[cold]
     #[inline(never)]
-    unsafe fn record_claimed(&'static self, slot: &Slot, low: u32) -> Result<(), Lost> {
+    unsafe fn record_claimed(&'static self, slot: &RecorderSlot, low: u32) -> Result<(), Lost> {
         let ready = slot.claimed_ready();
         let mut clock = self.clock;
         // SAFETY: the caller claimed the slot and has not released it.
@@ -796,7 +795,12 @@ where
     /// recorder's `try_function_word` found `Full` for `low` at `raw`.
     #[cold]
     #[inline(never)]
-    unsafe fn switch_claimed(&'static self, slot: &Slot, low: u32, raw: u32) -> Result<(), Lost> {
+    unsafe fn switch_claimed(
+        &'static self,
+        slot: &RecorderSlot,
+        low: u32,
+        raw: u32,
+    ) -> Result<(), Lost> {
         let ready = slot.claimed_ready();
         // SAFETY: the caller claimed the slot and has not released it.
         let result = unsafe { slot.use_claimed(ready, |r| r.function_word_full(low, raw)) };

@@ -127,10 +127,10 @@ impl Recorder<'_, '_> {
             .store(self.records_dropped as u32, Ordering::Relaxed);
     }
 
-    pub(super) fn reject(&mut self, e: RecordError, ts: Timestamp) -> Dropped {
+    pub(super) fn reject(&mut self, e: WriteError, ts: Timestamp) -> Dropped {
         match e {
-            RecordError::EmptyPayload => Dropped::EmptyPayload,
-            RecordError::Full | RecordError::TooLarge { .. } => {
+            WriteError::EmptyPayload => Dropped::EmptyPayload,
+            WriteError::Full | WriteError::TooLarge { .. } => {
                 self.count_drop(ts);
                 Dropped::TooLarge
             }

@@ -59,7 +59,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::header::{FileHeader, HeaderFlags};
 use super::records::{FunctionAction, FunctionId, FunctionRecord};
-use super::writer::{BufferTooSmall, BufferWriter, RecordError, Tried, Walltime, WriterConfig};
+use super::writer::{BufferTooSmall, BufferWriter, Tried, Walltime, WriteError, WriterConfig};
 use crate::clock::Timestamp;
 use crate::hint::cold_path;
 

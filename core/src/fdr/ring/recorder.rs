@@ -599,12 +599,12 @@ impl<'r, 'a> Recorder<'r, 'a> {
     pub(super) fn record(
         &mut self,
         ts: Timestamp,
-        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), RecordError>,
+        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), WriteError>,
     ) -> Result<(), Dropped> {
         if !self.writer.is_detached() {
             match op(&mut self.writer) {
                 Ok(()) => return Ok(()),
-                Err(RecordError::Full) => {}
+                Err(WriteError::Full) => {}
                 Err(e) => return Err(self.reject(e, ts)),
             }
         }

@@ -63,7 +63,7 @@ impl<'r> Recorder<'r, '_> {
     #[inline(never)]
     pub(super) fn function_switch_slow(&mut self, low: u32, ts: Timestamp) -> Result<(), Dropped> {
         self.slow_path(ts, move |w| {
-            w.function_word_across(low, ts).map_err(RecordError::from)
+            w.function_word_across(low, ts).map_err(WriteError::from)
         })
     }
 
@@ -72,7 +72,7 @@ impl<'r> Recorder<'r, '_> {
     pub(super) fn slow_path(
         &mut self,
         ts: Timestamp,
-        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), RecordError>,
+        mut op: impl FnMut(&mut BufferWriter<'r>) -> Result<(), WriteError>,
     ) -> Result<(), Dropped> {
         if self.broken {
             self.count_drop(ts);

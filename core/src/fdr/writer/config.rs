@@ -1,5 +1,5 @@
 //! The writer's configuration ([`WriterConfig`], [`Walltime`]) and its errors
-//! ([`Full`], [`RecordError`], [`BufferTooSmall`]).
+//! ([`Full`], [`WriteError`], [`BufferTooSmall`]).
 
 use super::*;
 
@@ -263,19 +263,19 @@ impl core::fmt::Display for Full {
 ///
 /// ```
 /// use flightrec_core::clock::Timestamp;
-/// use flightrec_core::fdr::writer::{BufferWriter, RecordError, Walltime, WriterConfig};
+/// use flightrec_core::fdr::writer::{BufferWriter, WriteError, Walltime, WriterConfig};
 /// let mut buf = [0u8; 128];
 /// let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), Walltime::default()).unwrap();
 /// let t = Timestamp { tsc: 0, cpu: 0 };
-/// assert_eq!(w.custom_event(t, b""), Err(RecordError::EmptyPayload));
+/// assert_eq!(w.custom_event(t, b""), Err(WriteError::EmptyPayload));
 /// // 80 bytes are free after the preamble; marker, NewCPUId and payload need 132.
-/// assert_eq!(w.custom_event(t, &[0; 100]), Err(RecordError::TooLarge { needed: 132 }));
+/// assert_eq!(w.custom_event(t, &[0; 100]), Err(WriteError::TooLarge { needed: 132 }));
 /// w.custom_event(t, &[0; 40]).unwrap();
-/// assert_eq!(w.custom_event(t, &[0; 40]), Err(RecordError::Full));
+/// assert_eq!(w.custom_event(t, &[0; 40]), Err(WriteError::Full));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum RecordError {
+pub enum WriteError {
     /// It does not fit in the rest of this buffer; it would fit in an empty one.
     Full,
     /// It would not fit even in an empty buffer of this size; it needs `needed` bytes.
@@ -287,20 +287,20 @@ pub enum RecordError {
     EmptyPayload,
 }
 
-impl From<Full> for RecordError {
+impl From<Full> for WriteError {
     fn from(_: Full) -> Self {
-        RecordError::Full
+        WriteError::Full
     }
 }
 
-impl core::fmt::Display for RecordError {
+impl core::fmt::Display for WriteError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            RecordError::Full => f.write_str("buffer full"),
-            RecordError::TooLarge { needed } => {
+            WriteError::Full => f.write_str("buffer full"),
+            WriteError::TooLarge { needed } => {
                 write!(f, "record of {needed} bytes is larger than a whole buffer")
             }
-            RecordError::EmptyPayload => f.write_str("event payload is empty"),
+            WriteError::EmptyPayload => f.write_str("event payload is empty"),
         }
     }
 }

@@ -11,7 +11,7 @@ impl BufferWriter<'_> {
     /// use flightrec_core::clock::Timestamp;
     /// use flightrec_core::fdr::decoder::decode_record;
     /// use flightrec_core::fdr::records::Record;
-    /// use flightrec_core::fdr::writer::{BufferWriter, RecordError, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::writer::{BufferWriter, WriteError, Walltime, WriterConfig};
     /// use flightrec_core::fdr::{FunctionAction, FunctionId, Version};
     ///
     /// let mut buf = [0u8; 256];
@@ -29,7 +29,7 @@ impl BufferWriter<'_> {
     /// // More arguments than a whole buffer holds.
     /// assert!(matches!(
     ///     w.enter_with_args(id, Timestamp::default(), &[0; 64]),
-    ///     Err(RecordError::TooLarge { .. })
+    ///     Err(WriteError::TooLarge { .. })
     /// ));
     /// ```
     pub fn enter_with_args(
@@ -37,13 +37,13 @@ impl BufferWriter<'_> {
         id: FunctionId,
         ts: Timestamp,
         args: &[u64],
-    ) -> Result<(), RecordError> {
+    ) -> Result<(), WriteError> {
         let body = args.len().saturating_mul(META).saturating_add(META + FUNC);
         if body > self.limit - self.body_start {
-            return Err(RecordError::TooLarge { needed: body });
+            return Err(WriteError::TooLarge { needed: body });
         }
         if self.pos() + body > self.limit {
-            return Err(RecordError::Full);
+            return Err(WriteError::Full);
         }
         let p = self.preamble_for(ts, u64::from(u32::MAX));
         self.write_preamble(p, ts);
@@ -69,16 +69,16 @@ impl BufferWriter<'_> {
 
     /// Checks an event payload and the room for marker, payload and a possible
     /// NewCPUId/TSCWrap.
-    pub(super) fn check_event(&self, len: usize) -> Result<(), RecordError> {
+    pub(super) fn check_event(&self, len: usize) -> Result<(), WriteError> {
         if len == 0 {
-            return Err(RecordError::EmptyPayload);
+            return Err(WriteError::EmptyPayload);
         }
         let body = len.saturating_add(2 * META);
         if body > self.limit - self.body_start || i32::try_from(len).is_err() {
-            return Err(RecordError::TooLarge { needed: body });
+            return Err(WriteError::TooLarge { needed: body });
         }
         if self.pos() + body > self.limit {
-            return Err(RecordError::Full);
+            return Err(WriteError::Full);
         }
         Ok(())
     }
@@ -111,7 +111,7 @@ impl BufferWriter<'_> {
     /// let time = CustomEventTime::Absolute { tsc: 70, cpu: 1 };
     /// assert_eq!(record, Record::CustomEvent { time, payload: b"reset" });
     /// ```
-    pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), RecordError> {
+    pub fn custom_event(&mut self, ts: Timestamp, payload: &[u8]) -> Result<(), WriteError> {
         self.custom_event_with(ts, payload.len(), |out| copy_bytes(out, payload))
     }
 
@@ -124,7 +124,7 @@ impl BufferWriter<'_> {
         ts: Timestamp,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), RecordError> {
+    ) -> Result<(), WriteError> {
         self.check_event(len)?;
         let time = if self.fdr_version().events_use_delta() {
             let p = self.preamble_for(ts, i32::MAX as u64);
@@ -180,7 +180,7 @@ impl BufferWriter<'_> {
         ts: Timestamp,
         event_type: u16,
         payload: &[u8],
-    ) -> Result<(), RecordError> {
+    ) -> Result<(), WriteError> {
         self.typed_event_with(ts, event_type, payload.len(), |out| {
             copy_bytes(out, payload)
         })
@@ -195,7 +195,7 @@ impl BufferWriter<'_> {
         event_type: u16,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), RecordError> {
+    ) -> Result<(), WriteError> {
         self.check_event(len)?;
         let p = self.preamble_for(ts, i32::MAX as u64);
         self.write_preamble(p, ts);

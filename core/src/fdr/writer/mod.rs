@@ -67,7 +67,7 @@ mod general;
 mod store;
 mod switch;
 
-pub use config::{BufferTooSmall, Full, RecordError, Walltime, WriterConfig};
+pub use config::{BufferTooSmall, Full, Walltime, WriteError, WriterConfig};
 use store::*;
 
 const META: usize = METADATA_RECORD_SIZE;
@@ -129,7 +129,7 @@ pub(crate) enum Tried {
 /// Writes one FDR buffer into a caller-provided byte slice.
 ///
 /// Never allocates and never panics: a record that does not fit returns [`Full`] (or
-/// [`RecordError`]) and leaves the buffer as it was. [`BufferWriter::as_bytes`] is a
+/// [`WriteError`]) and leaves the buffer as it was. [`BufferWriter::as_bytes`] is a
 /// complete, valid FDR buffer at any time once an event was written. Put a
 /// [`FileHeader`](super::FileHeader) before one or more such buffers to make a file.
 ///
@@ -253,7 +253,7 @@ impl<'b> BufferWriter<'b> {
     /// current buffer". It refuses every function record with [`Full`] (its room is
     /// zero and its CPU matches no event), so the recorder's hot path needs no
     /// separate test for a missing buffer. Other records get
-    /// [`RecordError::TooLarge`]; the recorder does not offer it those.
+    /// [`WriteError::TooLarge`]; the recorder does not offer it those.
     pub(crate) fn detached() -> Self {
         let base = NonNull::<u8>::dangling().as_ptr();
         Self {

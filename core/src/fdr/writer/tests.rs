@@ -464,10 +464,10 @@ fn full_leaves_buffer_unchanged() {
     let n = w.len();
     before[..n].copy_from_slice(w.as_bytes());
     assert_eq!(w.exit(fid(1), ts(t)), Err(Full));
-    assert_eq!(w.custom_event(ts(t), b"x"), Err(RecordError::Full));
+    assert_eq!(w.custom_event(ts(t), b"x"), Err(WriteError::Full));
     assert_eq!(
         w.enter_with_args(fid(1), ts(t), &[1]),
-        Err(RecordError::Full)
+        Err(WriteError::Full)
     );
     assert_eq!(w.as_bytes(), &before[..n]);
 }
@@ -541,12 +541,12 @@ fn oversized_records_are_errors() {
     let mut w = BufferWriter::new(&mut buf, &WriterConfig::new(1), W0).unwrap();
     assert_eq!(
         w.custom_event(ts(0), &[0u8; 200]),
-        Err(RecordError::TooLarge { needed: 232 })
+        Err(WriteError::TooLarge { needed: 232 })
     );
-    assert_eq!(w.custom_event(ts(0), &[]), Err(RecordError::EmptyPayload));
+    assert_eq!(w.custom_event(ts(0), &[]), Err(WriteError::EmptyPayload));
     assert!(matches!(
         w.enter_with_args(fid(1), ts(0), &[0; 20]),
-        Err(RecordError::TooLarge { .. })
+        Err(WriteError::TooLarge { .. })
     ));
     assert!(!w.has_events());
 }
