@@ -7,10 +7,20 @@ use super::*;
 
 impl<'b> BufferWriter<'b> {
     /// Stores `raw` as the low word of `latest_tsc`, whose high word is
-    /// already the time's (the compiler stores the low word alone).
+    /// already the time's: one store where a `u64` is two. Not the safe
+    /// `(latest & !0xFFFF_FFFF) | raw`: the Cortex-M bench's record rows
+    /// measure it slower on both cores.
     #[inline(always)]
     pub(super) fn set_latest_low(&mut self, raw: u32) {
-        self.latest_tsc = (self.latest_tsc & !u64::from(u32::MAX)) | u64::from(raw);
+        if cfg!(target_endian = "little") {
+            let latest: *mut u64 = &mut self.latest_tsc;
+            // SAFETY: on a little-endian target the low word of the `u64` is its
+            // first four bytes, inside the field, which `&mut self` borrows
+            // exclusively, and aligned (a `u64` is at least 4-aligned).
+            unsafe { latest.cast::<u32>().write(raw) };
+        } else {
+            self.latest_tsc = (self.latest_tsc & !u64::from(u32::MAX)) | u64::from(raw);
+        }
     }
 
     /// Sets `epoch` from `latest_tsc` and `latest_cpu` (see the field), and the
