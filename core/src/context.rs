@@ -84,10 +84,13 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::clock::Clock;
 use crate::fdr::records::FunctionRecord;
-use crate::fdr::ring::{Dropped, Recorder};
+use crate::fdr::ring::{Dropped, Recorder, RecorderConfig};
+use crate::fdr::static_ring::{RingPolicy, StaticRing};
 use crate::fdr::writer::Tried;
+use crate::fdr::writer::WriterConfig;
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
+use crate::link::{Outlet, Source};
 use crate::one_core::{after_load, before_store, ONE_CORE, STORE};
 
 /// A preemption context: what a [`ContextSource`] says is running, and what a
@@ -232,6 +235,9 @@ pub enum ContextError {
     NotInstalled,
     /// The context's recorder is in use by the context that was preempted.
     InUse,
+    /// The ring's recorder and consumer were taken before
+    /// ([`install_ring`](ContextRecorders::install_ring)).
+    RingTaken,
 }
 
 impl fmt::Display for ContextError {
@@ -242,6 +248,7 @@ impl fmt::Display for ContextError {
             ContextError::Busy => "another recorder is being installed",
             ContextError::NotInstalled => "the context has no recorder",
             ContextError::InUse => "the context's recorder is in use",
+            ContextError::RingTaken => "the ring's recorder and consumer were taken before",
         })
     }
 }
@@ -606,6 +613,52 @@ where
         let result = self.install_locked(context, recorder);
         self.installing.store(0, Ordering::Release);
         result
+    }
+
+    /// Gives `context` the recorder of `ring` and returns the ring's
+    /// [`Outlet`] (its link source and consumer) for the loop that flushes it:
+    /// firmware's start-up in one call. `id` names the ring's records twice over,
+    /// as their FDR thread id and as their link source; the tick rate is this
+    /// recorder set's clock's. For another configuration (a pid, another
+    /// version), [`split`](StaticRing::split) the ring and
+    /// [`install`](Self::install) its recorder.
+    ///
+    /// A ring taken before is [`ContextError::RingTaken`]; an install that fails
+    /// ([`install`](Self::install)'s errors) leaves the ring taken, its halves
+    /// dropped (a start-up that installs each ring once never sees either).
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// use flightrec_core::context::{Context, ContextError, ContextRecorders};
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// fn only_thread_mode() -> Context {
+    ///     Context::THREAD_MODE
+    /// }
+    /// static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000_000);
+    /// static MAIN: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(only_thread_mode, &CLOCK);
+    ///
+    /// let outlet = TRACE.install_ring(Context::THREAD_MODE, 7, &MAIN).unwrap();
+    /// assert_eq!(outlet.source.id(), 7);
+    /// assert_eq!(outlet.source.header().cycle_frequency.get(), 1_000_000);
+    /// assert_eq!(outlet.source.header().buffer_size, 256);
+    /// let again = TRACE.install_ring(Context::THREAD_MODE, 7, &MAIN);
+    /// assert_eq!(again.err(), Some(ContextError::RingTaken));
+    /// ```
+    pub fn install_ring<const B: usize, const SIZE: usize, P: RingPolicy>(
+        &'static self,
+        context: Context,
+        id: u32,
+        ring: &'static StaticRing<B, SIZE, P>,
+    ) -> Result<Outlet<'static, 'static>, ContextError> {
+        let ticks_per_second = self.clock.ticks_per_second().get();
+        let config = RecorderConfig::new(WriterConfig::new(id), ticks_per_second);
+        let (recorder, consumer) = ring.split(config).map_err(|_| ContextError::RingTaken)?;
+        self.install(context, recorder)?;
+        let source = Source::new(id, config.file_header(ring.buffer_size()));
+        Ok(Outlet::new(source, consumer))
     }
 
     fn lock_installs(&self) -> bool {
