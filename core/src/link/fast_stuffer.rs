@@ -17,8 +17,13 @@ use super::trace2::Put;
 /// the byte loops). ARMv6-M is told apart by what
 /// stable `cfg` shows of it: no 32-bit compare-and-swap (it has neither that
 /// nor unaligned loads; ARMv7-M has both). Both ways make the same bytes
-/// (`tests::packed_by_words_and_by_bytes_agree`).
-pub(super) const BY_WORDS: bool = !cfg!(all(target_arch = "arm", not(target_has_atomic = "32")));
+/// (`tests::packed_by_words_and_by_bytes_agree`). `--cfg flightrec_thumbv6m_paths`
+/// takes the ARMv6-M way on any target, so that the tests (and Miri) run it on
+/// the host.
+pub(super) const BY_WORDS: bool = !cfg!(any(
+    all(target_arch = "arm", not(target_has_atomic = "32")),
+    flightrec_thumbv6m_paths
+));
 
 /// Bytes of a [`Stuffer`]'s output: room for a whole block (code, 254 data bytes
 /// and the delimiter; and a [`WINDOW`] after the code) after at most [`GATHER`]

@@ -9,9 +9,12 @@ use super::*;
 /// there [`BufferWriter`] tests the record's alignment and writes aligned words when
 /// it can (a [`StaticRing`](crate::fdr::static_ring::StaticRing)'s buffers are 8-aligned).
 /// Elsewhere an unaligned store is one instruction and the test would only cost.
+/// `--cfg flightrec_thumbv6m_paths` takes these paths on any target, so that the
+/// tests (and Miri) run them on the host.
 pub(super) const STRICT_ALIGNMENT: bool = cfg!(any(
     all(target_arch = "arm", not(target_has_atomic = "8")),
-    target_arch = "riscv32"
+    target_arch = "riscv32",
+    flightrec_thumbv6m_paths
 ));
 
 /// Stores a function record's word at `base + pos` and, with `extents`, the

@@ -157,7 +157,9 @@ fn split_and_wide_paths_write_the_same_bytes() {
         seed
     };
     let mut fulls = 0;
-    for round in 0..400u32 {
+    // Fewer rounds under Miri, which runs each a thousand times slower.
+    let rounds: u32 = if cfg!(miri) { 24 } else { 400 };
+    for round in 0..rounds {
         let threshold = [0, 5, 40][(round % 3) as usize];
         let cfg = WriterConfig::new(1)
             .with_pid(2)
@@ -256,7 +258,7 @@ fn split_and_wide_paths_write_the_same_bytes() {
         assert_eq!(split.as_bytes(), wide.as_bytes(), "round {round}");
         assert_eq!(tried.as_bytes(), split.as_bytes(), "round {round}");
     }
-    assert!(fulls > 100, "{fulls} full buffers");
+    assert!(fulls > rounds / 4, "{fulls} full buffers");
 }
 
 /// A recorder's straight buffer switch, `restart_with_function` from a full
