@@ -158,7 +158,7 @@ fn split_and_wide_paths_write_the_same_bytes() {
     };
     let mut fulls = 0;
     // Fewer rounds under Miri, which runs each a thousand times slower.
-    let rounds: u32 = if cfg!(miri) { 24 } else { 400 };
+    let rounds: u32 = if cfg!(miri) { 48 } else { 400 };
     for round in 0..rounds {
         let threshold = [0, 5, 40][(round % 3) as usize];
         let cfg = WriterConfig::new(1)

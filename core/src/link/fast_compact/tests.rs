@@ -36,7 +36,7 @@ fn record_loops_by_shape_and_by_one_byte_varints_agree() {
         16_385,
         u32::MAX,
     ];
-    for n in 0..4_000 {
+    for n in 0..runs(4_000) {
         let mut words = [0u32; 2 * 140];
         let records = 1 + next() as usize % 140;
         for record in words[..2 * records].chunks_exact_mut(2) {
@@ -97,7 +97,7 @@ fn record_loops_by_shape_and_by_one_byte_varints_agree() {
 fn records_one_by_one_are_pushed_varints() {
     let mut next = xorshift32(0x1B87_3593);
     const EDGES: [u32; 9] = [0, 1, 126, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152];
-    for n in 0..20_000 {
+    for n in 0..runs(20_000) {
         let mut buffer = [0u8; 8 * 12];
         let records = 1 + next() as usize % 12;
         for (i, record) in buffer[..8 * records].chunks_exact_mut(8).enumerate() {
@@ -183,7 +183,7 @@ fn records_one_by_one_are_pushed_varints() {
 #[test]
 fn packed_by_words_and_by_bytes_agree() {
     let mut next = xorshift32(0x9E37_79B9);
-    for n in 0..20_000 {
+    for n in 0..runs(20_000) {
         let mut record = [0u8; META];
         for (i, b) in record.iter_mut().enumerate() {
             let r = next();
@@ -329,5 +329,15 @@ proptest::proptest! {
         let mut reference = [0u8; ROOM];
         let m = reference_frame(buffer, packed, FrameHead { kind, source, seq: 0 }, &mut reference);
         proptest::prop_assert_eq!(&twin[..n], &reference[..m]);
+    }
+}
+
+/// `n` runs of a loop of checks, or a few dozen under Miri, which runs each
+/// a thousand times slower.
+fn runs(n: u32) -> u32 {
+    if cfg!(miri) {
+        n.min(40)
+    } else {
+        n
     }
 }

@@ -20,7 +20,7 @@ fn xorshift32(mut seed: u32) -> impl FnMut() -> u32 {
 #[test]
 fn frame_ends_are_standard_cobs() {
     let mut next = xorshift32(0x68E3_1DA4);
-    for n in 0..20_000 {
+    for n in 0..runs(20_000) {
         let mut payload = [0u8; 700];
         let len = next() as usize % payload.len();
         // Runs without a zero, of any length (blocks full or nearly so at
@@ -144,5 +144,15 @@ proptest::proptest! {
         let n = stuffed(&head, &payload, piece, lead, &mut twin);
         let m = encoded(&head, &payload, lead, &mut reference);
         proptest::prop_assert_eq!(&twin[..n], &reference[..m]);
+    }
+}
+
+/// `n` runs of a loop of checks, or a few dozen under Miri, which runs each
+/// a thousand times slower.
+fn runs(n: u32) -> u32 {
+    if cfg!(miri) {
+        n.min(40)
+    } else {
+        n
     }
 }
