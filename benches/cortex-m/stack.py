@@ -301,7 +301,15 @@ def short(names):
                 start = i + 2
         return parts + [name[start:]]
 
-    return [n if n.startswith("<") else "::".join(segments(n)[-2:]) for n in names]
+    def tidy(segment):
+        # An inherent impl in another module than its type's demangles as a
+        # segment `_<impl path::Type>`: the type's name.
+        if segment.startswith("_<impl ") and segment.endswith(">"):
+            return segments(segment[len("_<impl "):-1])[-1]
+        return segment
+
+    return [n if n.startswith("<") else "::".join(tidy(s) for s in segments(n)[-2:])
+            for n in names]
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@
 //! with a compare-and-swap where the target has one and with a load and a store
 //! on single-core targets without it (thumbv6m) or with the feature
 //! `unsafe-assume-single-core`, by which the program promises it runs on one
-//! core (about 8 fewer Cortex-M4 cycles a record): if a source maps two contexts
+//! core (no load-exclusive loop on the record path): if a source maps two contexts
 //! that preempt each other to one recorder, or a record is made while the
 //! recorder is in use (an instrumented clock), the second record is refused and
 //! counted instead of corrupting the ring.
@@ -85,10 +85,13 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::clock::Clock;
 use crate::fdr::records::FunctionRecord;
-use crate::fdr::ring::{Dropped, Recorder};
+use crate::fdr::ring::{Dropped, Recorder, RecorderConfig};
+use crate::fdr::static_ring::{RingPolicy, StaticRing};
 use crate::fdr::writer::Tried;
+use crate::fdr::writer::WriterConfig;
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
+use crate::link::{Outlet, Source};
 use crate::one_core::{after_load, before_store, ONE_CORE, STORE};
 
 /// A preemption context: what a [`ContextSource`] says is running, and what a
@@ -233,6 +236,9 @@ pub enum ContextError {
     NotInstalled,
     /// The context's recorder is in use by the context that was preempted.
     InUse,
+    /// The ring's recorder and consumer were taken before
+    /// ([`install_ring`](ContextRecorders::install_ring)).
+    RingTaken,
 }
 
 impl fmt::Display for ContextError {
@@ -243,6 +249,7 @@ impl fmt::Display for ContextError {
             ContextError::Busy => "another recorder is being installed",
             ContextError::NotInstalled => "the context has no recorder",
             ContextError::InUse => "the context's recorder is in use",
+            ContextError::RingTaken => "the ring's recorder and consumer were taken before",
         })
     }
 }
@@ -277,7 +284,7 @@ const fn word(context: Context, state: u32) -> u32 {
 // `repr(C)`, the word first: the record path reaches the word and the recorder's
 // fields from one base register.
 #[repr(C)]
-struct Slot {
+struct RecorderSlot {
     /// `FREE`, or the context and `INSTALLING`, `READY` or `BUSY`.
     word: AtomicU32,
     /// Written once while `INSTALLING`; used by whoever moved the word from
@@ -285,9 +292,9 @@ struct Slot {
     recorder: UnsafeCell<MaybeUninit<Recorder<'static, 'static>>>,
 }
 
-impl Slot {
+impl RecorderSlot {
     #[allow(clippy::declare_interior_mutable_const)] // the point: a fresh slot per use
-    const NEW: Slot = Slot {
+    const NEW: RecorderSlot = RecorderSlot {
         word: AtomicU32::new(FREE),
         recorder: UnsafeCell::new(MaybeUninit::uninit()),
     };
@@ -402,11 +409,10 @@ impl Slot {
     /// a core without compare-and-swap (thumbv6m: Thumb-1's eight low
     /// registers) the word is loaded again rather than `ready` kept in a
     /// register across the record: kept, it cost a spill of the record's word
-    /// and the pairing of the record's two stores (2 Cortex-M0 cycles a record
-    /// more). The word is still this execution's BUSY: an execution that
+    /// and the pairing of the record's two stores. The word is still this execution's BUSY: an execution that
     /// preempted it since the claim found BUSY and left the slot alone. Where
-    /// the core has compare-and-swap, the load cost 4 Cortex-M4 cycles, so
-    /// `ready` stays in its register.
+    /// the core has compare-and-swap, registers are not short and the load
+    /// would only cost, so `ready` stays in its register.
     #[inline(always)]
     fn release_after_record(&self, ready: u32) {
         let ready = if cfg!(target_has_atomic = "32") {
@@ -514,7 +520,7 @@ impl LossCounter {
 pub struct ContextRecorders<const N: usize, S, C> {
     source: S,
     clock: C,
-    slots: [Slot; N],
+    slots: [RecorderSlot; N],
     /// 1 while an install is under way.
     installing: AtomicU32,
     unrouted: LossCounter,
@@ -522,7 +528,7 @@ pub struct ContextRecorders<const N: usize, S, C> {
 }
 
 // SAFETY: a slot's recorder is used only by the execution that moved its word from
-// READY to BUSY (see `Slot::with`) or, once, by `install` while the word is
+// READY to BUSY (see `RecorderSlot::with`) or, once, by `install` while the word is
 // INSTALLING; everything else is atomics, the source (`Sync`) and the clock (`Sync`).
 unsafe impl<const N: usize, S: Sync, C: Sync> Sync for ContextRecorders<N, S, C> {}
 
@@ -554,7 +560,7 @@ where
         Self {
             source,
             clock,
-            slots: [Slot::NEW; N],
+            slots: [RecorderSlot::NEW; N],
             installing: AtomicU32::new(0),
             unrouted: LossCounter::new(),
             refused: LossCounter::new(),
@@ -608,6 +614,52 @@ where
         let result = self.install_locked(context, recorder);
         self.installing.store(0, Ordering::Release);
         result
+    }
+
+    /// Gives `context` the recorder of `ring` and returns the ring's
+    /// [`Outlet`] (its link source and consumer) for the loop that flushes it:
+    /// firmware's start-up in one call. `id` names the ring's records twice over,
+    /// as their FDR thread id and as their link source; the tick rate is this
+    /// recorder set's clock's. For another configuration (a pid, another
+    /// version), [`split`](StaticRing::split) the ring and
+    /// [`install`](Self::install) its recorder.
+    ///
+    /// A ring taken before is [`ContextError::RingTaken`]; an install that fails
+    /// ([`install`](Self::install)'s errors) leaves the ring taken, its halves
+    /// dropped (a start-up that installs each ring once never sees either).
+    ///
+    /// ```
+    /// use flightrec_core::clock::TimerClock;
+    /// use flightrec_core::context::{Context, ContextError, ContextRecorders};
+    /// use flightrec_core::fdr::ring::Policy;
+    /// use flightrec_core::fdr::static_ring::StaticRing;
+    /// fn only_thread_mode() -> Context {
+    ///     Context::THREAD_MODE
+    /// }
+    /// static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000_000);
+    /// static MAIN: StaticRing<2, 256> = StaticRing::new(Policy::Streaming);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(only_thread_mode, &CLOCK);
+    ///
+    /// let outlet = TRACE.install_ring(Context::THREAD_MODE, 7, &MAIN).unwrap();
+    /// assert_eq!(outlet.source.id(), 7);
+    /// assert_eq!(outlet.source.header().cycle_frequency.get(), 1_000_000);
+    /// assert_eq!(outlet.source.header().buffer_size, 256);
+    /// let again = TRACE.install_ring(Context::THREAD_MODE, 7, &MAIN);
+    /// assert_eq!(again.err(), Some(ContextError::RingTaken));
+    /// ```
+    pub fn install_ring<const B: usize, const SIZE: usize, P: RingPolicy>(
+        &'static self,
+        context: Context,
+        id: u32,
+        ring: &'static StaticRing<B, SIZE, P>,
+    ) -> Result<Outlet<'static, 'static>, ContextError> {
+        let ticks_per_second = self.clock.ticks_per_second().get();
+        let config = RecorderConfig::new(WriterConfig::new(id), ticks_per_second);
+        let (recorder, consumer) = ring.split(config).map_err(|_| ContextError::RingTaken)?;
+        self.install(context, recorder)?;
+        let source = Source::new(id, config.file_header(ring.buffer_size()));
+        Ok(Outlet::new(source, consumer))
     }
 
     fn lock_installs(&self) -> bool {
@@ -696,8 +748,7 @@ where
     fn record_low_word(&'static self, context: Context, low: u32) -> Result<(), Lost> {
         // Thread mode's word as a constant where the context source's own test
         // said thread mode (`CortexMContexts`): its path then builds no word
-        // from a context that the handlers' path shares (2 Cortex-M0 cycles, 1
-        // on the M4).
+        // from a context that the handlers' path shares.
         const _: () = assert!(word(Context::THREAD_MODE, READY) == READY);
         let ready = if context == Context::THREAD_MODE {
             READY
@@ -757,8 +808,7 @@ where
     #[inline(never)]
     fn no_ready_slot(&self, context: Context) -> Lost {
         let (ready, busy) = (word(context, READY), word(context, BUSY));
-        let ours =
-            |slot: &Slot| matches!(slot.word.load(Ordering::Relaxed), w if w == busy || w == ready);
+        let ours = |slot: &RecorderSlot| matches!(slot.word.load(Ordering::Relaxed), w if w == busy || w == ready);
         if self.slots.iter().any(ours) {
             self.refuse()
         } else {
@@ -779,7 +829,7 @@ where
     /// This execution claimed `slot` and has not released it.
     #[cold]
     #[inline(never)]
-    unsafe fn record_claimed(&'static self, slot: &Slot, low: u32) -> Result<(), Lost> {
+    unsafe fn record_claimed(&'static self, slot: &RecorderSlot, low: u32) -> Result<(), Lost> {
         let ready = slot.claimed_ready();
         let mut clock = self.clock;
         // SAFETY: the caller claimed the slot and has not released it.
@@ -791,8 +841,7 @@ where
     /// A record whose slot this execution claimed and whose buffer has no
     /// room for it ([`Tried::Full`]): the buffer switch at the time the record
     /// path read, given by its low word `raw` (`Recorder::function_word_full`),
-    /// then the slot's release. No second clock reading or room test (about
-    /// 20 Cortex-M0 cycles a switch), and one word for the time: the record
+    /// then the slot's release. No second clock reading or room test, and one word for the time: the record
     /// path holds no more registers for it.
     ///
     /// # Safety
@@ -800,7 +849,12 @@ where
     /// recorder's `try_function_word` found `Full` for `low` at `raw`.
     #[cold]
     #[inline(never)]
-    unsafe fn switch_claimed(&'static self, slot: &Slot, low: u32, raw: u32) -> Result<(), Lost> {
+    unsafe fn switch_claimed(
+        &'static self,
+        slot: &RecorderSlot,
+        low: u32,
+        raw: u32,
+    ) -> Result<(), Lost> {
         let ready = slot.claimed_ready();
         // SAFETY: the caller claimed the slot and has not released it.
         let result = unsafe { slot.use_claimed(ready, |r| r.function_word_full(low, raw)) };

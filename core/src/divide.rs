@@ -3,8 +3,7 @@
 //! count).
 //!
 //! 32-bit cores have no 64-bit divide instruction: `u64 / u64` calls the compiler's
-//! library routine, 866 bytes of flash on a Cortex-M3 and about 60 instructions a
-//! call, linked into every firmware that records. These loops are a few dozen
+//! library routine, large and slow, linked into every firmware that records. These loops are a few dozen
 //! bytes and run once per recorder or per loss marker, never per record.
 
 use core::num::NonZeroU64;

@@ -55,6 +55,7 @@
 
 pub mod clock;
 pub mod context;
+mod decimal;
 mod divide;
 pub mod fdr;
 pub mod global;

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use flightrec_core::fdr::decoder::{
-    verify, BlockState, DecodeError, DecodeErrorKind, Decoder, EventKind, RecordType, VerifyError,
+    verify, BlockState, DecodeError, DecodeErrorKind, Decoder, EventKind, RecordType, Verifier,
+    VerifyError,
 };
 use flightrec_core::fdr::header::HeaderError;
 use flightrec_core::fdr::records::{CustomEventTime, MetadataKind, Record};
@@ -42,6 +43,39 @@ fn expected_ok(name: &str) -> bool {
 
 fn transition(from: BlockState, to: BlockState) -> DecodeErrorKind {
     DecodeErrorKind::Grammar(VerifyError::InvalidTransition { from, to })
+}
+
+/// The verify iterator yields, on every vector, the decoder's records up to the
+/// verdict's error (none after it), the decoder's offsets, and counts that are
+/// `verify`'s summary.
+#[test]
+fn the_verifier_yields_the_decoder_s_records_up_to_the_verdict() {
+    for (name, bytes) in vectors() {
+        let verdict = verify(&bytes);
+        let Ok(mut verifier) = Verifier::new(&bytes) else {
+            assert!(verdict.is_err(), "{name}");
+            continue;
+        };
+        let mut decoder = Decoder::new(&bytes).unwrap();
+        let mut error = None;
+        while let Some(item) = verifier.next() {
+            match item {
+                Ok(decoded) => {
+                    assert_eq!(Some(Ok(decoded)), decoder.next(), "{name}");
+                    assert_eq!(verifier.offset(), decoder.offset(), "{name}");
+                }
+                Err(e) => error = Some(e),
+            }
+        }
+        assert_eq!(verifier.next(), None, "{name}: nothing after the end");
+        match (error, verifier.finish()) {
+            (Some(e), _) => assert_eq!(verdict, Err(e), "{name}"),
+            (None, Ok((summary, None))) => assert_eq!(verdict, Ok(summary), "{name}"),
+            (None, Ok((_, Some(cut)))) | (None, Err(cut)) => {
+                assert_eq!(verdict, Err(cut), "{name}")
+            }
+        }
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! ring and the same busy flag as a function record, for records that carry a
 //! payload (an executor's and a task's ids, a state change).
 
-use super::{word, Context, ContextRecorders, ContextSource, Lost, Slot, READY};
+use super::{word, Context, ContextRecorders, ContextSource, Lost, RecorderSlot, READY};
 use crate::clock::Clock;
 use core::sync::atomic::Ordering;
 
@@ -124,7 +124,7 @@ where
     #[inline(never)]
     unsafe fn event8_claimed(
         &'static self,
-        slot: &Slot,
+        slot: &RecorderSlot,
         event_type: u16,
         first: u32,
         second: u32,

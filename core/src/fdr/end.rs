@@ -46,7 +46,7 @@
 //! assert_eq!((summary.buffers, summary.end_block), (0, true));
 //! ```
 
-use super::decoder::{DecodeError, DecodeErrorKind, Decoded};
+use super::decoded::{DecodeError, DecodeErrorKind, Decoded};
 use super::header::{FileHeader, HeaderFlags, Version};
 use super::records::{Record, METADATA_RECORD_SIZE};
 use super::writer::Walltime;

@@ -52,8 +52,10 @@
 //! assert_eq!(calls, [(Enter, 1), (Enter, 2), (Exit, 2), (Exit, 1)]);
 //! ```
 
+mod decoded;
 pub mod decoder;
 pub mod end;
+mod grammar;
 pub mod header;
 mod le;
 pub mod records;

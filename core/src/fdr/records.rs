@@ -36,6 +36,7 @@
 mod error;
 mod function;
 mod metadata;
+mod record_type;
 
 pub use error::{EncodeError, EventKind, RecordError};
 pub use function::{
@@ -46,6 +47,7 @@ pub use metadata::{
     MetadataRecord, NewBuffer, NewCpuId, Pid, TscWrap, TypedEventMarker, WalltimeMarker,
     METADATA_RECORD_SIZE,
 };
+pub use record_type::RecordType;
 
 use super::header::Version;
 

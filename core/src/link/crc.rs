@@ -5,12 +5,12 @@
 //! built at compile time) was chosen by measurement over the bitwise form and the
 //! 16-table one (16 KiB, too large for small firmware); see `docs/performance.md`.
 //! With the feature `crc-nibble` the table has 16 entries (64 bytes) and a byte
-//! takes two lookups: about 880 bytes less flash on thumbv6m, about a fifth more
-//! cycles per record on the link (measured in `docs/performance.md`).
+//! takes two lookups: less flash, more cycles per record on the link (both
+//! measured in `docs/performance.md`).
 //! It is written here rather than taken from the `crc` crate (which computes the
 //! same table and is the judge in this module's tests) so that the link's hot
 //! path can update the check a byte or two at a time inline: through the crate's
-//! slice call a two-byte update cost 30 instructions on a Cortex-M4.
+//! slice call a two-byte update is a call and a loop on a Cortex-M4.
 
 /// The reflected CRC-32C polynomial.
 const POLY: u32 = 0x82F6_3B78;

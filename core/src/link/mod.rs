@@ -33,6 +33,8 @@ pub mod compact;
 mod crc;
 pub mod decoder;
 pub mod encoder;
+mod fast_compact;
+mod fast_stuffer;
 pub mod frame;
 pub mod outlet;
 #[cfg(feature = "rtt")]

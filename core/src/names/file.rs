@@ -22,7 +22,8 @@
 //! times per id), so a signal handler can write the file from a lock-free table.
 
 use super::table::put_entry;
-use super::{decimal, SECTION};
+use super::SECTION;
+use crate::decimal::dec_u64;
 
 /// Base address (and file offset) of `.text`: function `id` is the byte at
 /// `TEXT_ADDR + id - 1`.
@@ -82,8 +83,8 @@ fn name_len(id: u32, name: Option<&[u8]>) -> u64 {
     match name {
         Some(n) => n.len() as u64,
         None => {
-            let mut digits = [0u8; 10];
-            1 + decimal(id, &mut digits).len() as u64
+            let mut digits = [0u8; 20];
+            1 + dec_u64(u64::from(id), &mut digits).len() as u64
         }
     }
 }
@@ -95,9 +96,9 @@ fn put_name<E>(
     name: Option<&[u8]>,
 ) -> Result<(), E> {
     let Some(name) = name else {
-        let mut digits = [0u8; 10];
+        let mut digits = [0u8; 20];
         put(b"#")?;
-        return put(decimal(id, &mut digits));
+        return put(dec_u64(u64::from(id), &mut digits));
     };
     for piece in name.split_inclusive(|&c| c == 0 || c == b'"') {
         match piece.split_last() {

@@ -61,31 +61,3 @@ pub const SUFFIX: &str = ".names";
 /// assert_eq!(map.len(), 64);
 /// ```
 pub const INSTR_MAP_SECTION: &str = "xray_instr_map";
-
-/// Decimal digits of `n` into the end of `buf`; returns them.
-fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
-    let mut start = buf.len();
-    for slot in buf.iter_mut().rev() {
-        *slot = b'0' + (n % 10) as u8;
-        start -= 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    buf.get(start..).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decimal;
-
-    #[test]
-    fn decimal_digits() {
-        let mut b = [0u8; 10];
-        assert_eq!(decimal(0, &mut b), b"0");
-        assert_eq!(decimal(7, &mut b), b"7");
-        assert_eq!(decimal(1234, &mut b), b"1234");
-        assert_eq!(decimal(u32::MAX, &mut b), b"4294967295");
-    }
-}

@@ -6,7 +6,7 @@
 
 use core::fmt;
 
-use super::decimal;
+use crate::decimal::dec_u64;
 
 /// The bytes [`write_entry`] writes for `id` and `name`: the id's digits, a tab,
 /// the name and a line feed.
@@ -16,8 +16,8 @@ use super::decimal;
 /// assert_eq!(entry_len(12, b"main"), "12\tmain\n".len());
 /// ```
 pub fn entry_len(id: u32, name: &[u8]) -> usize {
-    let mut digits = [0u8; 10];
-    decimal(id, &mut digits)
+    let mut digits = [0u8; 20];
+    dec_u64(u64::from(id), &mut digits)
         .len()
         .saturating_add(name.len())
         .saturating_add(2)
@@ -29,8 +29,8 @@ pub(super) fn put_entry<E, P: FnMut(&[u8]) -> Result<(), E>>(
     id: u32,
     put_name: impl FnOnce(&mut P) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut digits = [0u8; 10];
-    put(decimal(id, &mut digits))?;
+    let mut digits = [0u8; 20];
+    put(dec_u64(u64::from(id), &mut digits))?;
     put(b"\t")?;
     put_name(put)?;
     put(b"\n")

@@ -5,6 +5,8 @@
 //! panicking; the formatters propagate it with `?`. Numbers are written by hand
 //! because `core::fmt` costs tens of nanoseconds per call on the hot path.
 
+pub(crate) use crate::decimal::{dec_u64, fixed_digits, pair};
+
 /// The caller's buffer cannot hold the whole line.
 ///
 /// When a formatter returns this error the buffer content is unspecified (it may
@@ -401,88 +403,6 @@ pub(crate) fn digit_count(mut v: u64) -> usize {
         n += 1;
     }
     n
-}
-
-/// `"00" "01" ... "99"`: two decimal digits per lookup, half the divisions of
-/// a digit-by-digit loop.
-pub(crate) const DIGIT_PAIRS: &[u8; 200] = &{
-    let mut t = [0u8; 200];
-    let mut i = 0;
-    while i < 100 {
-        t[2 * i] = b'0' + (i / 10) as u8;
-        t[2 * i + 1] = b'0' + (i % 10) as u8;
-        i += 1;
-    }
-    t
-};
-
-/// The two ASCII digits of `v % 100`.
-#[inline(always)]
-pub(crate) fn pair(v: u32) -> [u8; 2] {
-    let i = (v % 100) as usize * 2;
-    match DIGIT_PAIRS.get(i..i + 2) {
-        Some(&[a, b]) => [a, b],
-        _ => *b"00",
-    }
-}
-
-/// Fills `d` with the last `d.len()` decimal digits of `v`, zero-padded.
-#[inline(always)]
-pub(crate) fn fixed_digits(d: &mut [u8], v: u64) {
-    // Up to 9 digits: 10^9 is a multiple of 10^len, so the low digits survive
-    // the reduction to 32 bits, where division is cheaper.
-    if d.len() <= 9 {
-        let mut v = (v % 1_000_000_000) as u32;
-        let mut chunks = d.rchunks_exact_mut(2);
-        for slot in &mut chunks {
-            slot.copy_from_slice(&pair(v));
-            v /= 100;
-        }
-        if let [first] = chunks.into_remainder() {
-            *first = b'0' + (v % 10) as u8;
-        }
-    } else {
-        let mut v = v;
-        for slot in d.iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    }
-}
-
-/// Writes the decimal digits of `v` at the end of `tmp` and returns them.
-#[inline]
-pub(crate) fn dec_u64(v: u64, tmp: &mut [u8; 20]) -> &[u8] {
-    let mut i = tmp.len();
-    let mut v = v;
-    // Above 32 bits: peel off 8 digits at a time with 64-bit divisions, the
-    // rest uses 32-bit math.
-    while v > u64::from(u32::MAX) {
-        let low = (v % 100_000_000) as u32;
-        v /= 100_000_000;
-        if let Some(slot) = tmp.get_mut(i - 8..i) {
-            fixed_digits(slot, u64::from(low));
-        }
-        i -= 8;
-    }
-    let mut w = v as u32;
-    while w >= 100 {
-        i -= 2;
-        if let Some(slot) = tmp.get_mut(i..i + 2) {
-            slot.copy_from_slice(&pair(w));
-        }
-        w /= 100;
-    }
-    if w >= 10 {
-        i -= 2;
-        if let Some(slot) = tmp.get_mut(i..i + 2) {
-            slot.copy_from_slice(&pair(w));
-        }
-    } else {
-        i -= 1;
-        tmp[i] = b'0' + w as u8;
-    }
-    &tmp[i..]
 }
 
 /// Rounds `ns / 1e9`, computed as an IEEE double like git does, to six decimals

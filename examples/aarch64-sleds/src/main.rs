@@ -46,9 +46,9 @@ const ITERATIONS: u32 = 300;
 #[no_mangle]
 extern "C" fn firmware_main() -> ! {
     let code = match board::trace::start() {
-        Ok(_) => {
-            run();
-            board::trace::finish();
+        Ok((_, mut flusher)) => {
+            run(&mut flusher);
+            flusher.finish();
             0
         }
         Err(e) => e.code(),
@@ -56,7 +56,7 @@ extern "C" fn firmware_main() -> ! {
     board::exit(code)
 }
 
-fn run() {
+fn run(flusher: &mut board::trace::Flusher) {
     let mut samples = [0i32; 32];
     for i in 0..ITERATIONS {
         sensor_read(&mut samples, i);
@@ -64,7 +64,7 @@ fn run() {
         black_box(checksum(&samples));
         black_box(fib(black_box(3 + i % 5)));
         black_box(scaled_sum(&samples, black_box(i)));
-        board::trace::flush_ready();
+        flusher.flush_ready();
     }
 }
 

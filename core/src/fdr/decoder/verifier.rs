@@ -1,492 +1,323 @@
-//! The block grammar `llvm-xray` 14 enforces (its `BlockVerifier` and `BlockIndexer`).
+//! The one verify loop over a whole file: [`Verifier`], and [`verify`] with its
+//! [`Summary`].
 
-use super::super::records::Record;
+use super::{BlockVerifier, DecodeError, DecodeErrorKind, Decoded, Decoder, VerifyError};
+use crate::fdr::end::EndCheck;
+use crate::fdr::header::{FileHeader, HEADER_SIZE};
+use crate::fdr::records::Record;
 
-/// The last record kind a [`BlockVerifier`] saw in the current block.
-///
-/// Names and [`Display`](core::fmt::Display) follow LLVM's `BlockVerifier::State`.
+/// What [`verify`] saw in a valid file: its header and record counts, for a quick
+/// check that a trace holds what was recorded.
 ///
 /// ```
-/// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
-/// use flightrec_core::fdr::records::Record;
-/// let mut v = BlockVerifier::new();
-/// assert_eq!(v.state(), BlockState::Unknown);
-/// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
-/// assert_eq!(v.state(), BlockState::NewBuffer);
-/// assert_eq!(BlockState::PidEntry.to_string(), "PIDEntry");
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::decoder::verify;
+/// use flightrec_core::fdr::header::HEADER_SIZE;
+/// use flightrec_core::fdr::ring::RecorderConfig;
+/// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+/// let mut file = [0u8; HEADER_SIZE + 256];
+/// file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(256).to_bytes());
+/// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+/// let t = Timestamp::default();
+/// w.enter_with_args(FunctionId::new(1).unwrap(), t, &[42]).unwrap();
+/// w.custom_event(t, b"x").unwrap();
+/// let len = HEADER_SIZE + w.len();
+///
+/// let summary = verify(&file[..len]).unwrap();
+/// assert_eq!(summary.header.cycle_frequency.get(), 1_000);
+/// assert_eq!((summary.buffers, summary.extents), (1, 1));
+/// assert_eq!((summary.function_records, summary.call_arguments, summary.custom_events), (1, 1, 1));
+/// // Extents, NewBuffer, Walltime, NewCPUId, the argument and the event marker.
+/// assert_eq!(summary.metadata_records, 6);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum BlockState {
-    /// Nothing yet: the next record must be a NewBuffer.
-    Unknown,
-    /// After NewBuffer: a WalltimeMarker must follow.
-    NewBuffer,
-    /// After WalltimeMarker: a Pid or a NewCPUId must follow.
-    WallClockTime,
-    /// After Pid: a NewCPUId must follow.
-    PidEntry,
-    /// After NewCPUId.
-    NewCpuId,
-    /// After TSCWrap.
-    TscWrap,
-    /// After a custom event.
-    CustomEvent,
-    /// After a typed event.
-    TypedEvent,
-    /// After a function record: CallArgument records may follow.
-    Function,
-    /// After a CallArgument: more may follow.
-    CallArg,
-    /// After EndOfBuffer: everything up to the next NewBuffer is ignored.
-    EndOfBuffer,
+pub struct Summary {
+    /// The file header.
+    pub header: FileHeader,
+    /// Blocks, that is NewBuffer records (one per thread buffer written).
+    pub buffers: usize,
+    /// BufferExtents records (versions 2 to 5; an extents of 0 has no block).
+    pub extents: usize,
+    /// Function records (8 bytes each).
+    pub function_records: usize,
+    /// Metadata records of every kind, event markers and BufferExtents included.
+    pub metadata_records: usize,
+    /// CustomEventMarker records.
+    pub custom_events: usize,
+    /// TypedEventMarker records.
+    pub typed_events: usize,
+    /// CallArgument records.
+    pub call_arguments: usize,
+    /// Bytes skipped between buffers (versions 3 to 5).
+    pub skipped_bytes: usize,
+    /// The file ends with the [end block](crate::fdr::end) its header promises; it is
+    /// not counted in `buffers` (its five metadata records and its extents are
+    /// counted in `metadata_records` and `extents`).
+    pub end_block: bool,
 }
 
-impl BlockState {
-    /// The state a record leads to, or `None` for BufferExtents, which LLVM's block
-    /// indexer drops before the verifier sees a block.
+impl Summary {
+    pub(super) fn new(header: FileHeader) -> Self {
+        Self {
+            header,
+            buffers: 0,
+            extents: 0,
+            function_records: 0,
+            metadata_records: 0,
+            custom_events: 0,
+            typed_events: 0,
+            call_arguments: 0,
+            skipped_bytes: 0,
+            end_block: false,
+        }
+    }
+
+    /// The summary of a file whose records were counted: marks the end block
+    /// found by an [`EndCheck`] and takes it out of `buffers`. For verifiers that
+    /// count the records themselves (the host's indexer).
     ///
     /// ```
-    /// use flightrec_core::fdr::decoder::BlockState;
-    /// use flightrec_core::fdr::records::Record;
-    /// assert_eq!(BlockState::of(&Record::CallArgument { value: 1 }), Some(BlockState::CallArg));
-    /// assert_eq!(BlockState::of(&Record::BufferExtents { size: 64 }), None);
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::decoder::verify;
+    /// use flightrec_core::fdr::end::EndBlock;
+    /// use flightrec_core::fdr::writer::Walltime;
+    /// use flightrec_core::fdr::{FileHeader, HeaderFlags, Version};
+    /// let header = FileHeader::new(NonZeroU64::MIN, 0).with_flags(HeaderFlags::END_BLOCK);
+    /// let mut file = [0u8; 112];
+    /// file[..32].copy_from_slice(&header.to_bytes());
+    /// EndBlock { buffers: 0, pid: 1, closed: Walltime::default() }.encode(Version::V5, &mut file[32..]);
+    /// let s = verify(&file).unwrap();
+    /// assert_eq!((s.buffers, s.extents, s.metadata_records, s.end_block), (0, 1, 5, true));
     /// ```
-    pub const fn of(record: &Record<'_>) -> Option<Self> {
-        Some(match record {
-            Record::Function { .. } => BlockState::Function,
-            Record::NewBuffer { .. } => BlockState::NewBuffer,
-            Record::EndOfBuffer => BlockState::EndOfBuffer,
-            Record::NewCpuId { .. } => BlockState::NewCpuId,
-            Record::TscWrap { .. } => BlockState::TscWrap,
-            Record::Walltime { .. } => BlockState::WallClockTime,
-            Record::CustomEvent { .. } => BlockState::CustomEvent,
-            Record::CallArgument { .. } => BlockState::CallArg,
-            Record::BufferExtents { .. } => return None,
-            Record::TypedEvent { .. } => BlockState::TypedEvent,
-            Record::Pid { .. } => BlockState::PidEntry,
+    pub fn with_end_block(mut self, end_block: Option<usize>) -> Self {
+        if end_block.is_some() {
+            self.end_block = true;
+            self.buffers = self.buffers.saturating_sub(1);
+        }
+        self
+    }
+
+    pub(super) fn count(&mut self, record: &Record<'_>) {
+        let bump = |n: &mut usize| *n = n.saturating_add(1);
+        if record.is_metadata() {
+            bump(&mut self.metadata_records);
+        }
+        match record {
+            Record::Function { .. } => bump(&mut self.function_records),
+            Record::NewBuffer { .. } => bump(&mut self.buffers),
+            Record::BufferExtents { .. } => bump(&mut self.extents),
+            Record::CustomEvent { .. } => bump(&mut self.custom_events),
+            Record::TypedEvent { .. } => bump(&mut self.typed_events),
+            Record::CallArgument { .. } => bump(&mut self.call_arguments),
+            _ => {}
+        }
+    }
+}
+
+/// The one verify loop: a [`Decoder`] whose records are checked as they come
+/// against the block grammar ([`BlockVerifier`]) and the end block the header
+/// promises ([`EndCheck`]), and counted ([`Summary`]). [`verify`] runs it over a
+/// whole file; a reader that does more with each record (the host's streaming
+/// indexer) iterates it itself and gets the same verdict, error offsets
+/// included.
+///
+/// It yields each record that passed, or the first error, after which it
+/// yields nothing. [`finish`](Self::finish) then gives the file's verdict.
+///
+/// ```
+/// use flightrec_core::clock::Timestamp;
+/// use flightrec_core::fdr::decoder::Verifier;
+/// use flightrec_core::fdr::header::HEADER_SIZE;
+/// use flightrec_core::fdr::records::Record;
+/// use flightrec_core::fdr::ring::RecorderConfig;
+/// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+/// use flightrec_core::fdr::FunctionId;
+///
+/// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+/// let mut file = [0u8; HEADER_SIZE + 256];
+/// file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(256).to_bytes());
+/// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+/// w.enter(FunctionId::new(7).unwrap(), Timestamp::default()).unwrap();
+/// let len = HEADER_SIZE + w.len();
+///
+/// let mut verifier = Verifier::new(&file[..len]).unwrap();
+/// let mut ids = 0;
+/// for item in &mut verifier {
+///     if let Record::Function { id, .. } = item.unwrap().record {
+///         ids += id.get();
+///     }
+/// }
+/// let (summary, cut_short) = verifier.finish().unwrap();
+/// assert_eq!((ids, summary.function_records, cut_short), (7, 1, None));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Verifier<'a> {
+    decoder: Decoder<'a>,
+    grammar: BlockVerifier,
+    end: EndCheck,
+    summary: Summary,
+    /// Where the current block's NewBuffer starts: where a block's grammar
+    /// errors at its end are reported.
+    block_start: usize,
+    len: usize,
+    /// An error was yielded: nothing more is.
+    failed: bool,
+}
+
+impl<'a> Verifier<'a> {
+    /// Reads the header of the file in `bytes` (an error if it is not an FDR
+    /// file's).
+    pub fn new(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        let decoder = Decoder::new(bytes)?;
+        let header = *decoder.header();
+        Ok(Self {
+            decoder,
+            grammar: BlockVerifier::new(),
+            end: EndCheck::new(&header),
+            summary: Summary::new(header),
+            block_start: HEADER_SIZE,
+            len: bytes.len(),
+            failed: false,
         })
     }
 
-    /// LLVM's name for the state, as its error messages print it.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::BlockState;
-    /// assert_eq!(BlockState::WallClockTime.name(), "WallClockTime");
-    /// assert_eq!(BlockState::NewCpuId.name(), "NewCPUId");
-    /// ```
-    pub const fn name(self) -> &'static str {
-        match self {
-            BlockState::Unknown => "Unknown",
-            BlockState::NewBuffer => "NewBuffer",
-            BlockState::WallClockTime => "WallClockTime",
-            BlockState::PidEntry => "PIDEntry",
-            BlockState::NewCpuId => "NewCPUId",
-            BlockState::TscWrap => "TSCWrap",
-            BlockState::CustomEvent => "CustomEvent",
-            BlockState::TypedEvent => "TypedEvent",
-            BlockState::Function => "Function",
-            BlockState::CallArg => "CallArg",
-            BlockState::EndOfBuffer => "EndOfBuffer",
-        }
+    /// The file header.
+    pub const fn header(&self) -> &FileHeader {
+        self.decoder.header()
     }
 
-    /// Whether a block may end in this state. A block that stops inside its preamble
-    /// (NewBuffer, WalltimeMarker, Pid) or never started may not.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::BlockState;
-    /// assert!(BlockState::NewCpuId.is_terminal());
-    /// assert!(BlockState::CallArg.is_terminal());
-    /// assert!(!BlockState::PidEntry.is_terminal());
-    /// assert!(!BlockState::Unknown.is_terminal());
-    /// ```
-    pub const fn is_terminal(self) -> bool {
-        !matches!(
-            self,
-            BlockState::Unknown
-                | BlockState::NewBuffer
-                | BlockState::WallClockTime
-                | BlockState::PidEntry
-        )
+    /// The offset after the last record yielded (its length is this less its
+    /// offset).
+    pub const fn offset(&self) -> usize {
+        self.decoder.offset()
     }
 
-    /// Whether `to` may follow this state within a block (LLVM's transition table).
-    ///
-    /// After the preamble every body record may follow every other, except that a
-    /// CallArgument may only follow a function record or another CallArgument.
-    /// EndOfBuffer allows nothing here: what follows it is ignored by
-    /// [`BlockVerifier::feed`] instead.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::BlockState;
-    /// assert!(BlockState::Function.allows(BlockState::CallArg));
-    /// assert!(!BlockState::TscWrap.allows(BlockState::CallArg));
-    /// assert!(BlockState::WallClockTime.allows(BlockState::PidEntry));
-    /// assert!(!BlockState::WallClockTime.allows(BlockState::Function));
-    /// ```
-    pub const fn allows(self, to: BlockState) -> bool {
-        use BlockState as S;
-        match self {
-            S::Unknown => matches!(to, S::NewBuffer),
-            S::NewBuffer => matches!(to, S::WallClockTime),
-            S::WallClockTime => matches!(to, S::PidEntry | S::NewCpuId),
-            S::PidEntry => matches!(to, S::NewCpuId),
-            S::NewCpuId | S::TscWrap | S::CustomEvent | S::TypedEvent => matches!(
-                to,
-                S::NewCpuId
-                    | S::TscWrap
-                    | S::CustomEvent
-                    | S::TypedEvent
-                    | S::Function
-                    | S::EndOfBuffer
-            ),
-            S::Function | S::CallArg => matches!(
-                to,
-                S::NewCpuId
-                    | S::TscWrap
-                    | S::CustomEvent
-                    | S::TypedEvent
-                    | S::Function
-                    | S::CallArg
-                    | S::EndOfBuffer
-            ),
-            S::EndOfBuffer => false,
-        }
-    }
-}
-
-impl core::fmt::Display for BlockState {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A violation of the block grammar, found by [`BlockVerifier`].
-///
-/// ```
-/// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
-/// use flightrec_core::fdr::records::Record;
-/// let mut v = BlockVerifier::new();
-/// let err = v.feed(&Record::Pid { pid: 1 }).unwrap_err();
-/// assert_eq!(err, VerifyError::InvalidTransition { from: BlockState::Unknown, to: BlockState::PidEntry });
-/// assert_eq!(err.to_string(), "invalid transition from Unknown to PIDEntry");
-/// assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum VerifyError {
-    /// A record that may not follow the previous one (LLVM: "BlockVerifier: Invalid
-    /// transition from PIDEntry to Function.").
-    InvalidTransition {
-        /// State before the record.
-        from: BlockState,
-        /// The record's state.
-        to: BlockState,
-    },
-    /// A block ended inside its preamble (LLVM: "BlockVerifier: Invalid terminal
-    /// condition WallClockTime, malformed block.").
-    InvalidTerminal {
-        /// The state the block ended in.
-        state: BlockState,
-    },
-    /// The log holds no block at all (a header-only file); `llvm-xray convert`
-    /// rejects it.
-    NoBuffers,
-}
-
-impl core::fmt::Display for VerifyError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            VerifyError::InvalidTransition { from, to } => {
-                write!(f, "invalid transition from {from} to {to}")
-            }
-            VerifyError::InvalidTerminal { state } => write!(
-                f,
-                "block ends after a {state} record, inside its preamble (it needs at least a NewCPUId)"
-            ),
-            VerifyError::NoBuffers => write!(f, "no buffer in the log"),
-        }
-    }
-}
-
-impl core::error::Error for VerifyError {}
-
-/// Checks the record grammar of an FDR log, one record at a time, as `llvm-xray` 14
-/// does when it loads a file.
-///
-/// LLVM splits the record stream into blocks at each NewBuffer record (dropping
-/// BufferExtents records), and checks each block with a state machine:
-///
-/// ```text
-/// NewBuffer WalltimeMarker [Pid] NewCPUId Body* [EndOfBuffer ignored*]
-/// Body := NewCPUId | TSCWrap | CustomEvent | TypedEvent | Function CallArgument*
-/// ```
-///
-/// A block must not end inside its preamble, and a log must hold at least one block.
-/// Whether a record exists in a version at all (EndOfBuffer after version 1) is the
-/// decoder's business, not the verifier's.
-///
-/// ```
-/// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
-/// use flightrec_core::fdr::records::Record;
-///
-/// let mut v = BlockVerifier::new();
-/// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
-/// v.feed(&Record::Walltime { seconds: 1, micros: 0 }).unwrap();
-/// assert_eq!(v.finish(), Err(VerifyError::InvalidTerminal { state: BlockState::WallClockTime }));
-/// v.feed(&Record::Pid { pid: 7 }).unwrap();
-/// assert_eq!(
-///     v.feed(&Record::TscWrap { tsc: 5 }),
-///     Err(VerifyError::InvalidTransition { from: BlockState::PidEntry, to: BlockState::TscWrap })
-/// );
-/// v.feed(&Record::NewCpuId { cpu: 0, tsc: 5 }).unwrap();
-/// assert_eq!(v.finish(), Ok(()));
-/// assert_eq!(v.blocks(), 1);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct BlockVerifier {
-    state: BlockState,
-    blocks: usize,
-}
-
-impl Default for BlockVerifier {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl BlockVerifier {
-    /// A verifier that has seen nothing.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
-    /// let v = BlockVerifier::new();
-    /// assert_eq!((v.state(), v.blocks()), (BlockState::Unknown, 0));
-    /// ```
-    pub const fn new() -> Self {
-        Self {
-            state: BlockState::Unknown,
-            blocks: 0,
-        }
+    /// The counts of the records yielded so far.
+    pub const fn summary(&self) -> &Summary {
+        &self.summary
     }
 
-    /// The state after the last record fed.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier};
-    /// use flightrec_core::fdr::records::Record;
-    /// let mut v = BlockVerifier::new();
-    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
-    /// v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
-    /// assert_eq!(v.state(), BlockState::WallClockTime);
-    /// ```
-    pub const fn state(&self) -> BlockState {
-        self.state
-    }
-
-    /// Number of blocks (NewBuffer records) seen so far.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::BlockVerifier;
-    /// use flightrec_core::fdr::records::Record;
-    /// let mut v = BlockVerifier::new();
-    /// for tid in 1..=2 {
-    ///     v.feed(&Record::NewBuffer { tid }).unwrap();
-    ///     v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
-    ///     v.feed(&Record::NewCpuId { cpu: 0, tsc: 0 }).unwrap();
-    /// }
-    /// assert_eq!(v.blocks(), 2);
-    /// ```
-    pub const fn blocks(&self) -> usize {
-        self.blocks
-    }
-
-    /// Checks the next record of the log.
-    ///
-    /// A NewBuffer first checks that the current block, if any, ended in a valid
-    /// state, then starts a new block. BufferExtents records are ignored. After an
-    /// EndOfBuffer everything but a NewBuffer is ignored. On error the state is left
-    /// unchanged.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
-    /// use flightrec_core::fdr::records::Record;
-    /// let mut v = BlockVerifier::new();
-    /// v.feed(&Record::BufferExtents { size: 48 }).unwrap(); // not part of the grammar
-    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
-    /// // A new block while this one is still in its preamble.
-    /// assert_eq!(
-    ///     v.feed(&Record::NewBuffer { tid: 2 }),
-    ///     Err(VerifyError::InvalidTerminal { state: BlockState::NewBuffer })
-    /// );
-    /// assert_eq!(v.state(), BlockState::NewBuffer);
-    /// ```
-    pub fn feed(&mut self, record: &Record<'_>) -> Result<(), VerifyError> {
-        let Some(to) = BlockState::of(record) else {
-            return Ok(());
+    /// The verdict once every record was yielded: the file's [`Summary`], and
+    /// the [`CutShort`](DecodeErrorKind::CutShort) error of a file whose header
+    /// promises an end block it does not end with (whole but for that: a
+    /// crashed trace's reader may use its records). Any other error, as the
+    /// iteration's, is the `Err`.
+    pub fn finish(mut self) -> Result<(Summary, Option<DecodeError>), DecodeError> {
+        let end = self.end;
+        let len = self.len;
+        let block_start = self.block_start;
+        self.grammar.finish().map_err(|e| {
+            let at = match e {
+                // Only a header, where the header promises an end block: cut short.
+                VerifyError::NoBuffers => match end.finish(len) {
+                    Err(cut) => return cut,
+                    Ok(_) => len,
+                },
+                _ => block_start,
+            };
+            DecodeError::new(at, DecodeErrorKind::Grammar(e))
+        })?;
+        self.summary.skipped_bytes = self.decoder.skipped_bytes();
+        let (end_block, cut_short) = match end.finish(len) {
+            Ok(at) => (at, None),
+            Err(
+                e @ DecodeError {
+                    kind: DecodeErrorKind::CutShort { .. },
+                    ..
+                },
+            ) => (None, Some(e)),
+            Err(e) => return Err(e),
         };
-        if to == BlockState::NewBuffer {
-            // LLVM verifies each block on its own and resets in between; a block that
-            // did not start with NewBuffer has already failed its first transition.
-            if self.state != BlockState::Unknown && !self.state.is_terminal() {
-                return Err(VerifyError::InvalidTerminal { state: self.state });
-            }
-            self.state = BlockState::NewBuffer;
-            self.blocks = self.blocks.saturating_add(1);
-            return Ok(());
-        }
-        if self.state == BlockState::EndOfBuffer {
-            return Ok(());
-        }
-        if !self.state.allows(to) {
-            return Err(VerifyError::InvalidTransition {
-                from: self.state,
-                to,
-            });
-        }
-        self.state = to;
-        Ok(())
+        Ok((self.summary.with_end_block(end_block), cut_short))
     }
 
-    /// Checks that the log may end here: at least one block was seen and the last
-    /// one ended in a valid state.
-    ///
-    /// ```
-    /// use flightrec_core::fdr::decoder::{BlockState, BlockVerifier, VerifyError};
-    /// use flightrec_core::fdr::records::Record;
-    /// let mut v = BlockVerifier::new();
-    /// assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
-    /// v.feed(&Record::NewBuffer { tid: 1 }).unwrap();
-    /// assert_eq!(v.finish(), Err(VerifyError::InvalidTerminal { state: BlockState::NewBuffer }));
-    /// v.feed(&Record::Walltime { seconds: 0, micros: 0 }).unwrap();
-    /// v.feed(&Record::NewCpuId { cpu: 0, tsc: 0 }).unwrap();
-    /// assert_eq!(v.finish(), Ok(()));
-    /// ```
-    pub fn finish(&self) -> Result<(), VerifyError> {
-        match self.state {
-            // Any record other than NewBuffer or BufferExtents would have failed in
-            // this state, so nothing that counts was fed.
-            BlockState::Unknown => Err(VerifyError::NoBuffers),
-            s if !s.is_terminal() => Err(VerifyError::InvalidTerminal { state: s }),
-            _ => Ok(()),
+    /// One record, checked and counted.
+    fn check(&mut self, decoded: Decoded<'a>) -> Result<Decoded<'a>, DecodeError> {
+        self.end.feed(&decoded)?;
+        let Decoded { offset, record } = decoded;
+        let block_start = self.block_start;
+        self.grammar.feed(&record).map_err(|e| {
+            let at = match e {
+                VerifyError::InvalidTerminal { .. } => block_start,
+                _ => offset,
+            };
+            DecodeError::new(at, DecodeErrorKind::Grammar(e))
+        })?;
+        if let Record::NewBuffer { .. } = record {
+            self.block_start = offset;
         }
+        self.summary.count(&record);
+        Ok(decoded)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use BlockState as S;
+impl<'a> Iterator for Verifier<'a> {
+    type Item = Result<Decoded<'a>, DecodeError>;
 
-    const ALL: [BlockState; 11] = [
-        S::Unknown,
-        S::NewBuffer,
-        S::WallClockTime,
-        S::PidEntry,
-        S::NewCpuId,
-        S::TscWrap,
-        S::CustomEvent,
-        S::TypedEvent,
-        S::Function,
-        S::CallArg,
-        S::EndOfBuffer,
-    ];
-
-    /// The table of spec §3.1, written out pair by pair, against `allows`.
-    #[test]
-    fn transition_table_matches_the_spec() {
-        let body = [
-            S::NewCpuId,
-            S::TscWrap,
-            S::CustomEvent,
-            S::TypedEvent,
-            S::Function,
-            S::EndOfBuffer,
-        ];
-        for from in ALL {
-            for to in ALL {
-                let want = match from {
-                    S::Unknown => to == S::NewBuffer,
-                    S::NewBuffer => to == S::WallClockTime,
-                    S::WallClockTime => to == S::PidEntry || to == S::NewCpuId,
-                    S::PidEntry => to == S::NewCpuId,
-                    S::NewCpuId | S::TscWrap | S::CustomEvent | S::TypedEvent => body.contains(&to),
-                    S::Function | S::CallArg => body.contains(&to) || to == S::CallArg,
-                    S::EndOfBuffer => false,
-                };
-                assert_eq!(from.allows(to), want, "{from} -> {to}");
-            }
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
         }
-        let terminal: [BlockState; 7] = [
-            S::EndOfBuffer,
-            S::NewCpuId,
-            S::TscWrap,
-            S::CustomEvent,
-            S::TypedEvent,
-            S::Function,
-            S::CallArg,
-        ];
-        for s in ALL {
-            assert_eq!(s.is_terminal(), terminal.contains(&s), "{s}");
-        }
+        let item = self.decoder.next()?.and_then(|decoded| self.check(decoded));
+        self.failed = item.is_err();
+        Some(item)
     }
+}
 
-    #[test]
-    fn end_of_buffer_ignores_everything_until_new_buffer() {
-        let mut v = BlockVerifier::new();
-        for r in [
-            Record::NewBuffer { tid: 1 },
-            Record::Walltime {
-                seconds: 0,
-                micros: 0,
-            },
-            Record::NewCpuId { cpu: 0, tsc: 0 },
-            Record::EndOfBuffer,
-            // Not allowed anywhere else after a body record, ignored here.
-            Record::Pid { pid: 1 },
-            Record::Walltime {
-                seconds: 0,
-                micros: 0,
-            },
-            Record::CallArgument { value: 0 },
-        ] {
-            v.feed(&r).unwrap();
-        }
-        assert_eq!(v.state(), S::EndOfBuffer);
-        v.feed(&Record::NewBuffer { tid: 2 }).unwrap();
-        assert_eq!(v.blocks(), 2);
-        assert_eq!(
-            v.feed(&Record::CallArgument { value: 0 }),
-            Err(VerifyError::InvalidTransition {
-                from: S::NewBuffer,
-                to: S::CallArg
-            })
-        );
-        // The failed record left the state alone.
-        assert_eq!(v.state(), S::NewBuffer);
-        assert_eq!(
-            v.feed(&Record::NewBuffer { tid: 3 }),
-            Err(VerifyError::InvalidTerminal {
-                state: S::NewBuffer
-            })
-        );
+impl core::iter::FusedIterator for Verifier<'_> {}
+
+/// Decodes and verifies a whole FDR file, and counts its records.
+///
+/// Accepts exactly what `llvm-xray` 14 loads (both `fdr-dump --verify` and
+/// `convert`), except a zero cycle frequency and a file whose header promises an
+/// [end block](crate::fdr::end) it does not end with (cut short): header version 1 to 5 and type 1, the
+/// per-version buffer delimiting of [`Decoder`], every record decodable, the block
+/// grammar of [`BlockVerifier`], no block ending in its preamble, and at least one
+/// block. The first error in file order is returned (LLVM reports all decoding errors
+/// before any grammar error, so when a file has both, the message may differ, never
+/// the verdict).
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use flightrec_core::fdr::decoder::{verify, BlockState, DecodeErrorKind, VerifyError};
+/// use flightrec_core::fdr::records::Record;
+/// use flightrec_core::fdr::{FileHeader, FunctionAction, FunctionId, Version};
+///
+/// let mut file = [0u8; 32 + 16 + 16 + 8];
+/// let header = FileHeader::new(NonZeroU64::new(1_000_000_000).unwrap(), 0).with_version(Version::V1);
+/// file[..32].copy_from_slice(&header.to_bytes());
+/// let enter = Record::Function { action: FunctionAction::Enter, id: FunctionId::new(1).unwrap(), delta: 0 };
+/// let mut len = 32;
+/// for record in [
+///     Record::NewBuffer { tid: 1 },
+///     Record::Walltime { seconds: 1, micros: 0 },
+///     enter, // no NewCPUId before the first event
+/// ] {
+///     len += record.encode(Version::V1, &mut file[len..]).unwrap();
+/// }
+///
+/// let err = verify(&file[..len]).unwrap_err();
+/// assert_eq!(err.offset, 64);
+/// assert_eq!(
+///     err.kind,
+///     DecodeErrorKind::Grammar(VerifyError::InvalidTransition {
+///         from: BlockState::WallClockTime,
+///         to: BlockState::Function,
+///     })
+/// );
+/// assert_eq!(err.to_string(), "at byte 64: invalid transition from WallClockTime to Function");
+/// ```
+pub fn verify(bytes: &[u8]) -> Result<Summary, DecodeError> {
+    let mut verifier = Verifier::new(bytes)?;
+    for item in &mut verifier {
+        item?;
     }
-
-    #[test]
-    fn extents_are_invisible_and_an_empty_log_has_no_buffers() {
-        let mut v = BlockVerifier::new();
-        assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
-        v.feed(&Record::BufferExtents { size: 0 }).unwrap();
-        assert_eq!(v.state(), S::Unknown);
-        assert_eq!(v.finish(), Err(VerifyError::NoBuffers));
-        assert_eq!(
-            v.feed(&Record::TscWrap { tsc: 0 }),
-            Err(VerifyError::InvalidTransition {
-                from: S::Unknown,
-                to: S::TscWrap
-            })
-        );
+    match verifier.finish()? {
+        (summary, None) => Ok(summary),
+        (_, Some(cut_short)) => Err(cut_short),
     }
 }

@@ -6,40 +6,64 @@
 //! ever holds a reference to the other's state. This crate is built without
 //! instrumentation, so flushing records nothing.
 
-use core::ptr::addr_of_mut;
+use core::num::NonZeroU64;
 
-use flightrec_core::clock::Timestamp;
-use flightrec_core::fdr::ring::{Consumer, Policy, Recorder, RecorderConfig, Ring, Slot};
+use flightrec_core::clock::{Clock, Timestamp};
+use flightrec_core::context::{Context, ContextRecorders};
+use flightrec_core::fdr::ring::{Policy, RecorderConfig};
+use flightrec_core::fdr::static_ring::StaticRing;
 use flightrec_core::fdr::writer::WriterConfig;
-use flightrec_core::fdr::FunctionId;
-use flightrec_core::link::{LinkWriter, Source};
-use flightrec_sleds_aarch64::{MapError, PatchError, SledMap};
+use flightrec_core::fdr::{FunctionAction, FunctionId};
+use flightrec_core::link::{LinkWriter, Outlet, Source};
+use flightrec_sleds_aarch64::{MapError, PatchError};
 
 use crate::uart::Uart;
 
-/// Link source (and FDR thread) id of the one core.
+/// Link source (and FDR thread id) of the one core.
 pub const SOURCE: u32 = 1;
 const BUFFERS: usize = 16;
 const BUFFER_SIZE: usize = 4096;
 
-static mut STORAGE: [u8; BUFFERS * BUFFER_SIZE] = [0; BUFFERS * BUFFER_SIZE];
-static SLOTS: [Slot; BUFFERS] = [Slot::NEW; BUFFERS];
-static mut RING: Option<Ring<'static>> = None;
-/// Used by the sled handler only.
-static mut RECORDER: Option<Recorder<'static, 'static>> = None;
-/// Used by the main loop only.
-static mut FLUSHER: Option<Flusher> = None;
+/// The one core's ring: its recorder goes to `TRACE`, its consumer to the
+/// [`Flusher`] that `start` returns.
+static RING: StaticRing<BUFFERS, BUFFER_SIZE> = StaticRing::new(Policy::Streaming);
+/// The sled handler's recorder: one context, the one core (the trampolines never
+/// re-enter the handler).
+static TRACE: ContextRecorders<1, fn() -> Context, Counter> =
+    ContextRecorders::new(one_core, Counter);
 
-struct Flusher {
-    consumer: Consumer<'static, 'static>,
-    source: Source,
+/// The one context that records.
+fn one_core() -> Context {
+    Context::THREAD_MODE
+}
+
+/// The generic timer's virtual count (`CNTVCT_EL0`) as a clock.
+#[derive(Clone, Copy)]
+struct Counter;
+
+impl Clock for Counter {
+    fn now(&mut self) -> Timestamp {
+        Timestamp {
+            tsc: crate::ticks(),
+            cpu: 0,
+        }
+    }
+
+    fn ticks_per_second(&self) -> NonZeroU64 {
+        NonZeroU64::new(crate::ticks_per_second()).unwrap_or(NonZeroU64::MIN)
+    }
+}
+
+/// The main loop's half: the ring's outlet (source and consumer) and the link.
+pub struct Flusher {
+    outlet: Outlet<'static, 'static>,
     link: LinkWriter<Uart>,
 }
 
 /// Why tracing could not start; the firmware exits with [`Error::code`].
 #[derive(Clone, Copy, Debug)]
 pub enum Error {
-    /// The ring's storage was refused.
+    /// The ring was taken before, or its recorder not installed.
     Ring,
     /// The sled map is missing or not understood.
     Map(MapError),
@@ -59,82 +83,66 @@ impl Error {
 }
 
 /// Sets up the ring and the link, installs the handler and patches every sled.
-/// Returns how many sleds were patched. Call once, first thing.
-pub fn start() -> Result<usize, Error> {
+/// Returns how many sleds were patched and the main loop's [`Flusher`]. Call
+/// once, first thing.
+pub fn start() -> Result<(usize, Flusher), Error> {
     let config = RecorderConfig::new(
         WriterConfig::new(SOURCE).with_pid(1),
         crate::ticks_per_second(),
     );
-    // SAFETY: `start` runs once, before anything else uses these statics; the
-    // references made here are the only ones ever made to them.
-    let ring = unsafe {
-        let storage = &mut *addr_of_mut!(STORAGE);
-        let ring = Ring::new(storage, &SLOTS, Policy::Streaming).map_err(|_| Error::Ring)?;
-        (*addr_of_mut!(RING)).insert(ring)
+    let (recorder, consumer) = RING.split(config).map_err(|_| Error::Ring)?;
+    TRACE
+        .install(one_core(), recorder)
+        .map_err(|_| Error::Ring)?;
+    let source = Source::new(SOURCE, config.file_header(RING.buffer_size()));
+    let flusher = Flusher {
+        outlet: Outlet::new(source, consumer),
+        link: LinkWriter::new(Uart::take()),
     };
-    let source = Source::new(SOURCE, config.file_header(ring.buffer_size()));
-    let (recorder, consumer) = ring.split(config);
-    // SAFETY: as above; the handler is not installed yet.
-    unsafe {
-        *addr_of_mut!(RECORDER) = Some(recorder);
-        *addr_of_mut!(FLUSHER) = Some(Flusher {
-            consumer,
-            source,
-            link: LinkWriter::new(Uart::take()),
-        });
-    }
     // SAFETY: the linker script bounds the section with these symbols.
     let map = unsafe { flightrec_sleds_aarch64::map_from_linker() }.map_err(Error::Map)?;
     flightrec_sleds_aarch64::set_handler(Some(on_sled));
     // SAFETY: this program's own map; the MMU is off, so code is writable; one core.
-    unsafe { flightrec_sleds_aarch64::patch(&map) }.map_err(Error::Patch)
+    let patched = unsafe { flightrec_sleds_aarch64::patch(&map) }.map_err(Error::Patch)?;
+    Ok((patched, flusher))
 }
 
 /// The sled handler: one record per sled.
 extern "C" fn on_sled(id: u32, kind: u32) {
-    // SAFETY: only this handler uses RECORDER after `start`, and the trampolines
-    // never re-enter it.
-    let Some(rec) = (unsafe { (*addr_of_mut!(RECORDER)).as_mut() }) else {
-        return;
-    };
     let Ok(f) = FunctionId::new(id) else {
         return;
     };
-    let ts = Timestamp {
-        tsc: crate::ticks(),
-        cpu: 0,
+    let action = match kind {
+        0 => FunctionAction::Enter,
+        1 => FunctionAction::Exit,
+        2 => FunctionAction::TailExit,
+        _ => return,
     };
-    let _ = match kind {
-        0 => rec.enter(f, ts),
-        1 => rec.exit(f, ts),
-        2 => rec.tail_exit(f, ts),
-        _ => Ok(()),
-    };
+    // A record that is lost is counted, and marked in the trace.
+    let _ = TRACE.record_in(one_core(), action, f);
 }
 
-/// Sends every buffer the recorder has finished: the main loop's flush step.
-pub fn flush_ready() {
-    // SAFETY: only the main loop uses FLUSHER after `start`.
-    if let Some(f) = unsafe { (*addr_of_mut!(FLUSHER)).as_mut() } {
-        while matches!(f.link.flush_one(&mut f.source, &mut f.consumer), Ok(true)) {}
+impl Flusher {
+    /// Sends every buffer the recorder has finished: the main loop's flush step.
+    pub fn flush_ready(&mut self) {
+        let Outlet { source, consumer } = &mut self.outlet;
+        while matches!(self.link.flush_one(source, consumer), Ok(true)) {}
     }
-}
 
-/// At the end: restores the sleds, hands over the current buffer, drains the ring
-/// and sends the final counters.
-pub fn finish() {
-    if let Ok(map) = unsafe { flightrec_sleds_aarch64::map_from_linker() } {
-        // SAFETY: as in `start`.
-        unsafe { flightrec_sleds_aarch64::unpatch(&map) };
-    }
-    flightrec_sleds_aarch64::set_handler(None);
-    // SAFETY: the handler is gone and the sleds unpatched: nothing else uses it now.
-    if let Some(rec) = unsafe { (*addr_of_mut!(RECORDER)).as_mut() } {
-        rec.flush();
-    }
-    flush_ready();
-    // SAFETY: only the main loop uses FLUSHER.
-    if let Some(f) = unsafe { (*addr_of_mut!(FLUSHER)).as_mut() } {
-        let _ = f.link.send_source_status(&mut f.source, &f.consumer);
+    /// At the end: restores the sleds, hands over the current buffer, drains the
+    /// ring and sends the final counters.
+    pub fn finish(mut self) {
+        // SAFETY: the linker script bounds the section with these symbols.
+        if let Ok(map) = unsafe { flightrec_sleds_aarch64::map_from_linker() } {
+            // SAFETY: as in `start`.
+            unsafe { flightrec_sleds_aarch64::unpatch(&map) };
+        }
+        flightrec_sleds_aarch64::set_handler(None);
+        // The recorder's current buffer, every buffer, then the final counters.
+        let _ = self
+            .link
+            .finish(core::slice::from_mut(&mut self.outlet), || {
+                TRACE.flush_all()
+            });
     }
 }
