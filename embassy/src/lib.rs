@@ -82,8 +82,8 @@ pub mod hooks {
     use super::*;
 
     /// The three typed events' one copy of the record path (its arguments in
-    /// registers): a few cycles of a call, against about 300 bytes of flash
-    /// for each hook that would inline it.
+    /// registers): a call's few cycles are cheaper than the flash of the record
+    /// path inlined into each hook (docs/performance.md has both).
     #[inline(never)]
     fn event<R: TaskRecorder>(r: &'static R, event_type: u16, executor: u32, task: u32) {
         r.typed_event8(event_type, [executor, task]);
