@@ -12,17 +12,18 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::output::reader_gone;
-use flightrec_host::collect::Collector;
+use flightrec_host::convert::{convert_timeline, TimelineFormat};
 use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
 use flightrec_host::core::trace2::{Format as Trace2Format, Target};
-use flightrec_host::dump::{dump, DumpError};
+use flightrec_host::link::collect::Collector;
+use flightrec_host::link::recv::{Input, RecvOptions, RecvReport, SerialSettings};
+use flightrec_host::link::rtt::GdbSettings;
+use flightrec_host::link::trace2::Trace2Strings;
+use flightrec_host::names::firmware::FirmwareNames;
 use flightrec_host::names::{names_beside, Names};
-use flightrec_host::names_firmware::FirmwareNames;
+use flightrec_host::out::dump::{dump, DumpError};
 use flightrec_host::progress::Progress;
-use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
-use flightrec_host::rtt::GdbSettings;
-use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
-use flightrec_host::trace2_link::Trace2Strings;
+use flightrec_host::timeline::TimelineInput;
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
@@ -213,7 +214,7 @@ enum FlowArg {
 /// // A firmware's RTT channel through a GDB server: an ELF without the control
 /// // block's symbol is an error naming it (exit status 2).
 /// let elf = dir.path().join("fw.elf");
-/// std::fs::write(&elf, flightrec_host::rtt::elf_with_symbol("main", 0x100, 4)).unwrap();
+/// std::fs::write(&elf, flightrec_testkit::target_image::elf_with_symbol("main", 0x100, 4)).unwrap();
 /// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, "--gdb", "127.0.0.1:1", "--elf", elf.to_str().unwrap()]);
 /// assert_eq!(run(LinkCommand::Recv(a.unwrap().args)), ExitCode::from(2));
 /// ```
@@ -872,7 +873,7 @@ fn recv(a: RecvArgs) -> ExitCode {
         });
     }
     let progress = Progress::new(a.quiet);
-    let result = flightrec_host::recv::run(&opts, &mut collector, &stop, &progress);
+    let result = flightrec_host::link::recv::run(&opts, &mut collector, &stop, &progress);
     match result {
         Ok(report) => {
             print_report(&report, &collector);

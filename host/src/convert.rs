@@ -1,7 +1,7 @@
 //! `convert`: an FDR file of any size to YAML, Chrome JSON or Perfetto, streamed.
 //!
 //! The file is read in place ([`TraceFile`]), verified and indexed in one pass
-//! ([`crate::stream::scan`]), then read again per thread as the writer needs it:
+//! ([`crate::read::index::scan`]), then read again per thread as the writer needs it:
 //! YAML in TSC order (a merge of the threads), Chrome and Perfetto one thread
 //! after the other. Nothing grows with the number of records.
 
@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use flightrec_core::fdr::decoder::DecodeError;
 
-use crate::chrome::{write_chrome_events, ChromeLayout, ChromeReport};
-use crate::expand::XEvent;
-use crate::input::TraceFile;
 use crate::names::Names;
+use crate::out::chrome::{write_chrome_events, ChromeLayout, ChromeReport};
+use crate::out::timeline_sinks::{ChromeSink, PerfettoSink};
 use crate::progress::Progress;
-use crate::stream::{scan_cut_short, Index};
+use crate::read::events::XEvent;
+use crate::read::file::TraceFile;
+use crate::read::index::{scan_file_cut_short, Index};
+use crate::timeline::{merge_timeline, TimelineInput, TimelineReport};
 
 /// Events between two page releases of the input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
@@ -165,7 +167,7 @@ impl Input {
                     merged.next_event()
                 };
                 done.events =
-                    crate::yaml::write_yaml_events(self.index.header(), next, names, out)?;
+                    crate::out::yaml::write_yaml_events(self.index.header(), next, names, out)?;
             }
             Format::Chrome => {
                 progress.pass(len, "surveying");
@@ -185,7 +187,7 @@ impl Input {
             Format::Perfetto => {
                 progress.pass(len, "writing");
                 let mut events = 0;
-                let report = crate::perfetto::write_perfetto_events(
+                let report = crate::out::perfetto::write_perfetto_events(
                     self.index.header(),
                     self.all_threads(progress, &mut events),
                     names,
@@ -228,27 +230,59 @@ impl Input {
     }
 }
 
-/// Verifies and indexes a mapped file, showing the pass on `progress`.
-pub(crate) fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
-    let (index, cut) = scan_file_cut_short(file, progress)?;
-    match cut {
-        Some(e) => Err(e),
-        None => Ok(index),
-    }
+/// The output format of a timeline. Example on [`convert_timeline`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineFormat {
+    /// Chrome trace-event JSON.
+    Chrome,
+    /// Perfetto's protobuf trace.
+    Perfetto,
 }
 
-/// [`scan_file`], a file cut short between buffers indexed all the same (see
-/// [`crate::stream::scan_cut_short`]).
-pub(crate) fn scan_file_cut_short(
-    file: &TraceFile,
-    progress: &Progress,
-) -> Result<(Index, Option<DecodeError>), DecodeError> {
-    let bytes = file.bytes();
-    progress.pass(bytes.len() as u64, "verifying");
-    let mut last = 0usize;
-    scan_cut_short(bytes, &mut |at| {
-        file.consumed(at.saturating_sub(last));
-        last = at;
-        progress.advance(at as u64);
-    })
+/// Converts `inputs` to one timeline in `format` on `out`.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::TimelineInput;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let fdr = dir.path().join("t.xray");
+/// std::fs::write(&fdr, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// // A Trace2 stream of process 4242 (as its session id says), main thread.
+/// let t2 = dir.path().join("t2.json");
+/// std::fs::write(&t2, concat!(
+///     r#"{"event":"region_enter","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000000Z","label":"load"}"#, "\n",
+///     "not json\n",
+///     r#"{"event":"region_leave","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000001Z","label":"load"}"#, "\n",
+/// )).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
+/// let inputs: Vec<TimelineInput> = [&fdr, &t2, &bad]
+///     .iter()
+///     .map(|p| TimelineInput { path: p.to_path_buf(), names: Names::empty() })
+///     .collect();
+/// let mut json = Vec::new();
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
+/// // Threads 101 and 202 of process 4242, and its main thread (4242) from Trace2.
+/// assert_eq!((report.sources, report.slices, report.tracks), (2, 4, 3));
+/// // The bad FDR file and the bad line: reported with their offsets, the rest converted.
+/// let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+/// assert!(problems[0].ends_with("bad.xray: at byte 112: unknown function record action 5; left out"));
+/// assert!(problems[1].contains("t2.json: at byte 113: line 2: not JSON"), "{problems:?}");
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// let region = events.iter().find(|e| e["name"] == "load").unwrap();
+/// assert_eq!((region["pid"].as_u64(), region["tid"].as_u64()), (Some(4242), Some(4242)));
+/// assert_eq!(region["dur"].as_f64(), Some(1.0));
+/// ```
+pub fn convert_timeline(
+    inputs: &[TimelineInput],
+    format: TimelineFormat,
+    out: &mut impl Write,
+) -> io::Result<TimelineReport> {
+    match format {
+        TimelineFormat::Chrome => merge_timeline(inputs, &mut ChromeSink::new(out)),
+        TimelineFormat::Perfetto => merge_timeline(inputs, &mut PerfettoSink::new(out)),
+    }
 }

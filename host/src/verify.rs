@@ -4,9 +4,9 @@ use std::path::Path;
 
 use flightrec_core::fdr::decoder::{DecodeError, Summary};
 
-use super::convert::scan_file;
-use super::input::TraceFile;
-use super::progress::Progress;
+use crate::progress::Progress;
+use crate::read::file::TraceFile;
+use crate::read::index::scan_file;
 
 /// The verdict on one file.
 ///

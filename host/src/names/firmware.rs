@@ -25,10 +25,11 @@ use flightrec_core::fdr::records::Record;
 use flightrec_core::fdr::FunctionId;
 use flightrec_core::names::elf::{find_section, is_elf, ElfError};
 
-use crate::names::Names;
+use super::elf::section_addr;
+use super::Names;
 
 /// The ELF section that holds the names. Example on [`FirmwareNames`].
-pub const SECTION: &str = ".flightrec";
+pub const SECTION: &str = super::elf::FIRMWARE_SECTION;
 
 /// The ELF section that pairs small ids with names (feature `small-ids`).
 /// Example on [`FirmwareNames::with_id_map`].
@@ -46,7 +47,7 @@ pub struct Entry {
 /// The names of a firmware ELF, by id, and what was wrong with the section.
 ///
 /// ```
-/// use flightrec_host::names_firmware::{Entry, FirmwareNames, SECTION};
+/// use flightrec_host::names::firmware::{Entry, FirmwareNames, SECTION};
 ///
 /// // The section at address 0 behind LLD's leading NUL: ids 1 and 25.
 /// assert_eq!(SECTION, ".flightrec");
@@ -75,7 +76,7 @@ pub struct FirmwareNames {
 /// Why a file gave no firmware names.
 ///
 /// ```
-/// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+/// use flightrec_host::names::firmware::{FirmwareNames, FirmwareNamesError};
 /// assert_eq!(FirmwareNames::from_elf(b"1 main\n"), Err(FirmwareNamesError::NotElf));
 /// // This example's own program is an ELF file without the section.
 /// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
@@ -113,7 +114,7 @@ impl FirmwareNames {
     /// Reads the `.flightrec` section of a firmware ELF image.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+    /// use flightrec_host::names::firmware::{FirmwareNames, FirmwareNamesError};
     /// // Cut short: an error, not a panic.
     /// assert!(matches!(
     ///     FirmwareNames::from_elf(b"\x7fELF\x01\x01\x01"),
@@ -145,7 +146,7 @@ impl FirmwareNames {
     /// without an id and a map cut short are warnings.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::{FirmwareNames, MAP_SECTION};
+    /// use flightrec_host::names::firmware::{FirmwareNames, MAP_SECTION};
     /// assert_eq!(MAP_SECTION, ".flightrec.map");
     /// let fw = FirmwareNames::from_section(0, b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
     /// // Id 1 names the entry at 25, id 2 the one at 1.
@@ -219,7 +220,7 @@ impl FirmwareNames {
     /// Reads a firmware ELF file; errors name the file.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// let err = FirmwareNames::load(std::path::Path::new("/nonexistent/fw.elf")).unwrap_err();
     /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
     /// ```
@@ -310,8 +311,8 @@ impl FirmwareNames {
     /// order (a stream from another build, or a damaged one).
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// use flightrec_host::names::firmware::FirmwareNames;
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let none = FirmwareNames::default();
     /// assert!(!none.unknown_ids(trace).is_empty());
     /// ```
@@ -338,9 +339,9 @@ impl FirmwareNames {
     /// not name.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// use std::path::Path;
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let w = FirmwareNames::default()
     ///     .mismatch_warning(trace, Path::new("t.xray"), Path::new("fw.elf"))
     ///     .unwrap();
@@ -368,7 +369,7 @@ impl FirmwareNames {
     ///
     /// ```
     /// use flightrec_host::names::Names;
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// let fw = FirmwareNames::from_section(1, b"app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
     /// let dir = tempfile::tempdir().unwrap();
     /// let out = dir.path().join("fw.names");
@@ -388,45 +389,6 @@ impl FirmwareNames {
         )?;
         out.flush()
     }
-}
-
-/// The address of the section whose bytes are `data` (a slice of `image` that
-/// [`find_section`] returned): the `sh_addr` of the section header whose file
-/// offset and size are `data`'s.
-pub(crate) fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
-    let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;
-    let wide = *image.get(4)? == 2;
-    let big = *image.get(5)? == 2;
-    let read = |at: usize, n: usize| -> Option<u64> {
-        let b = image.get(at..at.checked_add(n)?)?;
-        let mut v = 0u64;
-        for i in 0..n {
-            let byte = if big { b[i] } else { b[n - 1 - i] };
-            v = (v << 8) | u64::from(byte);
-        }
-        Some(v)
-    };
-    let word = if wide { 8 } else { 4 };
-    let (shoff, shentsize) = if wide { (0x28, 0x3a) } else { (0x20, 0x2e) };
-    let table = usize::try_from(read(shoff, word)?).ok()?;
-    let entry = usize::try_from(read(shentsize, 2)?).ok()?;
-    let mut count = usize::try_from(read(shentsize + 2, 2)?).ok()?;
-    if count == 0 {
-        // Extended numbering: the count is section 0's size.
-        count = usize::try_from(read(table + if wide { 0x20 } else { 0x14 }, word)?).ok()?;
-    }
-    // sh_addr, sh_offset, sh_size within a section header.
-    let (addr_at, offset_at, size_at) = if wide {
-        (0x10, 0x18, 0x20)
-    } else {
-        (0x0c, 0x10, 0x14)
-    };
-    (0..count).find_map(|i| {
-        let h = table.checked_add(i.checked_mul(entry)?)?;
-        (read(h + offset_at, word)? == offset && read(h + size_at, word)? == data.len() as u64)
-            .then(|| read(h + addr_at, word))
-            .flatten()
-    })
 }
 
 #[cfg(test)]

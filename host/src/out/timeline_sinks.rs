@@ -22,9 +22,9 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::perfetto::field::*;
-use crate::perfetto::{bytes_field, double_field, message, uint_field};
-use crate::timeline::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
+use crate::model::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
+use crate::out::perfetto::field::*;
+use crate::out::perfetto::{bytes_field, double_field, message, uint_field};
 
 /// A slice begun and not yet ended: name, start (ns), its arguments' JSON.
 type OpenSlice = (Rc<str>, u64, Vec<u8>);
@@ -34,8 +34,8 @@ type OpenSlice = (Rc<str>, u64, Vec<u8>);
 /// ```
 /// use std::rc::Rc;
 ///
-/// use flightrec_host::timeline::{TimelineSink, Track};
-/// use flightrec_host::timeline_out::ChromeSink;
+/// use flightrec_host::model::{TimelineSink, Track};
+/// use flightrec_host::out::timeline_sinks::ChromeSink;
 ///
 /// let track = |tid: u32, name: &str| Track {
 ///     pid: 1,
@@ -311,8 +311,8 @@ struct Seq {
 /// ```
 /// use std::rc::Rc;
 ///
-/// use flightrec_host::timeline::{Arg, TimelineSink, Track};
-/// use flightrec_host::timeline_out::PerfettoSink;
+/// use flightrec_host::model::{Arg, TimelineSink, Track};
+/// use flightrec_host::out::timeline_sinks::PerfettoSink;
 ///
 /// let main = Track { pid: 3, tid: 3, process_name: "app".into(), thread_name: "main".into() };
 /// let mut trace = Vec::new();

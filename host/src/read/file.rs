@@ -17,13 +17,13 @@ const RELEASE_EVERY: usize = 32 << 20;
 /// A trace file mapped read-only.
 ///
 /// ```
-/// use flightrec_host::input::TraceFile;
+/// use flightrec_host::read::file::TraceFile;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("t.xray");
-/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// std::fs::write(&path, include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// let file = TraceFile::open(&path).unwrap();
-/// assert_eq!(file.bytes().len(), include_bytes!("../../testdata/xray/crafted-v5.xray").len());
+/// assert_eq!(file.bytes().len(), include_bytes!("../../../testdata/xray/crafted-v5.xray").len());
 /// file.consumed(4096); // counts reading; drops pages now and then
 ///
 /// // A directory is refused with the reason.
@@ -76,10 +76,10 @@ impl TraceFile {
     /// least 1 MiB): several files read at once share the budget of one.
     ///
     /// ```
-    /// use flightrec_host::input::TraceFile;
+    /// use flightrec_host::read::file::TraceFile;
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("t.xray");
-    /// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+    /// std::fs::write(&path, include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
     /// let file = TraceFile::open(&path).unwrap();
     /// file.set_release_every(8 << 20);
     /// file.consumed(9 << 20); // past 8 MiB: the pages are dropped

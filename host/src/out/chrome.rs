@@ -16,23 +16,24 @@ use serde_json::{json, Value};
 
 use flightrec_core::fdr::FileHeader;
 
-use super::expand::{Kind, Trace, XEvent};
-use super::names::Names;
+use crate::names::Names;
+use crate::read::events::{Kind, XEvent};
+use crate::read::trace::Trace;
 
 /// What the conversion wrote and left out.
 ///
 /// ```
-/// use flightrec_host::chrome::{to_chrome, ChromeReport};
-/// use flightrec_host::expand::load;
+/// use flightrec_host::out::chrome::{to_chrome, ChromeReport};
+/// use flightrec_host::read::trace::load;
 /// use flightrec_host::names::Names;
 ///
 /// // Exit #2, then enter and exit #1: the first exit has no call to close.
-/// let trace = load(include_bytes!("../../testdata/xray/ok-exit-before-enter.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/ok-exit-before-enter.xray")).unwrap();
 /// let (_, report) = to_chrome(&trace, &Names::empty());
 /// assert_eq!(report, ChromeReport { calls: 1, unmatched_exits: 1, ..ChromeReport::default() });
 ///
 /// // A trace cut short after three entries: the calls end with the thread.
-/// let mut trace = load(include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let mut trace = load(include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// trace.events.truncate(3);
 /// let (_, report) = to_chrome(&trace, &Names::empty());
 /// assert_eq!((report.calls, report.unfinished_calls), (3, 3));
@@ -58,11 +59,11 @@ struct Open {
 /// Builds the trace-event JSON object.
 ///
 /// ```
-/// use flightrec_host::chrome::{to_chrome, ChromeReport};
-/// use flightrec_host::expand::load;
+/// use flightrec_host::out::chrome::{to_chrome, ChromeReport};
+/// use flightrec_host::read::trace::load;
 /// use flightrec_host::names::Names;
 ///
-/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// let names = Names::parse("3 leaf\n").unwrap();
 /// let (doc, report) = to_chrome(&trace, &names);
 /// assert_eq!(report, ChromeReport { calls: 5, instants: 1, ..ChromeReport::default() });
@@ -194,11 +195,11 @@ fn instant(e: &XEvent, ts: f64, key: (u32, u32)) -> Value {
 /// [`write_chrome_events`].
 ///
 /// ```
-/// use flightrec_host::chrome::write_chrome;
-/// use flightrec_host::expand::load;
+/// use flightrec_host::out::chrome::write_chrome;
+/// use flightrec_host::read::trace::load;
 /// use flightrec_host::names::Names;
 ///
-/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
 /// let mut out = Vec::new();
 /// let report = write_chrome(&trace, &Names::empty(), &mut out).unwrap();
 /// assert_eq!(report.calls, 3);
@@ -216,7 +217,7 @@ fn instant(e: &XEvent, ts: f64, key: (u32, u32)) -> Value {
 /// assert_eq!(threads, ["thread 101", "thread 202"]);
 ///
 /// // Byte for byte what serde_json writes for the document in memory.
-/// let (doc, _) = flightrec_host::chrome::to_chrome(&trace, &Names::empty());
+/// let (doc, _) = flightrec_host::out::chrome::to_chrome(&trace, &Names::empty());
 /// let mut whole = serde_json::to_vec(&doc).unwrap();
 /// whole.push(b'\n');
 /// assert_eq!(out, whole);
@@ -241,10 +242,10 @@ pub fn write_chrome(
 /// (the origin of every timestamp) and the tracks, in order of first appearance.
 ///
 /// ```
-/// use flightrec_host::chrome::ChromeLayout;
-/// use flightrec_host::expand::load;
+/// use flightrec_host::out::chrome::ChromeLayout;
+/// use flightrec_host::read::trace::load;
 ///
-/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
 /// let layout = ChromeLayout::survey(trace.events.iter().cloned());
 /// assert_eq!(layout.origin, 1_000_000);
 /// assert_eq!(layout.tracks, [(4242, 101), (4242, 202)]);
@@ -292,15 +293,15 @@ impl ChromeLayout {
 }
 
 /// Writes the Chrome JSON of the events `next` yields in thread order (each
-/// thread's events together, as [`crate::stream::Index::thread_events`] gives
+/// thread's events together, as [`crate::read::index::Index::thread_events`] gives
 /// them), as they come: memory holds only the open calls of each thread.
 ///
 /// ```
-/// use flightrec_host::chrome::{write_chrome_events, ChromeLayout};
+/// use flightrec_host::out::chrome::{write_chrome_events, ChromeLayout};
 /// use flightrec_host::names::Names;
-/// use flightrec_host::stream::scan;
+/// use flightrec_host::read::index::scan;
 ///
-/// let bytes = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let index = scan(bytes, &mut |_| {}).unwrap();
 /// let events = |t: usize| index.thread_events(bytes, t);
 /// let mut cursor = events(0);

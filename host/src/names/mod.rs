@@ -4,7 +4,7 @@
 //!
 //! * The names file the desktop runtime writes beside each trace
 //!   (`<trace>.names`, an ELF file), or a firmware image carrying the same table:
-//!   its `flightrec_names` section, read by [`super::names_elf`].
+//!   its `flightrec_names` section, read by [`elf`].
 //! * `llvm-xray`'s instrumentation map in YAML (what `llvm-xray extract --symbolize`
 //!   writes and `-m`/`--instr_map` reads): a list of `{ id: N, ..., function-name: X }`
 //!   entries. Entries without a name are skipped.
@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use super::names_elf::{is_elf, read_elf_names};
+pub mod elf;
+pub mod firmware;
+
+use elf::{is_elf, read_elf_names, FIRMWARE_SECTION};
 
 /// Appended to a trace's path to name the names file the desktop runtime writes
 /// beside it (the core's [`SUFFIX`](flightrec_core::names::SUFFIX)).
@@ -106,7 +109,7 @@ impl Names {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let map = dir.path().join("crafted.instrmap.yaml");
-    /// std::fs::write(&map, include_str!("../../testdata/xray/crafted.instrmap.yaml")).unwrap();
+    /// std::fs::write(&map, include_str!("../../../testdata/xray/crafted.instrmap.yaml")).unwrap();
     /// let names = Names::load(&map).unwrap();
     /// assert_eq!(names.get(1), Some("main"));
     /// assert_eq!(names.len(), 5);
@@ -130,9 +133,8 @@ impl Names {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
         if is_elf(bytes) {
-            let firmware =
-                flightrec_core::names::elf::find_section(bytes, super::names_firmware::SECTION)
-                    .is_ok_and(|s| s.is_some());
+            let firmware = flightrec_core::names::elf::find_section(bytes, FIRMWARE_SECTION)
+                .is_ok_and(|s| s.is_some());
             if firmware {
                 return Err(
                     "a firmware ELF with a .flightrec section: give it with --elf".to_string(),

@@ -26,9 +26,9 @@ use std::io::{self, Write};
 
 use flightrec_core::fdr::FileHeader;
 
-use crate::chrome::ChromeReport;
-use crate::expand::{Kind, XEvent};
 use crate::names::Names;
+use crate::out::chrome::ChromeReport;
+use crate::read::events::{Kind, XEvent};
 
 /// Field numbers of Perfetto's trace protos used here.
 pub(crate) mod field {
@@ -179,17 +179,17 @@ enum NameKey {
 }
 
 /// Writes the Perfetto trace of the events `next` yields, threads one after the
-/// other (see [`crate::stream::Index::thread_events`]), as they come. Returns the
+/// other (see [`crate::read::index::Index::thread_events`]), as they come. Returns the
 /// same call matching report as the Chrome writer (`calls` are slices,
 /// `instants` instant events).
 ///
 /// ```
-/// use flightrec_host::chrome::ChromeReport;
-/// use flightrec_host::expand::load;
+/// use flightrec_host::out::chrome::ChromeReport;
+/// use flightrec_host::read::trace::load;
 /// use flightrec_host::names::Names;
-/// use flightrec_host::perfetto::write_perfetto_events;
+/// use flightrec_host::out::perfetto::write_perfetto_events;
 ///
-/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// let mut events = trace.events.iter().cloned();
 /// let mut out = Vec::new();
 /// let names = Names::parse("1 main\n").unwrap();

@@ -1,4 +1,4 @@
-//! Streaming expansion of an FDR file: the same events as [`crate::expand::load`],
+//! Streaming expansion of an FDR file: the same events as [`crate::read::trace::load`],
 //! produced one at a time from the file's bytes, in memory bounded by the number
 //! of threads and blocks, never by the number of records.
 //!
@@ -30,7 +30,11 @@ use flightrec_core::fdr::header::HEADER_SIZE;
 use flightrec_core::fdr::records::{MetadataKind, Record};
 use flightrec_core::fdr::{FileHeader, Version};
 
-use crate::expand::{llvm_block_order, llvm_thread_order, Expander, XEvent};
+use crate::progress::Progress;
+
+use super::events::{Expander, XEvent};
+use super::file::TraceFile;
+use super::order::{llvm_block_order, llvm_thread_order};
 
 /// How often (in bytes of input) [`scan`] reports its progress.
 const REPORT_EVERY: usize = 1 << 20;
@@ -55,9 +59,9 @@ struct ThreadBlocks {
 /// A verified file's summary and block index.
 ///
 /// ```
-/// use flightrec_host::stream::{scan, Merged, ThreadCursor};
+/// use flightrec_host::read::index::{scan, Merged, ThreadCursor};
 ///
-/// let bytes = include_bytes!("../../testdata/xray/crafted-v5-2threads.xray");
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
 /// let index = scan(bytes, &mut |_| {}).unwrap();
 /// assert_eq!((index.summary().buffers, index.threads()), (3, 2));
 /// assert_eq!(index.header().version.number(), 5);
@@ -85,7 +89,7 @@ struct ThreadBlocks {
 /// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
 ///
 /// // A file the verifier rejects is not indexed.
-/// let bad = scan(include_bytes!("../../testdata/xray/bad-fn-action5.xray"), &mut |_| {});
+/// let bad = scan(include_bytes!("../../../testdata/xray/bad-fn-action5.xray"), &mut |_| {});
 /// assert_eq!(bad.unwrap_err().offset, 112);
 /// ```
 #[derive(Debug)]
@@ -119,7 +123,7 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
 /// use flightrec_host::core::fdr::ring::RecorderConfig;
 /// use flightrec_host::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
 /// use flightrec_host::core::fdr::{HeaderFlags, Version};
-/// use flightrec_host::stream::{scan, scan_cut_short};
+/// use flightrec_host::read::index::{scan, scan_cut_short};
 ///
 /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
 /// let mut file = cfg.file_header(128).with_flags(HeaderFlags::END_BLOCK).to_bytes().to_vec();
@@ -322,7 +326,7 @@ impl Index {
     }
 
     /// [`Index::merged`], calling `read` with the bytes read by the walks that
-    /// find the runs (for [`crate::input::TraceFile::consumed`]). Example on
+    /// find the runs (for [`crate::read::file::TraceFile::consumed`]). Example on
     /// [`Index`].
     pub fn merged_releasing<'a>(
         &'a self,
@@ -498,7 +502,7 @@ impl ThreadCursor<'_> {
     }
 
     /// Bytes of records read since the last call (for the page release of
-    /// [`crate::input::TraceFile::consumed`]). Example on [`Index`].
+    /// [`crate::read::file::TraceFile::consumed`]). Example on [`Index`].
     pub fn take_read(&mut self) -> usize {
         std::mem::take(&mut self.read)
     }
@@ -535,6 +539,31 @@ impl Merged<'_> {
     pub fn take_read(&mut self) -> usize {
         self.runs.iter_mut().map(ThreadCursor::take_read).sum()
     }
+}
+
+/// Verifies and indexes a mapped file, showing the pass on `progress`.
+pub fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
+    let (index, cut) = scan_file_cut_short(file, progress)?;
+    match cut {
+        Some(e) => Err(e),
+        None => Ok(index),
+    }
+}
+
+/// [`scan_file`], a file cut short between buffers indexed all the same (see
+/// [`scan_cut_short`]).
+pub fn scan_file_cut_short(
+    file: &TraceFile,
+    progress: &Progress,
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
+    let bytes = file.bytes();
+    progress.pass(bytes.len() as u64, "verifying");
+    let mut last = 0usize;
+    scan_cut_short(bytes, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+        progress.advance(at as u64);
+    })
 }
 
 #[cfg(test)]
@@ -585,7 +614,7 @@ mod tests {
     #[test]
     fn merge_is_a_stable_sort_even_when_clocks_go_back() {
         let bytes = jumpy_file();
-        let trace = crate::expand::load(&bytes).unwrap();
+        let trace = crate::read::trace::load(&bytes).unwrap();
         let sorted: Vec<XEvent> = trace.sorted_events().into_iter().cloned().collect();
         let index = scan(&bytes, &mut |_| {}).unwrap();
         let mut merged = index.merged(&bytes);

@@ -4,8 +4,8 @@
 //! # Inputs
 //!
 //! * An FDR file (any file that does not start with `{`): verified and indexed
-//!   like a single-input conversion ([`crate::stream::scan`]), then read in TSC
-//!   order over its threads ([`crate::stream::Index::merged`]).
+//!   like a single-input conversion ([`crate::read::index::scan`]), then read in TSC
+//!   order over its threads ([`crate::read::index::Index::merged`]).
 //! * A Trace2 event stream (JSON lines, what `GIT_TRACE2_EVENT` writes): read a
 //!   line at a time.
 //! * A directory written by `flightrec recv`: its `source-*.xray` files and its
@@ -74,7 +74,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -85,18 +85,19 @@ use flightrec_core::fdr::FileHeader;
 use flightrec_core::trace2::days_from_civil;
 use serde_json::Value;
 
-use crate::convert::scan_file;
-use crate::expand::{Kind, XEvent};
-use crate::input::TraceFile;
+use crate::model::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
 use crate::names::Names;
 use crate::progress::Progress;
-use crate::stream::{Index, Merged};
+use crate::read::events::{Kind, XEvent};
+use crate::read::file::TraceFile;
+use crate::read::index::{scan_file, Index, Merged};
 
 /// Longest Trace2 line read (1 MiB); a longer one is reported and skipped.
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_TRACE2_LINE};
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::{TimelineInput, MAX_TRACE2_LINE};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let t2 = dir.path().join("t2.json");
@@ -128,7 +129,8 @@ const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_TRACKS};
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::{TimelineInput, MAX_TRACKS};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let t2 = dir.path().join("t2.json");
@@ -161,7 +163,8 @@ pub const MAX_TRACKS: usize = 10_000;
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, MAX_COUNTER_TRACKS};
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::{TimelineInput, MAX_COUNTER_TRACKS};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let t2 = dir.path().join("t2.json");
@@ -189,15 +192,6 @@ const MAX_TRACE2_PROCS: usize = 4096;
 /// Names cached per FDR input before the cache starts again.
 const MAX_CACHED_NAMES: usize = 1 << 16;
 
-/// The output format of a timeline. Example on [`convert_timeline`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimelineFormat {
-    /// Chrome trace-event JSON.
-    Chrome,
-    /// Perfetto's protobuf trace.
-    Perfetto,
-}
-
 /// One input of a timeline: a file or a `recv` directory. Example on
 /// [`convert_timeline`].
 #[derive(Clone, Debug)]
@@ -212,7 +206,8 @@ pub struct TimelineInput {
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, InputProblem, TimelineFormat, TimelineInput};
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::{InputProblem, TimelineInput};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let t2 = dir.path().join("t2.json");
@@ -261,7 +256,8 @@ impl std::fmt::Display for InputProblem {
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput, TimelineReport};
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::{TimelineInput, TimelineReport};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let t2 = dir.path().join("t2.json");
@@ -318,161 +314,6 @@ pub struct TimelineReport {
     pub problems: Vec<InputProblem>,
     /// Inputs placed on the clock only roughly (warnings, nothing left out).
     pub clock_notes: Vec<InputProblem>,
-}
-
-/// A value attached to a slice or an instant. Example on [`TimelineSink`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Arg {
-    /// A number.
-    U(u64),
-    /// Text.
-    S(String),
-}
-
-/// Names of the values attached to events: a few fixed ones and any text.
-/// Example on [`TimelineSink`].
-pub type ArgName = Rc<str>;
-
-/// One track of the timeline. Example on [`TimelineSink`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Track {
-    /// Process id (a made-up one above 2^30 for a device or a stream without one).
-    pub pid: u32,
-    /// Thread id (a made-up one above 2^30 for a Trace2 thread of its own).
-    pub tid: u32,
-    /// The process's name.
-    pub process_name: String,
-    /// The track's name.
-    pub thread_name: String,
-}
-
-/// What the values of a counter track measure. Example on [`TimelineSink`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CounterUnit {
-    /// A count (Trace2 `counter` and `th_counter`).
-    Count,
-    /// Nanoseconds (the total time of a Trace2 `timer` or `th_timer`).
-    TimeNs,
-    /// Not known (a numeric Trace2 `data` value).
-    Unspecified,
-}
-
-/// A value on a counter track. Example on [`TimelineSink`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum CounterValue {
-    /// An integer.
-    Int(i64),
-    /// A number with a fraction (finite).
-    Float(f64),
-}
-
-/// A counter track: one named value over time, of a process or of one of its
-/// thread tracks. Example on [`TimelineSink`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CounterTrack {
-    /// Process id, as in [`Track::pid`].
-    pub pid: u32,
-    /// The process's name.
-    pub process_name: String,
-    /// The thread track (its id in [`TimelineSink::track`]) the value belongs
-    /// to, or `None` for a value of the whole process.
-    pub thread_track: Option<usize>,
-    /// The counter's name (`counter CATEGORY/NAME`, `timer CATEGORY/NAME`,
-    /// `data CATEGORY/KEY`, ...).
-    pub name: String,
-    /// What the values measure.
-    pub unit: CounterUnit,
-}
-
-/// Where a timeline's tracks, slices and instants go (the Chrome and Perfetto
-/// writers of [`crate::timeline_out`]). Times are nanoseconds since the Unix
-/// epoch, never going back within a track; slices are balanced per track.
-///
-/// ```
-/// use std::rc::Rc;
-///
-/// use flightrec_host::timeline::{
-///     Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track,
-/// };
-/// use flightrec_host::timeline_out::ChromeSink;
-///
-/// /// A call of `work` on the main thread of process 7, with a tick inside it,
-/// /// and the thread's count of items at its end.
-/// fn write(sink: &mut dyn TimelineSink) -> std::io::Result<()> {
-///     let main = Track { pid: 7, tid: 7, process_name: "demo".into(), thread_name: "main".into() };
-///     let items = CounterTrack {
-///         pid: 7,
-///         process_name: "demo".into(),
-///         thread_track: Some(0),
-///         name: "th_counter app/items".into(),
-///         unit: CounterUnit::Count,
-///     };
-///     let n: ArgName = Rc::from("n");
-///     sink.start(1_000_000)?;
-///     sink.track(0, &main)?;
-///     sink.begin(0, 1_000_000, &Rc::from("work"), &[(n.clone(), Arg::U(3))])?;
-///     sink.instant(0, 1_500_000, &Rc::from("tick"), &[(n, Arg::S("x".into()))])?;
-///     sink.end(0, 3_000_000)?;
-///     sink.counter_track(0, &items)?;
-///     sink.counter(0, 3_000_000, CounterValue::Int(12))?;
-///     sink.finish()
-/// }
-///
-/// let mut json = Vec::new();
-/// write(&mut ChromeSink::new(&mut json)).unwrap();
-/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
-/// assert_eq!(doc["otherData"]["origin-ns"], 1_000_000);
-/// let events = doc["traceEvents"].as_array().unwrap();
-/// // Process and thread names, then the instant, then the slice (written at its
-/// // end), then the counter.
-/// let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
-/// assert_eq!(names, ["process_name", "thread_name", "tick", "work", "th_counter app/items (main)"]);
-/// assert_eq!(events[1]["args"]["name"], "main");
-/// // Microseconds from the origin.
-/// assert_eq!((events[2]["ts"].as_f64(), events[2]["args"]["n"].as_str()), (Some(500.0), Some("x")));
-/// let work = &events[3];
-/// assert_eq!((work["ph"].as_str(), work["pid"].as_u64(), work["tid"].as_u64()), (Some("X"), Some(7), Some(7)));
-/// assert_eq!((work["ts"].as_f64(), work["dur"].as_f64()), (Some(0.0), Some(2000.0)));
-/// assert_eq!(work["args"]["n"], 3);
-/// // A counter event of the process (Chrome's counters are), named after the
-/// // thread it counts for.
-/// let items = &events[4];
-/// assert_eq!((items["ph"].as_str(), items["pid"].as_u64()), (Some("C"), Some(7)));
-/// assert_eq!((items["ts"].as_f64(), items["args"]["count"].as_i64()), (Some(2000.0), Some(12)));
-/// ```
-pub trait TimelineSink {
-    /// Called once, before anything else, with the earliest time. Example on
-    /// [`TimelineSink`].
-    fn start(&mut self, origin_ns: u64) -> io::Result<()>;
-    /// A new track, before its first event; `id` counts from 0. Example on
-    /// [`TimelineSink`].
-    fn track(&mut self, id: usize, track: &Track) -> io::Result<()>;
-    /// A slice begins. Example on [`TimelineSink`].
-    fn begin(
-        &mut self,
-        track: usize,
-        ns: u64,
-        name: &Rc<str>,
-        args: &[(ArgName, Arg)],
-    ) -> io::Result<()>;
-    /// The innermost open slice of `track` ends. Example on [`TimelineSink`].
-    fn end(&mut self, track: usize, ns: u64) -> io::Result<()>;
-    /// An instant event. Example on [`TimelineSink`].
-    fn instant(
-        &mut self,
-        track: usize,
-        ns: u64,
-        name: &Rc<str>,
-        args: &[(ArgName, Arg)],
-    ) -> io::Result<()>;
-    /// A new counter track, before its first value; `id` counts from 0 (apart
-    /// from the ids of [`TimelineSink::track`]). Example on [`TimelineSink`].
-    fn counter_track(&mut self, id: usize, track: &CounterTrack) -> io::Result<()>;
-    /// The value of counter track `id` from time `ns` on (never going back
-    /// within the counter track). Example on [`TimelineSink`].
-    fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()>;
-    /// After the last event. Example on [`TimelineSink`].
-    fn finish(&mut self) -> io::Result<()>;
 }
 
 /// Which process a track belongs to.
@@ -684,6 +525,7 @@ pub const ANCHOR_PREFIX: &[u8] = b"flightrec.walltime_ns=";
 /// event (`flightrec::xray::custom_event`) right after reading the clock.
 ///
 /// ```
+/// use flightrec_host::convert::{};
 /// use flightrec_host::timeline::{anchor_payload, ANCHOR_PREFIX};
 /// let p = anchor_payload(1_700_000_000_123_456_789);
 /// assert_eq!(p, b"flightrec.walltime_ns=1700000000123456789");
@@ -1394,46 +1236,13 @@ fn recv_files(dir: &Path) -> io::Result<(Vec<RecvSource>, Option<PathBuf>)> {
     Ok((sources, t2.is_file().then_some(t2)))
 }
 
-/// Converts `inputs` to one timeline in `format` on `out`.
-///
-/// ```
-/// use flightrec_host::names::Names;
-/// use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// let fdr = dir.path().join("t.xray");
-/// std::fs::write(&fdr, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
-/// // A Trace2 stream of process 4242 (as its session id says), main thread.
-/// let t2 = dir.path().join("t2.json");
-/// std::fs::write(&t2, concat!(
-///     r#"{"event":"region_enter","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000000Z","label":"load"}"#, "\n",
-///     "not json\n",
-///     r#"{"event":"region_leave","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000001Z","label":"load"}"#, "\n",
-/// )).unwrap();
-/// let bad = dir.path().join("bad.xray");
-/// std::fs::write(&bad, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
-/// let inputs: Vec<TimelineInput> = [&fdr, &t2, &bad]
-///     .iter()
-///     .map(|p| TimelineInput { path: p.to_path_buf(), names: Names::empty() })
-///     .collect();
-/// let mut json = Vec::new();
-/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
-/// // Threads 101 and 202 of process 4242, and its main thread (4242) from Trace2.
-/// assert_eq!((report.sources, report.slices, report.tracks), (2, 4, 3));
-/// // The bad FDR file and the bad line: reported with their offsets, the rest converted.
-/// let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
-/// assert!(problems[0].ends_with("bad.xray: at byte 112: unknown function record action 5; left out"));
-/// assert!(problems[1].contains("t2.json: at byte 113: line 2: not JSON"), "{problems:?}");
-/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
-/// let events = doc["traceEvents"].as_array().unwrap();
-/// let region = events.iter().find(|e| e["name"] == "load").unwrap();
-/// assert_eq!((region["pid"].as_u64(), region["tid"].as_u64()), (Some(4242), Some(4242)));
-/// assert_eq!(region["dur"].as_f64(), Some(1.0));
-/// ```
-pub fn convert_timeline(
+/// Reads every input, places it on one clock and hands the merged timeline
+/// to `sink` (one of the writers of [`crate::out`]): what
+/// [`convert_timeline`](crate::convert::convert_timeline) runs. Inputs, or
+/// lines of them, that cannot be read are left out and named in the report.
+pub fn merge_timeline(
     inputs: &[TimelineInput],
-    format: TimelineFormat,
-    out: &mut impl Write,
+    sink: &mut dyn TimelineSink,
 ) -> io::Result<TimelineReport> {
     let mut report = TimelineReport::default();
     let quiet = Progress::new(true);
@@ -1652,17 +1461,13 @@ pub fn convert_timeline(
         }));
     }
 
-    let mut sink: Box<dyn TimelineSink + '_> = match format {
-        TimelineFormat::Chrome => Box::new(crate::timeline_out::ChromeSink::new(out)),
-        TimelineFormat::Perfetto => Box::new(crate::timeline_out::PerfettoSink::new(out)),
-    };
     let mut problems = Vec::new();
     merge(
         &mut sources,
         &mut names,
         &device_names,
         &args,
-        sink.as_mut(),
+        sink,
         &mut report,
         &mut problems,
     )?;
@@ -1889,6 +1694,8 @@ fn close(
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The tests read the merged timeline back as the writers write it.
+    use crate::convert::{convert_timeline, TimelineFormat};
 
     #[test]
     fn times_and_session_ids() {
@@ -1911,20 +1718,22 @@ mod tests {
     }
 
     fn bounds_of(bytes: &[u8]) -> ClockBounds {
-        let index = crate::stream::scan(bytes, &mut |_| {}).unwrap();
+        let index = crate::read::index::scan(bytes, &mut |_| {}).unwrap();
         clock_bounds(bytes, &index, index.header().cycle_frequency.get())
     }
 
     #[test]
     fn clocks_from_markers_and_anchors() {
         // compiler-rt 14: CLOCK_MONOTONIC markers to the microsecond, kept.
-        let real = bounds_of(include_bytes!("../../testdata/xray/real-v5-default.xray"));
+        let real = bounds_of(include_bytes!(
+            "../../../testdata/xray/real-v5-default.xray"
+        ));
         assert!(matches!(real, ClockBounds::Markers { .. }), "{real:?}");
         assert!(real.uncertainty().unwrap() < 1000, "{real:?}");
         // Hand-made markers a microsecond apart while the TSC moves 0.7 µs:
         // the bounds disagree, and the lower end is used.
         let crafted = bounds_of(include_bytes!(
-            "../../testdata/xray/crafted-v5-2threads.xray"
+            "../../../testdata/xray/crafted-v5-2threads.xray"
         ));
         let ClockBounds::Markers { lo, hi } = crafted else {
             panic!("{crafted:?}")
