@@ -13,7 +13,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::output::reader_gone;
 use flightrec_host::convert::{convert_timeline, TimelineFormat};
-use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
+use flightrec_host::convert::{ConvertError, Input as TraceInput};
 use flightrec_host::core::trace2::{Format as Trace2Format, Target};
 use flightrec_host::link::collect::Collector;
 use flightrec_host::link::recv::{Input, RecvOptions, RecvReport, SerialSettings};
@@ -631,7 +631,9 @@ fn convert(a: ConvertArgs) -> ExitCode {
         [one] => !one.is_dir() && !starts_with_brace(one),
         _ => false,
     };
-    if !single_fdr {
+    // Chrome and Perfetto are the timeline pipeline, of one input or many;
+    // YAML lists one FDR file's records as llvm-xray does.
+    if !single_fdr || !matches!(a.format, ConvertFormat::Yaml) {
         return convert_timeline_cmd(a);
     }
     let file = &a.files[0];
@@ -663,24 +665,11 @@ fn convert(a: ConvertArgs) -> ExitCode {
         },
         None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
     };
-    let format = match a.format {
-        ConvertFormat::Yaml => Format::Yaml,
-        ConvertFormat::Chrome => Format::Chrome,
-        ConvertFormat::Perfetto => Format::Perfetto,
-    };
-    let written = input.write(format, &names, &mut out, &progress);
+    let written = input.write_yaml(&names, &mut out, &progress);
     let result = written.and_then(|r| out.flush().map(|()| r));
     progress.finish();
     match result {
         Ok(done) => {
-            if let Some(r) = done.calls {
-                if r.unmatched_exits > 0 || r.unfinished_calls > 0 {
-                    eprintln!(
-                        "flightrec: {} exits without an entry left out, {} calls still open at the end",
-                        r.unmatched_exits, r.unfinished_calls
-                    );
-                }
-            }
             if !a.quiet {
                 eprintln!(
                     "flightrec: converted {}",

@@ -1,9 +1,15 @@
-//! `convert`: an FDR file of any size to YAML, Chrome JSON or Perfetto, streamed.
+//! `convert`: the pipeline from inputs to one output, streamed.
 //!
-//! The file is read in place ([`TraceFile`]), verified and indexed in one pass
-//! ([`crate::read::index::scan`]), then read again per thread as the writer needs it:
-//! YAML in TSC order (a merge of the threads), Chrome and Perfetto one thread
-//! after the other. Nothing grows with the number of records.
+//! Chrome JSON and Perfetto: [`convert_timeline`] reads any number of inputs
+//! (FDR files, `recv` directories, Trace2 streams) into the one timeline model
+//! ([`crate::timeline`]) and hands it to the format's writer
+//! ([`crate::out::chrome`], [`crate::out::perfetto`]); one FDR file is the
+//! pipeline with one input.
+//!
+//! YAML: llvm-xray's format lists one FDR file's records, not a timeline:
+//! [`Input`] reads the file in place ([`TraceFile`]), verifies and indexes it
+//! in one pass ([`crate::read::index::scan`]), then merges its threads in TSC
+//! order for [`crate::out::yaml`]. Nothing grows with the number of records.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -12,27 +18,16 @@ use std::time::Duration;
 use flightrec_core::fdr::decoder::DecodeError;
 
 use crate::names::Names;
-use crate::out::chrome::{write_chrome_events, ChromeLayout, ChromeReport};
-use crate::out::timeline_sinks::{ChromeSink, PerfettoSink};
+use crate::out::chrome::ChromeSink;
+use crate::out::perfetto::PerfettoSink;
+use crate::out::yaml::write_yaml_events;
 use crate::progress::Progress;
-use crate::read::events::XEvent;
 use crate::read::file::TraceFile;
 use crate::read::index::{scan_file_cut_short, Index};
 use crate::timeline::{merge_timeline, TimelineInput, TimelineReport};
 
 /// Events between two page releases of the input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
-
-/// What `convert` writes. Example on [`Input`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// `llvm-xray convert --output-format=yaml`'s YAML.
-    Yaml,
-    /// Chrome trace-event JSON.
-    Chrome,
-    /// Perfetto's protobuf trace.
-    Perfetto,
-}
 
 /// Why a file was not converted. Example on [`Input`].
 #[derive(Debug)]
@@ -43,10 +38,10 @@ pub enum ConvertError {
     Invalid(DecodeError),
 }
 
-/// A verified, indexed input, ready to be written in any format.
+/// One FDR file, verified and indexed, ready to be written as llvm-xray's YAML.
 ///
 /// ```
-/// use flightrec_host::convert::{ConvertError, Converted, Format, Input};
+/// use flightrec_host::convert::{ConvertError, Converted, Input};
 /// use flightrec_host::names::Names;
 /// use flightrec_host::progress::Progress;
 ///
@@ -57,7 +52,7 @@ pub enum ConvertError {
 /// let input = Input::open(&path, &progress).unwrap();
 /// assert!(input.cut_short().is_none()); // a whole file (or one with no end-block promise)
 /// let mut yaml = Vec::new();
-/// let done = input.write(Format::Yaml, &Names::empty(), &mut yaml, &progress).unwrap();
+/// let done = input.write_yaml(&Names::empty(), &mut yaml, &progress).unwrap();
 /// assert_eq!(done.events, 6);
 /// let done: Converted = done;
 /// assert_eq!((done.input_bytes as usize, input.index().threads()), (std::fs::metadata(&path).unwrap().len() as usize, 2));
@@ -69,13 +64,6 @@ pub enum ConvertError {
 /// assert!(matches!(err, ConvertError::Invalid(e) if e.offset == 112));
 /// let missing = Input::open(&dir.path().join("missing"), &progress).unwrap_err();
 /// assert!(matches!(missing, ConvertError::Unreadable(_)));
-/// let mut json = Vec::new();
-/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
-/// let input = Input::open(&path, &progress).unwrap();
-/// let done = input.write(Format::Chrome, &Names::empty(), &mut json, &progress).unwrap();
-/// assert_eq!(done.calls.unwrap().calls, 3);
-/// let mut pf = Vec::new();
-/// assert!(input.write(Format::Perfetto, &Names::empty(), &mut pf, &progress).is_ok());
 /// ```
 #[derive(Debug)]
 pub struct Input {
@@ -89,10 +77,8 @@ pub struct Input {
 pub struct Converted {
     /// Bytes of input.
     pub input_bytes: u64,
-    /// Events written (YAML records, or events read for Chrome and Perfetto).
+    /// YAML records written.
     pub events: u64,
-    /// The Chrome or Perfetto call matching report.
-    pub calls: Option<ChromeReport>,
 }
 
 impl Converted {
@@ -133,100 +119,38 @@ impl Input {
         &self.index
     }
 
-    /// Writes the trace in `format`. Example on [`Input`].
-    pub fn write(
+    /// Writes the trace as `llvm-xray convert --output-format=yaml` does, byte
+    /// for byte. Example on [`Input`].
+    pub fn write_yaml(
         &self,
-        format: Format,
         names: &Names,
         out: &mut impl Write,
         progress: &Progress,
     ) -> io::Result<Converted> {
         let bytes = self.file.bytes();
         let len = bytes.len() as u64;
-        let mut done = Converted {
-            input_bytes: len,
-            ..Converted::default()
-        };
-        match format {
-            Format::Yaml => {
-                progress.pass(len, "sorting");
-                let mut merged = self
-                    .index
-                    .merged_releasing(bytes, &mut |n| self.file.consumed(n));
-                progress.pass(len, "writing");
-                let mut read = 0u64;
-                let mut n = 0u64;
-                let next = || {
-                    n += 1;
-                    if n % RELEASE_EVERY_EVENTS == 0 {
-                        let r = merged.take_read();
-                        self.file.consumed(r);
-                        read += r as u64;
-                        progress.advance(read);
-                    }
-                    merged.next_event()
-                };
-                done.events =
-                    crate::out::yaml::write_yaml_events(self.index.header(), next, names, out)?;
-            }
-            Format::Chrome => {
-                progress.pass(len, "surveying");
-                let layout = ChromeLayout::survey_with(self.all_threads(progress, &mut 0));
-                progress.pass(len, "writing");
-                let mut events = 0;
-                let report = write_chrome_events(
-                    self.index.header(),
-                    &layout,
-                    self.all_threads(progress, &mut events),
-                    names,
-                    out,
-                )?;
-                done.events = events;
-                done.calls = Some(report);
-            }
-            Format::Perfetto => {
-                progress.pass(len, "writing");
-                let mut events = 0;
-                let report = crate::out::perfetto::write_perfetto_events(
-                    self.index.header(),
-                    self.all_threads(progress, &mut events),
-                    names,
-                    out,
-                )?;
-                done.events = events;
-                done.calls = Some(report);
-            }
-        }
-        Ok(done)
-    }
-
-    /// Every event, threads one after the other, releasing pages as it reads.
-    fn all_threads<'a>(
-        &'a self,
-        progress: &'a Progress,
-        count: &'a mut u64,
-    ) -> impl FnMut() -> Option<XEvent> + 'a {
-        let bytes = self.file.bytes();
-        let mut t = 0;
-        let mut cursor = self.index.thread_events(bytes, 0);
+        progress.pass(len, "sorting");
+        let mut merged = self
+            .index
+            .merged_releasing(bytes, &mut |n| self.file.consumed(n));
+        progress.pass(len, "writing");
         let mut read = 0u64;
-        move || loop {
-            if let Some(e) = cursor.next_event() {
-                *count += 1;
-                if *count % RELEASE_EVERY_EVENTS == 0 {
-                    let r = cursor.take_read();
-                    self.file.consumed(r);
-                    read += r as u64;
-                    progress.advance(read);
-                }
-                return Some(e);
+        let mut n = 0u64;
+        let next = || {
+            n += 1;
+            if n % RELEASE_EVERY_EVENTS == 0 {
+                let r = merged.take_read();
+                self.file.consumed(r);
+                read += r as u64;
+                progress.advance(read);
             }
-            t += 1;
-            if t >= self.index.threads() {
-                return None;
-            }
-            cursor = self.index.thread_events(bytes, t);
-        }
+            merged.next_event()
+        };
+        let events = write_yaml_events(self.index.header(), next, names, out)?;
+        Ok(Converted {
+            input_bytes: len,
+            events,
+        })
     }
 }
 

@@ -71,7 +71,7 @@ pub struct CounterTrack {
 }
 
 /// Where a timeline's tracks, slices and instants go (the Chrome and Perfetto
-/// writers of [`crate::out::timeline_sinks`]). Times are nanoseconds since the Unix
+/// writers [`crate::out::chrome`] and [`crate::out::perfetto`]). Times are nanoseconds since the Unix
 /// epoch, never going back within a track; slices are balanced per track.
 ///
 /// ```
@@ -80,7 +80,7 @@ pub struct CounterTrack {
 /// use flightrec_host::model::{
 ///     Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track,
 /// };
-/// use flightrec_host::out::timeline_sinks::ChromeSink;
+/// use flightrec_host::out::chrome::ChromeSink;
 ///
 /// /// A call of `work` on the main thread of process 7, with a tick inside it,
 /// /// and the thread's count of items at its end.

@@ -90,7 +90,7 @@ use crate::names::Names;
 use crate::progress::Progress;
 use crate::read::events::{Kind, XEvent};
 use crate::read::file::TraceFile;
-use crate::read::index::{scan_file, Index, Merged};
+use crate::read::index::{scan_file_cut_short, Index, Merged};
 
 /// Longest Trace2 line read (1 MiB); a longer one is reported and skipped.
 ///
@@ -1273,8 +1273,21 @@ pub fn merge_timeline(
                 return None;
             }
         };
-        match scan_file(&file, &quiet) {
-            Ok(index) => Some((file, index)),
+        match scan_file_cut_short(&file, &quiet) {
+            Ok((index, cut)) => {
+                if let Some(e) = cut {
+                    // Cut short between two buffers (a crashed program): every
+                    // buffer it holds is converted; the input is still
+                    // incomplete, which the problem says.
+                    report.problems.push(InputProblem {
+                        path: path.to_path_buf(),
+                        offset: Some(e.offset as u64),
+                        reason: format!("{}; converted the buffers it holds", e.kind),
+                        unreadable: false,
+                    });
+                }
+                Some((file, index))
+            }
             Err(e) => {
                 report.problems.push(InputProblem {
                     path: path.to_path_buf(),
@@ -1461,6 +1474,11 @@ pub fn merge_timeline(
         }));
     }
 
+    if sources.len() == 1 {
+        // One source is placed on no other's clock: a rough placement changes
+        // nothing it shows.
+        report.clock_notes.clear();
+    }
     let mut problems = Vec::new();
     merge(
         &mut sources,
