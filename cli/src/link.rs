@@ -750,6 +750,9 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
             for n in &done.clock_notes {
                 eprintln!("flightrec: warning: {n}");
             }
+            for n in &done.notes {
+                eprintln!("flightrec: note: {n}");
+            }
             if done.unmatched_ends > 0 || done.unfinished > 0 {
                 eprintln!(
                     "flightrec: {} exits without an entry left out, {} calls or regions still open at the end",

@@ -141,6 +141,12 @@ pub trait TimelineSink {
         name: &Rc<str>,
         args: &[(ArgName, Arg)],
     ) -> io::Result<()>;
+    /// More arguments for the innermost open slice of `track` (a Trace2
+    /// region's fields on the FDR call of the same span).
+    fn annotate(&mut self, track: usize, args: &[(ArgName, Arg)]) -> io::Result<()>;
+    /// Track `id` takes a new name (a Trace2 thread's name, learnt after the
+    /// track's first event).
+    fn rename(&mut self, id: usize, track: &Track) -> io::Result<()>;
     /// The innermost open slice of `track` ends. Example on [`TimelineSink`].
     fn end(&mut self, track: usize, ns: u64) -> io::Result<()>;
     /// An instant event. Example on [`TimelineSink`].

@@ -234,6 +234,17 @@ impl Names {
         }
     }
 
+    /// Every (id, name) pair, in no order.
+    ///
+    /// ```
+    /// use flightrec_host::names::Names;
+    /// let n = Names::parse("1 main\n").unwrap();
+    /// assert_eq!(n.iter().collect::<Vec<_>>(), [(1, "main")]);
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.map.iter().map(|(id, name)| (*id, name.as_str()))
+    }
+
     /// Number of names. Example on [`Names`].
     pub fn len(&self) -> usize {
         self.map.len()

@@ -186,6 +186,38 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
         Ok(())
     }
 
+    fn annotate(&mut self, track: usize, args: &[(ArgName, Arg)]) -> io::Result<()> {
+        if let Some((_, _, json)) = self.tracks[track].2.last_mut() {
+            // `{...}` grows by the new pairs.
+            let mut more = Vec::new();
+            json_args(&mut more, args);
+            if more.len() > 2 {
+                json.pop();
+                if json.len() > 1 {
+                    json.push(b',');
+                }
+                json.extend_from_slice(&more[1..]);
+            }
+        }
+        Ok(())
+    }
+
+    fn rename(&mut self, id: usize, t: &Track) -> io::Result<()> {
+        // A second `thread_name` event: the last one names the thread.
+        self.line.clear();
+        self.sep();
+        let line = &mut self.line;
+        line.extend_from_slice(b"{\"args\":{\"name\":");
+        json_str(line, &t.thread_name);
+        write!(
+            line,
+            "}},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{}}}",
+            self.tracks[id].0, self.tracks[id].1
+        )?;
+        self.track_names[id] = t.thread_name.clone();
+        self.out.write_all(&self.line)
+    }
+
     fn end(&mut self, track: usize, ns: u64) -> io::Result<()> {
         let (pid, tid, stack) = &mut self.tracks[track];
         let (pid, tid) = (*pid, *tid);
@@ -194,7 +226,8 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
         };
         self.line.clear();
         self.sep();
-        let (ts, dur) = (self.us(start), self.us(ns) - self.us(start));
+        // The duration from the nanoseconds, not from two rounded times.
+        let (ts, dur) = (self.us(start), ns.saturating_sub(start) as f64 / 1000.0);
         let line = &mut self.line;
         line.extend_from_slice(b"{\"args\":");
         line.extend_from_slice(&args);

@@ -33,6 +33,13 @@ const MAX_INTERNED: usize = 1 << 16;
 
 struct Seq {
     track_uuid: u64,
+    /// The process's track.
+    parent_uuid: u64,
+    /// Slices open on the track.
+    depth: usize,
+    /// Arguments given to an open slice after its begin (at that depth),
+    /// written on its end, whose annotations Perfetto adds to the slice.
+    late_args: Vec<(usize, Vec<(ArgName, Arg)>)>,
     cleared: bool,
     names: HashMap<Rc<str>, u64>,
     arg_names: HashMap<Rc<str>, u64>,
@@ -235,6 +242,9 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
         self.emit_packet()?;
         self.seqs.push(Seq {
             track_uuid: uuid,
+            parent_uuid: process_uuid,
+            depth: 0,
+            late_args: Vec::new(),
             cleared: false,
             names: HashMap::new(),
             arg_names: HashMap::new(),
@@ -249,13 +259,51 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
         name: &Rc<str>,
         args: &[(ArgName, Arg)],
     ) -> io::Result<()> {
+        self.seqs[track].depth += 1;
         self.event_head(track, TYPE_SLICE_BEGIN, Some(name));
         self.event_args(track, args);
         self.write_event(track, ns)
     }
 
+    fn annotate(&mut self, track: usize, args: &[(ArgName, Arg)]) -> io::Result<()> {
+        let seq = &mut self.seqs[track];
+        if seq.depth > 0 {
+            match seq.late_args.last_mut() {
+                Some((d, more)) if *d == seq.depth => more.extend_from_slice(args),
+                _ => seq.late_args.push((seq.depth, args.to_vec())),
+            }
+        }
+        Ok(())
+    }
+
+    fn rename(&mut self, id: usize, t: &Track) -> io::Result<()> {
+        // The track's descriptor again, with its new name.
+        let (uuid, parent) = (self.seqs[id].track_uuid, self.seqs[id].parent_uuid);
+        self.packet.clear();
+        message(&mut self.packet, PACKET_TRACK_DESCRIPTOR, |d| {
+            uint_field(d, TRACK_UUID, uuid);
+            uint_field(d, TRACK_PARENT_UUID, parent);
+            bytes_field(d, TRACK_NAME, t.thread_name.as_bytes());
+            message(d, TRACK_THREAD, |th| {
+                uint_field(th, THREAD_PID, u64::from(t.pid));
+                uint_field(th, THREAD_TID, u64::from(t.tid));
+                bytes_field(th, THREAD_NAME, t.thread_name.as_bytes());
+            });
+        });
+        self.emit_packet()
+    }
+
     fn end(&mut self, track: usize, ns: u64) -> io::Result<()> {
         self.event_head(track, TYPE_SLICE_END, None);
+        let seq = &mut self.seqs[track];
+        let late = match seq.late_args.last() {
+            Some((d, _)) if *d == seq.depth => seq.late_args.pop().map(|(_, a)| a),
+            _ => None,
+        };
+        seq.depth = seq.depth.saturating_sub(1);
+        if let Some(args) = late {
+            self.event_args(track, &args);
+        }
         self.write_event(track, ns)
     }
 

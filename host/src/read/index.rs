@@ -53,6 +53,8 @@ struct BlockStart {
 /// One thread of llvm-xray's block index.
 #[derive(Debug)]
 struct ThreadBlocks {
+    /// (process, thread) as the file's records give them.
+    key: (u64, i32),
     blocks: Vec<BlockStart>,
 }
 
@@ -269,15 +271,15 @@ pub fn scan_cut_short(
     let mut slots: Vec<Option<Vec<BlockStart>>> = blocks.into_iter().map(Some).collect();
     let threads = llvm_thread_order(&keys)
         .into_iter()
-        .filter_map(|t| slots[t].take())
-        .map(|blocks| {
+        .filter_map(|t| Some((keys[t], slots[t].take()?)))
+        .map(|(key, blocks)| {
             // In llvm-xray's order: sorted by wall time as `llvm::sort` does.
             let walls: Vec<(u64, u32)> = blocks.iter().map(|b| b.wall).collect();
             let blocks = llvm_block_order(&walls)
                 .into_iter()
                 .map(|k| blocks[k])
                 .collect();
-            ThreadBlocks { blocks }
+            ThreadBlocks { key, blocks }
         })
         .collect();
     Ok((Index { summary, threads }, cut))
@@ -292,6 +294,21 @@ impl Index {
     /// The file header. Example on [`Index`].
     pub fn header(&self) -> &FileHeader {
         &self.summary.header
+    }
+
+    /// The process and thread ids of thread `t` (of [`Index::threads`]), as
+    /// its records give them.
+    ///
+    /// ```
+    /// use flightrec_host::read::index::scan;
+    /// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
+    /// let index = scan(bytes, &mut |_| {}).unwrap();
+    /// let mut keys: Vec<(u64, i32)> = (0..index.threads()).map(|t| index.thread_key(t)).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, [(4242, 101), (4242, 202)]);
+    /// ```
+    pub fn thread_key(&self, t: usize) -> (u64, i32) {
+        self.threads[t].key
     }
 
     /// Number of threads (distinct process and thread pairs). Example on [`Index`].

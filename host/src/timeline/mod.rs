@@ -301,6 +301,10 @@ pub struct TimelineReport {
     pub instants: u64,
     /// Exits and `region_leave`s that closed nothing.
     pub unmatched_ends: u64,
+    /// Trace2 regions merged into the FDR call of the same span (the
+    /// `tracing` layer records each span both ways): shown once, as the call,
+    /// with the region's fields as arguments.
+    pub merged_regions: u64,
     /// Slices still open at the end, closed at their track's last time.
     pub unfinished: u64,
     /// Counter tracks written (Trace2 counters, timers and numeric `data`).
@@ -314,13 +318,21 @@ pub struct TimelineReport {
     pub problems: Vec<InputProblem>,
     /// Inputs placed on the clock only roughly (warnings, nothing left out).
     pub clock_notes: Vec<InputProblem>,
+    /// What the timeline shows that a reader should know (inputs with the
+    /// same process id shown as different processes), one line each.
+    pub notes: Vec<String>,
 }
 
 /// Which process a track belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum ProcKey {
-    /// A real process id.
-    Pid(u32),
+    /// A real process id, and the input it belongs to: the index of the FDR
+    /// file (of the timeline's FDR files) it came from, or for a Trace2
+    /// stream's process, of the first FDR file with that process id
+    /// ([`NO_FDR`] when none has it). Two FDR files are two processes even
+    /// when their ids are the same (two machines, two containers, an id
+    /// used again).
+    Pid(u32, u32),
     /// The device of the `recv` directory with this input index.
     Device(usize),
     /// A Trace2 stream whose session id names no process.
@@ -344,7 +356,10 @@ impl TrackKey {
 enum What {
     Enter(u32, Vec<u64>),
     Exit(u32),
-    RegionEnter(Rc<str>, Vec<(ArgName, Arg)>),
+    /// A Trace2 region: its name (`category:label`), arguments, and the name
+    /// the `tracing` layer gives the FDR function of the same span
+    /// (`category::label`).
+    RegionEnter(Rc<str>, Vec<(ArgName, Arg)>, Rc<str>),
     RegionLeave,
     Instant(Rc<str>, Vec<(ArgName, Arg)>),
 }
@@ -378,6 +393,7 @@ struct ArgNames {
     data: ArgName,
     cpu: ArgName,
     typ: ArgName,
+    region: ArgName,
     args: Vec<ArgName>,
 }
 
@@ -388,6 +404,7 @@ impl ArgNames {
             data: "data".into(),
             cpu: "cpu".into(),
             typ: "type".into(),
+            region: "region".into(),
             args: (0..8).map(|i| Rc::from(format!("arg{i}"))).collect(),
         }
     }
@@ -395,6 +412,7 @@ impl ArgNames {
 
 /// An FDR file, mapped and indexed, with its place on the clock.
 struct FdrFile {
+    path: PathBuf,
     file: TraceFile,
     index: Index,
     /// Ticks per second.
@@ -435,6 +453,9 @@ impl NameCache {
     }
 }
 
+/// The input of a Trace2 process no FDR file has.
+const NO_FDR: u32 = u32::MAX;
+
 /// A source of time-ordered events.
 trait Source {
     fn next_event(&mut self, problems: &mut Vec<InputProblem>) -> Option<TEvent>;
@@ -442,6 +463,8 @@ trait Source {
 
 struct FdrSource<'a> {
     fdr: &'a FdrFile,
+    /// Its index among the timeline's FDR files.
+    input: u32,
     merged: Merged<'a>,
     count: u64,
     single_thread: bool,
@@ -466,7 +489,11 @@ impl Source for FdrSource<'_> {
             self.fdr.file.consumed(self.merged.take_read());
         }
         let ns = clamp_ns(tsc_ns(e.tsc, self.fdr.freq) + self.fdr.offset);
-        let proc = self.fdr.proc.clone().unwrap_or(ProcKey::Pid(e.process));
+        let proc = self
+            .fdr
+            .proc
+            .clone()
+            .unwrap_or(ProcKey::Pid(e.process, self.input));
         let track = match (&self.fdr.label, self.single_thread) {
             (Some(label), true) => TrackKey::Named(proc, label.clone()),
             (Some(label), false) => {
@@ -740,6 +767,17 @@ struct Trace2Source {
     /// Events to give out before reading on.
     ready: VecDeque<TEvent>,
     reported: u64,
+    /// The FDR files of each process id (a Trace2 process joins the first).
+    fdr_pids: Rc<HashMap<u32, PidOwners>>,
+}
+
+/// The FDR files that hold a process id.
+#[derive(Clone, Debug)]
+struct PidOwners {
+    /// The first of them (its index among the timeline's FDR files).
+    first: u32,
+    /// How many.
+    files: u32,
 }
 
 /// (session id, thread name) of a Trace2 thread.
@@ -930,10 +968,12 @@ impl Trace2Source {
 
         let pkey = match (self.file.device, sid_pid(sid)) {
             (Some(dev), _) => ProcKey::Device(dev),
-            (None, Some(pid)) => ProcKey::Pid(pid),
+            (None, Some(pid)) => {
+                ProcKey::Pid(pid, self.fdr_pids.get(&pid).map_or(NO_FDR, |o| o.first))
+            }
             (None, None) => ProcKey::Stream(self.file.input),
         };
-        if let (ProcKey::Pid(_), "data", Some(THREAD_ID_CATEGORY), Some(THREAD_ID_KEY)) =
+        if let (ProcKey::Pid(..), "data", Some(THREAD_ID_CATEGORY), Some(THREAD_ID_KEY)) =
             (&pkey, event, str_field("category"), str_field("key"))
         {
             if let Some(tid) = str_field("value").and_then(|v| v.trim().parse::<u32>().ok()) {
@@ -947,7 +987,7 @@ impl Trace2Source {
         // The key of a process's worker thread, where it is needed: for a
         // `thread_start`, or while one is held.
         let worker = match (&pkey, thread) {
-            (ProcKey::Pid(_), t)
+            (ProcKey::Pid(..), t)
                 if t != "main" && (event == "thread_start" || !self.held.is_empty()) =>
             {
                 Some((sid.to_string(), t.to_string()))
@@ -960,8 +1000,8 @@ impl Trace2Source {
                 .is_some_and(|k| !self.thread_tids.contains_key(k));
         let mut track_name = None;
         let track = match (&pkey, thread) {
-            (ProcKey::Pid(pid), "main") => TrackKey::Thread(pkey.clone(), *pid),
-            (ProcKey::Pid(_), _) => {
+            (ProcKey::Pid(pid, _), "main") => TrackKey::Thread(pkey.clone(), *pid),
+            (ProcKey::Pid(..), _) => {
                 let name = self.thread_name(thread);
                 match self.thread_tids.get(&(sid.to_string(), thread.to_string())) {
                     Some(&tid) => {
@@ -997,7 +1037,12 @@ impl Trace2Source {
         let what = match event {
             "region_enter" => {
                 args.retain(|(k, _)| &**k != "label" && &**k != "category");
-                What::RegionEnter(label(obj).into(), args)
+                let l = obj.get("label").and_then(Value::as_str).unwrap_or("");
+                let span = match obj.get("category").and_then(Value::as_str) {
+                    Some(c) if !c.is_empty() => format!("{c}::{l}"),
+                    _ => l.to_string(),
+                };
+                What::RegionEnter(label(obj).into(), args, span.into())
             }
             "region_leave" => What::RegionLeave,
             "data" | "data_json" => {
@@ -1336,6 +1381,7 @@ pub fn merge_timeline(
                     note_clock(&mut report, &input.path, bounds);
                     let offset = bounds.offset();
                     fdrs.push(FdrFile {
+                        path: input.path.clone(),
                         file,
                         index,
                         freq,
@@ -1395,6 +1441,7 @@ pub fn merge_timeline(
                             format!("source {id}").into()
                         };
                         fdrs.push(FdrFile {
+                            path: path.clone(),
                             file,
                             index,
                             freq,
@@ -1435,8 +1482,41 @@ pub fn merge_timeline(
     for f in &fdrs {
         f.file.set_release_every((32 << 20) / fdrs.len().max(1));
     }
+    // Which FDR files hold each process id: each file's processes are its
+    // own, and a Trace2 process joins the first file with its id.
+    let mut fdr_pids: HashMap<u32, PidOwners> = HashMap::new();
+    for (i, f) in fdrs.iter().enumerate() {
+        if f.proc.is_some() {
+            continue; // a `recv` directory's file: the device's process
+        }
+        let mut pids: Vec<u32> = (0..f.index.threads())
+            .map(|t| f.index.thread_key(t).0 as u32)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        for pid in pids {
+            fdr_pids
+                .entry(pid)
+                .or_insert(PidOwners {
+                    first: i as u32,
+                    files: 0,
+                })
+                .files += 1;
+        }
+    }
+    let fdr_labels: Vec<String> = fdrs.iter().map(|f| f.path.display().to_string()).collect();
+    let mut shared: Vec<(&u32, &PidOwners)> =
+        fdr_pids.iter().filter(|(_, o)| o.files > 1).collect();
+    shared.sort_unstable_by_key(|(pid, _)| **pid);
+    for (pid, o) in shared {
+        report.notes.push(format!(
+            "process {pid} is in {} FDR inputs: shown as {} processes (the first, {}, keeps the id and joins a Trace2 stream of it)",
+            o.files, o.files, fdr_labels[o.first as usize]
+        ));
+    }
+    let fdr_pids = Rc::new(fdr_pids);
     let mut sources: Vec<Box<dyn Source + '_>> = Vec::new();
-    for f in &fdrs {
+    for (input, f) in fdrs.iter().enumerate() {
         report.sources += 1;
         report.input_bytes += f.file.bytes().len() as u64;
         let single_thread = f.index.threads() == 1;
@@ -1445,6 +1525,7 @@ pub fn merge_timeline(
             .merged_releasing(f.file.bytes(), &mut |n| f.file.consumed(n));
         sources.push(Box::new(FdrSource {
             fdr: f,
+            input: input as u32,
             merged,
             count: 0,
             single_thread,
@@ -1471,6 +1552,7 @@ pub fn merge_timeline(
             held: Vec::new(),
             ready: VecDeque::new(),
             reported: 0,
+            fdr_pids: fdr_pids.clone(),
         }));
     }
 
@@ -1484,6 +1566,7 @@ pub fn merge_timeline(
         &mut sources,
         &mut names,
         &device_names,
+        (&fdr_pids, &fdr_labels),
         &args,
         sink,
         &mut report,
@@ -1515,9 +1598,51 @@ fn note_clock(report: &mut TimelineReport, path: &Path, bounds: ClockBounds) {
 
 struct TrackState {
     id: usize,
-    stack: Vec<Option<u32>>,
+    stack: Vec<Open>,
     last: u64,
+    /// A Trace2 region that may be the same span as an FDR call about to
+    /// begin (its time is whole microseconds, so it can come first): held
+    /// until the track's next event.
+    pending: VecDeque<PendingRegion>,
+    /// The time of the last thing written on the track (before the event at
+    /// hand): where a region held back may begin at the earliest.
+    last_written: u64,
+    /// Whether the track's name came from Trace2 (a `thread_start`).
+    named: bool,
 }
+
+/// A slice open on a track.
+enum Open {
+    /// An FDR call. `region`: a Trace2 region of the same span was merged
+    /// into it and its leave is still to come.
+    Call {
+        fid: u32,
+        name: Rc<str>,
+        start: u64,
+        region: bool,
+        /// A region was merged into it (its leave may have come).
+        merged: bool,
+    },
+    /// A Trace2 region. `leaving`: its leave came while calls begun inside
+    /// it were still open; it ends with the last of them.
+    Region { leaving: bool },
+}
+
+struct PendingRegion {
+    ns: u64,
+    name: Rc<str>,
+    args: Vec<(ArgName, Arg)>,
+    span: Rc<str>,
+    /// When its leave came, if it did while it was held.
+    left: Option<u64>,
+}
+
+/// Regions held back on one track at most (the rest begin as regions).
+const MAX_PENDING_REGIONS: usize = 64;
+
+/// How far (ns) a region's time may lie from its span's FDR entry: Trace2
+/// times are whole microseconds, cut down.
+const SPAN_TOLERANCE_NS: u64 = 1_000;
 
 /// A counter track: its process, its thread track (per-thread values) and
 /// its name.
@@ -1533,6 +1658,7 @@ fn merge(
     sources: &mut [Box<dyn Source + '_>],
     names: &mut [NameCache],
     device_names: &HashMap<usize, String>,
+    (fdr_pids, fdr_labels): (&HashMap<u32, PidOwners>, &[String]),
     args: &ArgNames,
     sink: &mut dyn TimelineSink,
     report: &mut TimelineReport,
@@ -1548,6 +1674,13 @@ fn merge(
         heads.push(e);
     }
     let origin = heap.peek().map_or(0, |Reverse((ns, _))| *ns);
+    // The FDR functions' names: a Trace2 region `category:label` whose
+    // `category::label` is one of them may be a span the `tracing` layer
+    // recorded both ways.
+    let function_names: std::collections::HashSet<Box<str>> = names
+        .iter()
+        .flat_map(|n| n.names.iter().map(|(_, name)| Box::from(name)))
+        .collect();
     sink.start(origin)?;
     let mut tracks: HashMap<TrackKey, TrackState> = HashMap::new();
     let mut order: Vec<TrackKey> = Vec::new();
@@ -1557,14 +1690,25 @@ fn merge(
     // A process's id and name.
     let mut process = |proc: &ProcKey| -> (u32, String) {
         let n = fake_pids.len() as u32;
+        // The first input with a process id shows it; another input's
+        // process of the same id is another process, with an id of its own.
+        let own_id = |p: &u32, input: &u32| {
+            fdr_pids
+                .get(p)
+                .is_none_or(|o| o.first == *input || *input == NO_FDR)
+        };
         let pid = match proc {
-            ProcKey::Pid(p) => *p,
+            ProcKey::Pid(p, input) if own_id(p, input) => *p,
             other => *fake_pids
                 .entry(other.clone())
                 .or_insert((1 << 30) + (1 << 29) + n),
         };
         let name = match proc {
-            ProcKey::Pid(p) => format!("process {p}"),
+            ProcKey::Pid(p, input) if !own_id(p, input) => format!(
+                "process {p} ({})",
+                fdr_labels.get(*input as usize).map_or("", String::as_str)
+            ),
+            ProcKey::Pid(p, _) => format!("process {p}"),
             ProcKey::Device(d) => device_names.get(d).cloned().unwrap_or_default(),
             ProcKey::Stream(_) => "trace2".to_string(),
         };
@@ -1591,7 +1735,7 @@ fn merge(
                     TrackKey::Thread(_, t) if e.track_name.is_some() => {
                         (*t, e.track_name.as_deref().unwrap_or_default().to_string())
                     }
-                    TrackKey::Thread(ProcKey::Pid(p), t) if p == t => (*t, "main".to_string()),
+                    TrackKey::Thread(ProcKey::Pid(p, _), t) if p == t => (*t, "main".to_string()),
                     TrackKey::Thread(_, t) => (*t, format!("thread {t}")),
                     TrackKey::Named(_, name) => {
                         next_tid += 1;
@@ -1612,11 +1756,40 @@ fn merge(
                     id,
                     stack: Vec::new(),
                     last: origin,
+                    pending: VecDeque::new(),
+                    last_written: origin,
+                    named: e.track_name.is_some(),
                 })
             }
         };
+        if let (Some(name), false, TrackKey::Thread(_, tid)) =
+            (&e.track_name, state.named, &e.track)
+        {
+            // The Trace2 thread's name arrived after the track was made from
+            // its FDR thread: the track takes it.
+            state.named = true;
+            let (pid, process_name) = process(e.track.proc());
+            let tid = *tid;
+            sink.rename(
+                state.id,
+                &Track {
+                    pid,
+                    tid,
+                    process_name,
+                    thread_name: name.to_string(),
+                },
+            )?;
+        }
         let ns = e.ns.max(state.last);
         state.last = ns;
+        // Regions held back longer than a span's entry can lie from them
+        // begin now, as regions.
+        let stale = state
+            .pending
+            .iter()
+            .take_while(|p| p.ns + SPAN_TOLERANCE_NS < ns)
+            .count();
+        flush_pending(sink, state, stale, report)?;
         match e.what {
             What::Enter(fid, call_args) => {
                 let name = names[e.names].get(fid);
@@ -1624,19 +1797,100 @@ fn merge(
                 for (k, v) in call_args.iter().take(args.args.len()).enumerate() {
                     a.push((args.args[k].clone(), Arg::U(*v)));
                 }
+                // A region held back, then its span's FDR call: one slice
+                // (the regions held before it begin first, around it).
+                let mut region = false;
+                let mut merged = false;
+                match state.pending.iter().position(|p| *p.span == *name) {
+                    Some(at) => {
+                        // The regions held before it begin first, around it.
+                        flush_pending(sink, state, at, report)?;
+                        if let Some(p) = state.pending.pop_front() {
+                            a.extend(p.args);
+                            a.push((args.region.clone(), Arg::S(p.name.to_string())));
+                            // Its leave may have come already (a span shorter
+                            // than the microsecond its region's times were
+                            // cut to).
+                            region = p.left.is_none();
+                            merged = true;
+                            report.merged_regions += 1;
+                        }
+                    }
+                    None => {
+                        // Regions of no span begin, around the call; those
+                        // of spans wait for their own calls.
+                        let held = std::mem::take(&mut state.pending);
+                        for p in held {
+                            if function_names.contains(&*p.span) {
+                                state.pending.push_back(p);
+                            } else {
+                                let spans =
+                                    std::mem::replace(&mut state.pending, VecDeque::from([p]));
+                                flush_pending(sink, state, 1, report)?;
+                                state.pending = spans;
+                            }
+                        }
+                    }
+                }
                 sink.begin(state.id, ns, &name, &a)?;
-                state.stack.push(Some(fid));
+                state.last_written = ns;
+                state.stack.push(Open::Call {
+                    fid,
+                    name,
+                    start: ns,
+                    region,
+                    merged: region || merged,
+                });
                 report.slices += 1;
             }
-            What::RegionEnter(name, a) => {
-                sink.begin(state.id, ns, &name, &a)?;
-                state.stack.push(None);
-                report.slices += 1;
+            What::RegionEnter(name, mut a, span) => {
+                match state.stack.last_mut() {
+                    Some(Open::Call {
+                        name: call,
+                        start,
+                        region,
+                        merged: merged @ false,
+                        ..
+                    }) if *call == span && ns - *start <= SPAN_TOLERANCE_NS => {
+                        // The region of the FDR call just begun: its category,
+                        // label and fields go on the call.
+                        *region = true;
+                        *merged = true;
+                        a.push((args.region.clone(), Arg::S(name.to_string())));
+                        sink.annotate(state.id, &a)?;
+                        report.merged_regions += 1;
+                    }
+                    _ => {
+                        if state.pending.len() >= MAX_PENDING_REGIONS {
+                            flush_pending(sink, state, 1, report)?;
+                        }
+                        state.pending.push_back(PendingRegion {
+                            ns,
+                            name,
+                            args: a,
+                            span,
+                            left: None,
+                        });
+                    }
+                }
             }
-            What::Exit(fid) => close(sink, state, ns, Some(fid), report)?,
-            What::RegionLeave => close(sink, state, ns, None, report)?,
+            What::RegionLeave if state.pending.iter().any(|p| p.left.is_none()) => {
+                // The innermost open region is one held back.
+                if let Some(p) = state.pending.iter_mut().rev().find(|p| p.left.is_none()) {
+                    p.left = Some(ns);
+                }
+            }
+            What::Exit(fid) => {
+                close_call(sink, state, ns, fid, report)?;
+                state.last_written = ns;
+            }
+            What::RegionLeave => {
+                leave_region(sink, state, ns, report)?;
+                state.last_written = ns;
+            }
             What::Instant(name, a) => {
                 sink.instant(state.id, ns, &name, &a)?;
+                state.last_written = ns;
                 report.instants += 1;
             }
         }
@@ -1677,34 +1931,134 @@ fn merge(
     }
     for key in &order {
         if let Some(state) = tracks.get_mut(key) {
-            for _ in 0..state.stack.len() {
+            let all = state.pending.len();
+            flush_pending(sink, state, all, report)?;
+            for open in state.stack.drain(..).rev() {
                 sink.end(state.id, state.last)?;
-                report.unfinished += 1;
+                // A region whose leave came is not unfinished.
+                if !matches!(open, Open::Region { leaving: true }) {
+                    report.unfinished += 1;
+                }
             }
-            state.stack.clear();
         }
     }
     report.tracks = order.len();
     sink.finish()
 }
 
-/// Ends the innermost open slice that `what` closes (a call of that function,
-/// or a region) and every slice opened inside it.
-fn close(
+fn begin_region(
     sink: &mut dyn TimelineSink,
     state: &mut TrackState,
     ns: u64,
-    what: Option<u32>,
+    name: &Rc<str>,
+    args: &[(ArgName, Arg)],
     report: &mut TimelineReport,
 ) -> io::Result<()> {
-    match state.stack.iter().rposition(|&o| o == what) {
-        Some(at) => {
-            for _ in at..state.stack.len() {
-                sink.end(state.id, ns)?;
-            }
-            state.stack.truncate(at);
+    sink.begin(state.id, ns, name, args)?;
+    state.stack.push(Open::Region { leaving: false });
+    report.slices += 1;
+    Ok(())
+}
+
+/// Begins the first `n` regions held back, as regions (at the track's last
+/// time if that is later: a region's time is whole microseconds anyway), and
+/// ends those whose leave came while they were held.
+fn flush_pending(
+    sink: &mut dyn TimelineSink,
+    state: &mut TrackState,
+    n: usize,
+    report: &mut TimelineReport,
+) -> io::Result<()> {
+    for _ in 0..n {
+        let Some(p) = state.pending.pop_front() else {
+            break;
+        };
+        let at = p.ns.max(state.last_written);
+        begin_region(sink, state, at, &p.name, &p.args, report)?;
+        state.last_written = at;
+        if let Some(left) = p.left {
+            let end = left.max(at);
+            state.last_written = end;
+            leave_region(sink, state, end, report)?;
         }
-        None => report.unmatched_ends += 1,
+    }
+    Ok(())
+}
+
+/// Ends the innermost open call of `fid` and every slice begun inside it (a
+/// tail call's, or a region not yet left), then the regions that were left
+/// while it ran. The call's time is its own exit's: nothing else moves it.
+fn close_call(
+    sink: &mut dyn TimelineSink,
+    state: &mut TrackState,
+    ns: u64,
+    fid: u32,
+    report: &mut TimelineReport,
+) -> io::Result<()> {
+    let found = state
+        .stack
+        .iter()
+        .rposition(|o| matches!(o, Open::Call { fid: f, .. } if *f == fid));
+    let Some(at) = found else {
+        report.unmatched_ends += 1;
+        return Ok(());
+    };
+    for _ in at..state.stack.len() {
+        sink.end(state.id, ns)?;
+    }
+    state.stack.truncate(at);
+    end_left_regions(sink, state, ns)
+}
+
+/// A Trace2 region's leave: the innermost region (or call a region was
+/// merged into) ends, unless FDR calls begun inside it are still open: then
+/// it ends with the last of them, so that a region's whole-microsecond time
+/// never cuts an FDR call short.
+fn leave_region(
+    sink: &mut dyn TimelineSink,
+    state: &mut TrackState,
+    ns: u64,
+    report: &mut TimelineReport,
+) -> io::Result<()> {
+    let found = state.stack.iter().rposition(|o| {
+        matches!(
+            o,
+            Open::Region { leaving: false } | Open::Call { region: true, .. }
+        )
+    });
+    let Some(at) = found else {
+        report.unmatched_ends += 1;
+        return Ok(());
+    };
+    if let Open::Call { region, .. } = &mut state.stack[at] {
+        // The span's FDR call ends at its own exit.
+        *region = false;
+        return Ok(());
+    }
+    let calls_inside = state.stack[at + 1..]
+        .iter()
+        .any(|o| matches!(o, Open::Call { .. }));
+    if calls_inside {
+        state.stack[at] = Open::Region { leaving: true };
+        return Ok(());
+    }
+    // Regions begun inside it and not left end with it.
+    for _ in at..state.stack.len() {
+        sink.end(state.id, ns)?;
+    }
+    state.stack.truncate(at);
+    end_left_regions(sink, state, ns)
+}
+
+/// Ends the regions on top of the stack whose leave already came.
+fn end_left_regions(
+    sink: &mut dyn TimelineSink,
+    state: &mut TrackState,
+    ns: u64,
+) -> io::Result<()> {
+    while let Some(Open::Region { leaving: true }) = state.stack.last() {
+        sink.end(state.id, ns)?;
+        state.stack.pop();
     }
     Ok(())
 }
