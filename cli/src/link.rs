@@ -759,6 +759,19 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
                     done.unmatched_ends, done.unfinished
                 );
             }
+            if done.clamped_times > 0 {
+                eprintln!(
+                    "flightrec: {} times outside 1970-2554 written at the nearest end",
+                    done.clamped_times
+                );
+            }
+            if done.overflow_events > 0 {
+                eprintln!(
+                    "flightrec: {} events of threads past the first {} on one `(more threads)` track, their calls nested as if one thread made them",
+                    done.overflow_events,
+                    flightrec_host::timeline::MAX_TRACKS
+                );
+            }
             if done.counter_values_dropped > 0 {
                 eprintln!(
                     "flightrec: {} counter values left out (more than {} counters)",
@@ -777,9 +790,12 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
                     done.input_bytes as f64 / 1e6 / secs
                 );
             }
+            // Times moved into range and threads sharing a track: the
+            // answer is not whole.
+            let changed = done.clamped_times > 0 || done.overflow_events > 0;
             if done.problems.iter().any(|p| p.unreadable) {
                 ExitCode::from(FAILURE)
-            } else if done.problems.is_empty() {
+            } else if done.problems.is_empty() && !changed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(BAD_INPUT)

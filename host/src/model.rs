@@ -163,6 +163,10 @@ pub trait TimelineSink {
     /// The value of counter track `id` from time `ns` on (never going back
     /// within the counter track). Example on [`TimelineSink`].
     fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()>;
+    /// Before [`finish`](TimelineSink::finish): what the conversion left
+    /// out or changed (name, count), for the output's metadata; `ns` is the
+    /// timeline's last time.
+    fn summary(&mut self, ns: u64, counts: &[(&str, u64)]) -> io::Result<()>;
     /// After the last event. Example on [`TimelineSink`].
     fn finish(&mut self) -> io::Result<()>;
 }

@@ -92,3 +92,38 @@ fn two_files_with_the_same_pid_and_tid_stay_apart() {
     assert_eq!(process_names[0], "process 1");
     assert_eq!(process_names[1], format!("process 1 ({})", b.display()));
 }
+
+/// A time before 1970 cannot be written as nanoseconds since the epoch: it is
+/// written at 0, counted, and named in the output's metadata (Chrome) or on
+/// a track of its own (Perfetto).
+#[test]
+fn a_time_out_of_range_is_counted_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let t2 = dir.path().join("t2.json");
+    std::fs::write(
+        &t2,
+        concat!(
+            r#"{"event":"data","sid":"S-P1","thread":"main","time":"1969-12-31T23:59:59.000000Z","key":"k","value":"v"}"#,
+            "\n",
+            r#"{"event":"data","sid":"S-P1","thread":"main","time":"1970-01-01T00:00:01.000000Z","key":"k","value":"w"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let inputs = [TimelineInput {
+        path: t2,
+        names: Names::empty(),
+    }];
+    let mut json = Vec::new();
+    let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
+    assert_eq!(report.clamped_times, 1);
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let meta = &doc["metadata"]["flightrec"];
+    assert_eq!(meta["times-out-of-range"], 1);
+    assert_eq!(meta["input-problems"], 0);
+    let mut pf = Vec::new();
+    let report = convert_timeline(&inputs, TimelineFormat::Perfetto, &mut pf).unwrap();
+    assert_eq!(report.clamped_times, 1);
+    assert!(pf.windows(18).any(|w| w == b"times-out-of-range"));
+    assert!(pf.windows(19).any(|w| w == b"left out or changed"));
+}

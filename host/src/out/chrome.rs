@@ -72,6 +72,8 @@ pub struct ChromeSink<'w, W: Write> {
     counters: Vec<(u32, String, &'static str)>,
     processes: Vec<u32>,
     line: Vec<u8>,
+    /// The `metadata` member, written by `finish`.
+    summary: Vec<u8>,
 }
 
 impl<'w, W: Write> ChromeSink<'w, W> {
@@ -86,6 +88,7 @@ impl<'w, W: Write> ChromeSink<'w, W> {
             counters: Vec::new(),
             processes: Vec::new(),
             line: Vec::with_capacity(512),
+            summary: Vec::new(),
         }
     }
 
@@ -307,7 +310,27 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
         self.out.write_all(&self.line)
     }
 
+    fn summary(&mut self, _ns: u64, counts: &[(&str, u64)]) -> io::Result<()> {
+        // The trace's `metadata` dictionary, after the events.
+        self.summary.clear();
+        self.summary
+            .extend_from_slice(b",\"metadata\":{\"flightrec\":{");
+        for (i, (k, v)) in counts.iter().enumerate() {
+            if i > 0 {
+                self.summary.push(b',');
+            }
+            json_str(&mut self.summary, k);
+            self.summary.push(b':');
+            self.summary
+                .extend_from_slice(itoa::Buffer::new().format(*v).as_bytes());
+        }
+        self.summary.extend_from_slice(b"}}");
+        Ok(())
+    }
+
     fn finish(&mut self) -> io::Result<()> {
-        self.out.write_all(b"]}\n")
+        self.out.write_all(b"]")?;
+        self.out.write_all(&self.summary)?;
+        self.out.write_all(b"}\n")
     }
 }

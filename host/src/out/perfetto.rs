@@ -28,6 +28,9 @@ use super::proto::{bytes_field, double_field, message, uint_field};
 /// `MAX_TRACKS` + 1 of them: the timeline's bound on tracks).
 const COUNTER_SEQUENCES: u64 = 1 << 30;
 
+/// The process id of the track that says what a conversion left out.
+const SUMMARY_PID: u32 = u32::MAX;
+
 /// Distinct names a sequence interns before it clears its state.
 const MAX_INTERNED: usize = 1 << 16;
 
@@ -370,6 +373,27 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
         }
         bytes_field(&mut self.packet, PACKET_TRACK_EVENT, &self.event);
         self.emit_packet()
+    }
+
+    fn summary(&mut self, ns: u64, counts: &[(&str, u64)]) -> io::Result<()> {
+        // Only when something was left out or changed: an instant on a
+        // track of its own, the counts as its arguments.
+        if counts.iter().all(|(_, v)| *v == 0) {
+            return Ok(());
+        }
+        let id = self.seqs.len();
+        let track = Track {
+            pid: SUMMARY_PID,
+            tid: SUMMARY_PID,
+            process_name: "flightrec".into(),
+            thread_name: "conversion".into(),
+        };
+        self.track(id, &track)?;
+        let args: Vec<(ArgName, Arg)> = counts
+            .iter()
+            .map(|(k, v)| (Rc::from(*k), Arg::U(*v)))
+            .collect();
+        self.instant(id, ns, &Rc::from("left out or changed"), &args)
     }
 
     fn finish(&mut self) -> io::Result<()> {

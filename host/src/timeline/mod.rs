@@ -71,6 +71,7 @@
 //! JSON is reported with its line number and byte offset and skipped. The rest
 //! is converted.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
@@ -147,7 +148,10 @@ const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
 /// // Every event is kept; the last two threads share the overflow track.
 /// assert_eq!((report.events, report.instants), (MAX_TRACKS as u64 + 2, MAX_TRACKS as u64 + 2));
 /// assert_eq!(report.tracks, MAX_TRACKS + 1);
+/// // Counted, and said in the output's metadata.
+/// assert_eq!(report.overflow_events, 2);
 /// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// assert_eq!(doc["metadata"]["flightrec"]["events-on-the-more-threads-track"], 2);
 /// let overflow = doc["traceEvents"]
 ///     .as_array()
 ///     .unwrap()
@@ -301,6 +305,13 @@ pub struct TimelineReport {
     pub instants: u64,
     /// Exits and `region_leave`s that closed nothing.
     pub unmatched_ends: u64,
+    /// Times outside the nanoseconds since the Unix epoch a `u64` holds
+    /// (before 1970, or past 2554), written at the nearest end.
+    pub clamped_times: u64,
+    /// Events of threads past [`MAX_TRACKS`], written on one
+    /// `(more threads)` track where their calls nest as if one thread made
+    /// them.
+    pub overflow_events: u64,
     /// Trace2 regions merged into the FDR call of the same span (the
     /// `tracing` layer records each span both ways): shown once, as the call,
     /// with the region's fields as arguments.
@@ -463,6 +474,8 @@ trait Source {
 
 struct FdrSource<'a> {
     fdr: &'a FdrFile,
+    /// Times out of range, counted for the report.
+    clamped: Rc<Cell<u64>>,
     /// Its index among the timeline's FDR files.
     input: u32,
     merged: Merged<'a>,
@@ -477,8 +490,14 @@ fn tsc_ns(tsc: u64, freq: u64) -> i128 {
     (i128::from(tsc) * 1_000_000_000) / i128::from(freq.max(1))
 }
 
-fn clamp_ns(v: i128) -> u64 {
-    v.clamp(0, i128::from(u64::MAX)) as u64
+/// `v` within nanoseconds since the Unix epoch that a `u64` holds; a time
+/// outside them is counted in `clamped`.
+fn clamp_ns(v: i128, clamped: &Cell<u64>) -> u64 {
+    let c = v.clamp(0, i128::from(u64::MAX));
+    if c != v {
+        clamped.set(clamped.get() + 1);
+    }
+    c as u64
 }
 
 impl Source for FdrSource<'_> {
@@ -488,7 +507,10 @@ impl Source for FdrSource<'_> {
         if self.count % RELEASE_EVERY_EVENTS == 0 {
             self.fdr.file.consumed(self.merged.take_read());
         }
-        let ns = clamp_ns(tsc_ns(e.tsc, self.fdr.freq) + self.fdr.offset);
+        let ns = clamp_ns(
+            tsc_ns(e.tsc, self.fdr.freq) + self.fdr.offset,
+            &self.clamped,
+        );
         let proc = self
             .fdr
             .proc
@@ -769,6 +791,8 @@ struct Trace2Source {
     reported: u64,
     /// The FDR files of each process id (a Trace2 process joins the first).
     fdr_pids: Rc<HashMap<u32, PidOwners>>,
+    /// Times out of range, counted for the report.
+    clamped: Rc<Cell<u64>>,
 }
 
 /// The FDR files that hold a process id.
@@ -960,8 +984,10 @@ impl Trace2Source {
             proc.anchor = Some(time - t_abs);
         }
         let ns = match (time, t_abs) {
-            (Some(t), _) => clamp_ns(t),
-            (None, Some(t)) => clamp_ns(proc.anchor.unwrap_or(self.device_offset) + t),
+            (Some(t), _) => clamp_ns(t, &self.clamped),
+            (None, Some(t)) => {
+                clamp_ns(proc.anchor.unwrap_or(self.device_offset) + t, &self.clamped)
+            }
             (None, None) => proc.last,
         };
         proc.last = proc.last.max(ns);
@@ -1515,6 +1541,7 @@ pub fn merge_timeline(
         ));
     }
     let fdr_pids = Rc::new(fdr_pids);
+    let clamped = Rc::new(Cell::new(0u64));
     let mut sources: Vec<Box<dyn Source + '_>> = Vec::new();
     for (input, f) in fdrs.iter().enumerate() {
         report.sources += 1;
@@ -1525,6 +1552,7 @@ pub fn merge_timeline(
             .merged_releasing(f.file.bytes(), &mut |n| f.file.consumed(n));
         sources.push(Box::new(FdrSource {
             fdr: f,
+            clamped: clamped.clone(),
             input: input as u32,
             merged,
             count: 0,
@@ -1553,6 +1581,7 @@ pub fn merge_timeline(
             ready: VecDeque::new(),
             reported: 0,
             fdr_pids: fdr_pids.clone(),
+            clamped: clamped.clone(),
         }));
     }
 
@@ -1566,7 +1595,7 @@ pub fn merge_timeline(
         &mut sources,
         &mut names,
         &device_names,
-        (&fdr_pids, &fdr_labels),
+        (&fdr_pids, &fdr_labels, &clamped),
         &args,
         sink,
         &mut report,
@@ -1574,6 +1603,7 @@ pub fn merge_timeline(
     )?;
     // Problems of the opening first (in input order), then those found reading.
     report.problems.extend(problems);
+
     Ok(report)
 }
 
@@ -1658,7 +1688,7 @@ fn merge(
     sources: &mut [Box<dyn Source + '_>],
     names: &mut [NameCache],
     device_names: &HashMap<usize, String>,
-    (fdr_pids, fdr_labels): (&HashMap<u32, PidOwners>, &[String]),
+    (fdr_pids, fdr_labels, clamped): (&HashMap<u32, PidOwners>, &[String], &Cell<u64>),
     args: &ArgNames,
     sink: &mut dyn TimelineSink,
     report: &mut TimelineReport,
@@ -1724,6 +1754,7 @@ fn merge(
         report.events += 1;
         let mut e = e;
         if tracks.len() >= MAX_TRACKS && !tracks.contains_key(&e.track) {
+            report.overflow_events += 1;
             e.track = TrackKey::Named(ProcKey::Stream(usize::MAX), "(more threads)".into());
         }
         let state = match tracks.get_mut(&e.track) {
@@ -1943,6 +1974,24 @@ fn merge(
         }
     }
     report.tracks = order.len();
+    // What was left out or changed, in the output too.
+    report.clamped_times = clamped.get();
+    let end = tracks.values().map(|t| t.last).max().unwrap_or(origin);
+    sink.summary(
+        end,
+        &[
+            (
+                "input-problems",
+                (report.problems.len() + problems.len()) as u64,
+            ),
+            ("exits-without-a-call", report.unmatched_ends),
+            ("calls-open-at-the-end", report.unfinished),
+            ("times-out-of-range", report.clamped_times),
+            ("events-on-the-more-threads-track", report.overflow_events),
+            ("counter-values-left-out", report.counter_values_dropped),
+            ("regions-merged-into-calls", report.merged_regions),
+        ],
+    )?;
     sink.finish()
 }
 
