@@ -348,9 +348,10 @@ pub struct VerifyArgs {
 #[derive(Args)]
 pub struct NamesArgs {
     /// Function names: the `<trace>.names` file the desktop runtime writes,
-    /// llvm-xray's instrumentation map (YAML) or `ID NAME` lines [default:
-    /// FILE.names when it exists]
-    #[arg(long, value_name = "NAMES")]
+    /// the instrumented program itself (its `xray_instr_map` and symbols, as
+    /// `llvm-xray -m ./program` reads them), llvm-xray's instrumentation map
+    /// (YAML) or `ID NAME` lines [default: FILE.names when it exists]
+    #[arg(long, short = 'm', visible_alias = "instr_map", value_name = "NAMES")]
     names: Option<PathBuf>,
     /// Do not look for FILE.names beside the trace.
     #[arg(long, conflicts_with = "names")]
@@ -521,6 +522,14 @@ fn load_names(trace: &Path, a: &NamesArgs) -> Result<Names, String> {
         if a.verbose {
             eprintln!("flightrec: no names file {}", beside.display());
         }
+        return Ok(Names::empty());
+    }
+    if std::fs::metadata(&beside).is_ok_and(|m| m.len() == 0) {
+        // Not silently: a names file naming nothing names no call.
+        eprintln!(
+            "flightrec: warning: {} is empty; going on without names (give the program with --names ./program)",
+            beside.display()
+        );
         return Ok(Names::empty());
     }
     match Names::load(&beside) {

@@ -18,8 +18,11 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 pub mod elf;
 pub mod firmware;
+pub mod program;
 
-use elf::{is_elf, read_elf_names, FIRMWARE_SECTION};
+use elf::{is_elf, read_elf_names, ElfNamesError, FIRMWARE_SECTION};
+
+use crate::read::file::TraceFile;
 
 /// Appended to a trace's path to name the names file the desktop runtime writes
 /// beside it (the core's [`SUFFIX`](flightrec_core::names::SUFFIX)).
@@ -119,8 +122,10 @@ impl Names {
     /// assert!(err.starts_with(&format!("{}: ", missing.display())), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read: a program of any size costs the pages of its
+        // tables only.
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_bytes(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Parses the bytes of a names file in any of the three formats.
@@ -140,7 +145,14 @@ impl Names {
                     "a firmware ELF with a .flightrec section: give it with --elf".to_string(),
                 );
             }
-            let map = read_elf_names(bytes).map_err(|e| e.to_string())?;
+            let map = match read_elf_names(bytes) {
+                Ok(map) => map,
+                // An instrumented program: its own map and symbols.
+                Err(ElfNamesError::NoSection {
+                    has_instr_map: true,
+                }) => program::program_names(bytes)?.unwrap_or_default(),
+                Err(e) => return Err(e.to_string()),
+            };
             return Ok(Self {
                 map,
                 from_file: true,
