@@ -21,8 +21,9 @@ use flightrec_host::link::rtt::GdbSettings;
 use flightrec_host::link::trace2::Trace2Strings;
 use flightrec_host::names::firmware::FirmwareNames;
 use flightrec_host::names::{names_beside, Names};
-use flightrec_host::out::dump::{dump, DumpError};
+use flightrec_host::out::dump::{dump_reading, DumpError};
 use flightrec_host::progress::Progress;
+use flightrec_host::read::file::TraceFile;
 use flightrec_host::timeline::TimelineInput;
 use flightrec_host::verify::{describe, verify_file, Verdict};
 
@@ -572,8 +573,8 @@ fn firmware_names(elf: &Path, traces: &[&Path], verbose: bool) -> Option<Firmwar
         );
     }
     for trace in traces {
-        if let Ok(bytes) = std::fs::read(trace) {
-            if let Some(w) = fw.mismatch_warning(&bytes, trace, elf) {
+        if let Ok(file) = TraceFile::open(trace) {
+            if let Some(w) = fw.mismatch_warning(file.bytes(), trace, elf) {
                 eprintln!("flightrec: warning: {w}");
             }
         }
@@ -617,12 +618,18 @@ fn dump_cmd(a: DumpArgs) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
-    let bytes = match std::fs::read(&a.file) {
-        Ok(b) => b,
+    // Mapped, its pages released as the listing moves on: any size in
+    // bounded memory (a FIFO or device is refused: save it to a file).
+    let file = match TraceFile::open(&a.file) {
+        Ok(f) => f,
         Err(e) => return fail(format_args!("{}: {e}", a.file.display())),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    let result = dump(&bytes, &names, &mut out);
+    let mut last = 0;
+    let result = dump_reading(file.bytes(), &names, &mut out, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+    });
     let flushed = out.flush();
     match (result, flushed) {
         (Ok(_), Ok(())) => ExitCode::SUCCESS,

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::link::gdb::{GdbClient, Stop};
+use crate::read::file::TraceFile;
 
 /// The name of the control block's symbol.
 ///
@@ -235,9 +236,10 @@ impl GdbSettings {
     /// ```
     pub fn control_block(&self) -> io::Result<(Symbol, Layout)> {
         let name = self.elf.display();
-        let image = std::fs::read(&self.elf)
+        // Mapped, not read whole: the symbol table's pages only.
+        let file = TraceFile::open(&self.elf)
             .map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?;
-        match find_symbol(&image, SYMBOL) {
+        match find_symbol(file.bytes(), SYMBOL) {
             Ok((Some(sym), layout)) => Ok((sym, layout)),
             Ok((None, _)) => Err(io::Error::new(
                 io::ErrorKind::NotFound,

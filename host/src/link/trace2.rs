@@ -45,6 +45,7 @@ use flightrec_core::names::elf::{find_section, is_elf};
 use flightrec_core::trace2::{Args, Event, Format, LineCtx, Micros, Msg, RegionStack};
 
 use crate::names::elf::section_addr;
+use crate::read::file::TraceFile;
 
 /// Region levels whose start times are kept per source (deeper levels still
 /// count; see [`RegionStack`]).
@@ -128,8 +129,9 @@ impl Trace2Strings {
     /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_elf(&image).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read whole (see `FirmwareNames::load`).
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_elf(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// The string with this id. Example on [`Trace2Strings`].

@@ -27,6 +27,7 @@ use flightrec_core::names::elf::{find_section, is_elf, ElfError};
 
 use super::elf::section_addr;
 use super::Names;
+use crate::read::file::TraceFile;
 
 /// The ELF section that holds the names. Example on [`FirmwareNames`].
 pub const SECTION: &str = super::elf::FIRMWARE_SECTION;
@@ -225,8 +226,10 @@ impl FirmwareNames {
     /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_elf(&image).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read: a firmware image of any size costs the pages of
+        // its headers and sections only.
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_elf(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Parses the section's bytes, which start at address `addr`. Example on

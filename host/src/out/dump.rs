@@ -83,13 +83,40 @@ impl From<io::Error> for DumpError {
 /// assert!(text.contains("<Function Exit: #3 delta = +1000>\n"));
 /// ```
 pub fn dump(bytes: &[u8], names: &Names, out: &mut impl Write) -> Result<usize, DumpError> {
+    dump_reading(bytes, names, out, &mut |_| {})
+}
+
+/// [`dump`], calling `reached` with the offset read so far every few
+/// thousand records (and at the end): where a mapped file releases the pages
+/// behind it, so that a file of any size is dumped in bounded memory.
+///
+/// ```
+/// use flightrec_host::out::dump::dump_reading;
+/// use flightrec_host::names::Names;
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5.xray");
+/// let mut reached = Vec::new();
+/// let n = dump_reading(bytes, &Names::empty(), &mut Vec::new(), &mut |at| reached.push(at)).unwrap();
+/// assert!(n > 0);
+/// assert_eq!(reached.last(), Some(&bytes.len()));
+/// ```
+pub fn dump_reading(
+    bytes: &[u8],
+    names: &Names,
+    out: &mut impl Write,
+    reached: &mut dyn FnMut(usize),
+) -> Result<usize, DumpError> {
+    const EVERY: usize = 1 << 12;
     let decoder = Decoder::new(bytes).map_err(DumpError::Decode)?;
     let mut n = 0;
     for item in decoder {
         let d = item.map_err(DumpError::Decode)?;
         write_record(&d.record, names, out)?;
         n += 1;
+        if n % EVERY == 0 {
+            reached(d.offset);
+        }
     }
+    reached(bytes.len());
     Ok(n)
 }
 
