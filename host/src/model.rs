@@ -6,6 +6,21 @@
 use std::io;
 use std::rc::Rc;
 
+/// The track on which a writer says what a conversion left out or changed
+/// ([`TimelineSink::summary`], when a count is not 0): process `flightrec`,
+/// thread `conversion`, with an id no process has.
+pub fn summary_track() -> Track {
+    Track {
+        pid: u32::MAX,
+        tid: u32::MAX,
+        process_name: "flightrec".into(),
+        thread_name: "conversion".into(),
+    }
+}
+
+/// The name of the instant that carries the counts on [`summary_track`].
+pub const SUMMARY_EVENT: &str = "left out or changed";
+
 /// A value attached to a slice or an instant. Example on [`TimelineSink`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arg {

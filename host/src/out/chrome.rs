@@ -12,7 +12,10 @@
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::model::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
+use crate::model::{
+    summary_track, Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track,
+    SUMMARY_EVENT,
+};
 
 /// A slice begun and not yet ended: name, start (ns), its arguments' JSON.
 type OpenSlice = (Rc<str>, u64, Vec<u8>);
@@ -310,7 +313,19 @@ impl<W: Write> TimelineSink for ChromeSink<'_, W> {
         self.out.write_all(&self.line)
     }
 
-    fn summary(&mut self, _ns: u64, counts: &[(&str, u64)]) -> io::Result<()> {
+    fn summary(&mut self, ns: u64, counts: &[(&str, u64)]) -> io::Result<()> {
+        // As Perfetto's writer: an instant on a track of its own when
+        // something was left out or changed...
+        if counts.iter().any(|(_, v)| *v > 0) {
+            let id = self.tracks.len();
+            self.track(id, &summary_track())?;
+            let args: Vec<(ArgName, Arg)> = counts
+                .iter()
+                .map(|(k, v)| (Rc::from(*k), Arg::U(*v)))
+                .collect();
+            self.instant(id, ns, &Rc::from(SUMMARY_EVENT), &args)?;
+        }
+        // ...and always in the trace's `metadata`.
         // The trace's `metadata` dictionary, after the events.
         self.summary.clear();
         self.summary

@@ -18,7 +18,10 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::model::{Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track};
+use crate::model::{
+    summary_track, Arg, ArgName, CounterTrack, CounterUnit, CounterValue, TimelineSink, Track,
+    SUMMARY_EVENT,
+};
 
 use super::proto::field::*;
 use super::proto::{bytes_field, double_field, message, uint_field};
@@ -27,9 +30,6 @@ use super::proto::{bytes_field, double_field, message, uint_field};
 /// other tracks count from 1, and there are at most
 /// `MAX_TRACKS` + 1 of them: the timeline's bound on tracks).
 const COUNTER_SEQUENCES: u64 = 1 << 30;
-
-/// The process id of the track that says what a conversion left out.
-const SUMMARY_PID: u32 = u32::MAX;
 
 /// Distinct names a sequence interns before it clears its state.
 const MAX_INTERNED: usize = 1 << 16;
@@ -382,18 +382,12 @@ impl<W: Write> TimelineSink for PerfettoSink<'_, W> {
             return Ok(());
         }
         let id = self.seqs.len();
-        let track = Track {
-            pid: SUMMARY_PID,
-            tid: SUMMARY_PID,
-            process_name: "flightrec".into(),
-            thread_name: "conversion".into(),
-        };
-        self.track(id, &track)?;
+        self.track(id, &summary_track())?;
         let args: Vec<(ArgName, Arg)> = counts
             .iter()
             .map(|(k, v)| (Rc::from(*k), Arg::U(*v)))
             .collect();
-        self.instant(id, ns, &Rc::from("left out or changed"), &args)
+        self.instant(id, ns, &Rc::from(SUMMARY_EVENT), &args)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -1989,7 +1989,6 @@ fn merge(
             ("times-out-of-range", report.clamped_times),
             ("events-on-the-more-threads-track", report.overflow_events),
             ("counter-values-left-out", report.counter_values_dropped),
-            ("regions-merged-into-calls", report.merged_regions),
         ],
     )?;
     sink.finish()
