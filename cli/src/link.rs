@@ -25,7 +25,7 @@ use flightrec_host::out::dump::{dump_reading, DumpError};
 use flightrec_host::progress::Progress;
 use flightrec_host::read::file::TraceFile;
 use flightrec_host::timeline::TimelineInput;
-use flightrec_host::verify::{describe, verify_file, Verdict};
+use flightrec_host::verify::{describe, unnamed_ids, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
 ///
@@ -308,6 +308,11 @@ pub struct VerifyArgs {
     /// FDR files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Function names to check the traces against (the program that wrote
+    /// them, as `llvm-xray -m ./program`, or any names file): function ids
+    /// they do not name are said on stderr (a trace of another program).
+    #[arg(long, short = 'm', visible_alias = "instr_map", value_name = "NAMES")]
+    names: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -584,13 +589,36 @@ fn firmware_names(elf: &Path, traces: &[&Path], verbose: bool) -> Option<Firmwar
 
 fn verify(a: VerifyArgs) -> ExitCode {
     let mut status = ExitCode::SUCCESS;
+    let names = match a.names.as_deref().map(Names::load).transpose() {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
     let mut out = io::stdout().lock();
     for path in &a.files {
         let progress = Progress::new(a.quiet);
         let verdict = verify_file(path, &progress);
         progress.finish();
         let line = match verdict {
-            Verdict::Valid(s) => writeln!(out, "{}: ok: {}", path.display(), describe(&s)),
+            Verdict::Valid(s) => {
+                if let (Some(names), Ok(file)) = (&names, TraceFile::open(path)) {
+                    let mut last = 0;
+                    let (ids, unnamed, first) = unnamed_ids(file.bytes(), names, &mut |at| {
+                        file.consumed(at.saturating_sub(last));
+                        last = at;
+                    });
+                    if unnamed > 0 {
+                        let list: Vec<String> = first.iter().map(|id| format!("#{id}")).collect();
+                        eprintln!(
+                            "flightrec: warning: {}: {unnamed} of its {ids} function ids have no name in {} ({}{}): a trace of another program?",
+                            path.display(),
+                            a.names.as_deref().unwrap_or(Path::new("")).display(),
+                            list.join(", "),
+                            if unnamed > first.len() { ", ..." } else { "" }
+                        );
+                    }
+                }
+                writeln!(out, "{}: ok: {}", path.display(), describe(&s))
+            }
             Verdict::Invalid(e) => {
                 if status == ExitCode::SUCCESS {
                     status = ExitCode::from(BAD_INPUT);

@@ -4,7 +4,7 @@
 //! with no names file beside it. The YAML is byte for byte what
 //! `llvm-xray convert --symbolize --instr_map=./program` writes (ids
 //! numbered from the map as llvm-xray numbers them, C++ names demangled);
-//! `dump` names the same functions.
+//! `dump` names the same functions, `verify -m` checks the trace against it.
 //!
 //! Needs clang++-14 and llvm-xray: without them the test says so and passes,
 //! unless `CI` is set.
@@ -157,6 +157,25 @@ fn a_sleds_trace_is_named_from_its_program_as_llvm_xray_names_it() {
     ] {
         assert!(yaml.contains(name), "{name} in {yaml}");
     }
+
+    // verify checks the trace against the program: every id named.
+    let verify = flightrec(&["verify", "-q", "-m", prog_s, trace_s]);
+    assert!(verify.status.success());
+    assert!(
+        verify.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    // Names of another program: said, with the ids.
+    let other = dir.path().join("other.names");
+    std::fs::write(&other, "1 x\n").unwrap();
+    let verify = flightrec(&["verify", "-q", "--names", other.to_str().unwrap(), trace_s]);
+    let err = String::from_utf8_lossy(&verify.stderr);
+    assert!(
+        err.contains("3 of its 4 function ids have no name in")
+            && err.contains("a trace of another program?"),
+        "{err}"
+    );
 
     let dump = flightrec(&["dump", "-m", prog_s, trace_s]);
     assert!(dump.status.success());
