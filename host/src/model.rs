@@ -9,6 +9,42 @@ use std::rc::Rc;
 /// The track on which a writer says what a conversion left out or changed
 /// ([`TimelineSink::summary`], when a count is not 0): process `flightrec`,
 /// thread `conversion`, with an id no process has.
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// use flightrec_host::model::{summary_track, Arg, TimelineSink, Track, SUMMARY_EVENT};
+/// use flightrec_host::out::chrome::ChromeSink;
+///
+/// let mut json = Vec::new();
+/// let mut sink = ChromeSink::new(&mut json);
+/// sink.start(0).unwrap();
+/// let t = Track { pid: 1, tid: 2, process_name: "app".into(), thread_name: "thread 2".into() };
+/// sink.track(0, &t).unwrap();
+/// sink.begin(0, 0, &Rc::from("work"), &[]).unwrap();
+/// // A region's fields on the call begun just before (annotate), the
+/// // thread's Trace2 name learnt later (rename), what was left out (summary).
+/// sink.annotate(0, &[(Rc::from("msg"), Arg::S("n=1".into()))]).unwrap();
+/// sink.end(0, 1_000).unwrap();
+/// sink.rename(0, &Track { thread_name: "th01:worker".into(), ..t }).unwrap();
+/// sink.summary(1_000, &[("exits-without-a-call", 1)]).unwrap();
+/// sink.finish().unwrap();
+///
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// let work = events.iter().find(|e| e["name"] == "work").unwrap();
+/// assert_eq!(work["args"]["msg"], "n=1");
+/// let names: Vec<&str> = events
+///     .iter()
+///     .filter(|e| e["name"] == "thread_name" && e["tid"] == 2)
+///     .map(|e| e["args"]["name"].as_str().unwrap())
+///     .collect();
+/// assert_eq!(names, ["thread 2", "th01:worker"]);
+/// let summary = events.iter().find(|e| e["name"] == SUMMARY_EVENT).unwrap();
+/// assert_eq!(summary["pid"], summary_track().pid);
+/// assert_eq!(summary["args"]["exits-without-a-call"], 1);
+/// assert_eq!(doc["metadata"]["flightrec"]["exits-without-a-call"], 1);
+/// ```
 pub fn summary_track() -> Track {
     Track {
         pid: u32::MAX,
@@ -19,6 +55,7 @@ pub fn summary_track() -> Track {
 }
 
 /// The name of the instant that carries the counts on [`summary_track`].
+/// Example on [`summary_track`].
 pub const SUMMARY_EVENT: &str = "left out or changed";
 
 /// A value attached to a slice or an instant. Example on [`TimelineSink`].
@@ -157,10 +194,11 @@ pub trait TimelineSink {
         args: &[(ArgName, Arg)],
     ) -> io::Result<()>;
     /// More arguments for the innermost open slice of `track` (a Trace2
-    /// region's fields on the FDR call of the same span).
+    /// region's fields on the FDR call of the same span). Example on
+    /// [`summary_track`].
     fn annotate(&mut self, track: usize, args: &[(ArgName, Arg)]) -> io::Result<()>;
     /// Track `id` takes a new name (a Trace2 thread's name, learnt after the
-    /// track's first event).
+    /// track's first event). Example on [`summary_track`].
     fn rename(&mut self, id: usize, track: &Track) -> io::Result<()>;
     /// The innermost open slice of `track` ends. Example on [`TimelineSink`].
     fn end(&mut self, track: usize, ns: u64) -> io::Result<()>;
@@ -180,7 +218,7 @@ pub trait TimelineSink {
     fn counter(&mut self, id: usize, ns: u64, value: CounterValue) -> io::Result<()>;
     /// Before [`finish`](TimelineSink::finish): what the conversion left
     /// out or changed (name, count), for the output's metadata; `ns` is the
-    /// timeline's last time.
+    /// timeline's last time. Example on [`summary_track`].
     fn summary(&mut self, ns: u64, counts: &[(&str, u64)]) -> io::Result<()>;
     /// After the last event. Example on [`TimelineSink`].
     fn finish(&mut self) -> io::Result<()>;

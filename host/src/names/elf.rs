@@ -186,6 +186,11 @@ pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> 
 /// The section of a firmware ELF that holds `#[flightrec::instrument]`'s names
 /// (read by [`super::firmware`]): an ELF with it is a firmware image, not a
 /// desktop names file.
+///
+/// ```
+/// use flightrec_host::names::{elf::FIRMWARE_SECTION, firmware::SECTION};
+/// assert_eq!((FIRMWARE_SECTION, SECTION), (".flightrec", ".flightrec"));
+/// ```
 pub const FIRMWARE_SECTION: &str = ".flightrec";
 
 /// The address of the section whose bytes are `data` (a slice of `image` that

@@ -1,7 +1,7 @@
 //! Function names from an instrumented program itself (`--names ./program`,
 //! `-m ./program` as llvm-xray takes it): ids from its `xray_instr_map`,
 //! numbered as llvm-xray numbers them (the core's
-//! [`SledMap`](flightrec_core::sled_map::SledMap)), names from its symbol
+//! [`flightrec_core::sled_map::SledMap`]), names from its symbol
 //! table, demangled (Rust's legacy and v0 manglings, C++'s Itanium ABI).
 //!
 //! What a sled runtime's trace needs: the runtime writes no names file, the

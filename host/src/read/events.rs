@@ -2,7 +2,7 @@
 //!
 //! Blocks (a NewBuffer and what follows it) are grouped per thread, keyed by
 //! (process, thread). Threads come in the order llvm-xray lists them, the iteration
-//! order of its block index (an LLVM `DenseMap`, see [`llvm_thread_order`]); a
+//! order of its block index (an LLVM `DenseMap`, see [`llvm_thread_order`](super::order::llvm_thread_order)); a
 //! thread's blocks come in file order. Each thread is expanded with a fresh state:
 //! NewCPUId sets the CPU and the base TSC, TSCWrap the base TSC, every function
 //! record and version-5 event adds its delta. CallArgument records attach to the

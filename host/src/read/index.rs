@@ -559,6 +559,20 @@ impl Merged<'_> {
 }
 
 /// Verifies and indexes a mapped file, showing the pass on `progress`.
+///
+/// ```
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::read::file::TraceFile;
+/// use flightrec_host::read::index::{scan_file, scan_file_cut_short};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.xray");
+/// std::fs::write(&path, include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let file = TraceFile::open(&path).unwrap();
+/// let quiet = Progress::new(true);
+/// assert_eq!(scan_file(&file, &quiet).unwrap().threads(), 2);
+/// let (index, cut) = scan_file_cut_short(&file, &quiet).unwrap();
+/// assert!(cut.is_none() && index.threads() == 2);
+/// ```
 pub fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
     let (index, cut) = scan_file_cut_short(file, progress)?;
     match cut {
@@ -568,7 +582,7 @@ pub fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeE
 }
 
 /// [`scan_file`], a file cut short between buffers indexed all the same (see
-/// [`scan_cut_short`]).
+/// [`scan_cut_short`]). Example on [`scan_file`].
 pub fn scan_file_cut_short(
     file: &TraceFile,
     progress: &Progress,

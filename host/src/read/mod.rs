@@ -1,4 +1,4 @@
-//! The first stage: reading an FDR file. [`file`] maps it with bounded
+//! The first stage: reading an FDR file. [`file`](mod@file) maps it with bounded
 //! memory, [`index`] verifies it and indexes its blocks per thread, and its
 //! cursors expand them into [`events`] in the [`order`]s llvm-xray walks
 //! them; [`trace`] holds a small file's events whole.

@@ -34,7 +34,7 @@ pub struct Trace {
     /// The file header.
     pub header: FileHeader,
     /// Events in thread order (threads in llvm-xray's order, see
-    /// [`llvm_thread_order`]; each thread's events in its block order).
+    /// [`llvm_thread_order`](super::order::llvm_thread_order); each thread's events in its block order).
     pub events: Vec<XEvent>,
 }
 

@@ -197,7 +197,7 @@ const MAX_TRACE2_PROCS: usize = 4096;
 const MAX_CACHED_NAMES: usize = 1 << 16;
 
 /// One input of a timeline: a file or a `recv` directory. Example on
-/// [`convert_timeline`].
+/// [`merge_timeline`].
 #[derive(Clone, Debug)]
 pub struct TimelineInput {
     /// The path given.
@@ -1311,6 +1311,21 @@ fn recv_files(dir: &Path) -> io::Result<(Vec<RecvSource>, Option<PathBuf>)> {
 /// to `sink` (one of the writers of [`crate::out`]): what
 /// [`convert_timeline`](crate::convert::convert_timeline) runs. Inputs, or
 /// lines of them, that cannot be read are left out and named in the report.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::out::perfetto::PerfettoSink;
+/// use flightrec_host::timeline::{merge_timeline, TimelineInput};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let fdr = dir.path().join("t.xray");
+/// std::fs::write(&fdr, include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let input = TimelineInput { path: fdr, names: Names::empty() };
+/// let mut trace = Vec::new();
+/// let report = merge_timeline(&[input], &mut PerfettoSink::new(&mut trace)).unwrap();
+/// assert_eq!((report.sources, report.tracks), (1, 2));
+/// assert!(!trace.is_empty());
+/// ```
 pub fn merge_timeline(
     inputs: &[TimelineInput],
     sink: &mut dyn TimelineSink,
