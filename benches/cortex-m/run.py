@@ -347,6 +347,21 @@ def measure(t, one_core=None):
     per_record(t, "bench_context_pair_handler", "context_record_handler",
                "the same from an exception handler (SysTick, priority 0x80; the "
                "recorder in the second slot, after thread mode's)")
+    # The embassy backend's hooks (flightrec-embassy), each beside `context_record`:
+    # runs of 64 and 128 operations (its ring is 2 x 8 KiB), per hook.
+    def per_hook(entry, key, hooks, what):
+        ops, _, (r1, r2) = t.per_op(entry, 64)
+        assert r1 == r2 == 0, f"the steady-state run of {entry} switched buffers or lost records"
+        put(key, tuple(v / hooks for v in ops), what)
+
+    per_hook("bench_embassy_poll", "embassy_poll_hook", 2,
+             "embassy: `task_exec_begin` or `task_exec_end` (a function record), per hook")
+    per_hook("bench_embassy_pass", "embassy_pass_hook", 2,
+             "embassy: `poll_start` or `executor_idle` (a function record), per hook")
+    per_hook("bench_embassy_ready", "embassy_ready_hook", 1,
+             "embassy: `task_ready_begin` (a typed event, both ids)")
+    per_hook("bench_embassy_spawn_end", "embassy_spawn_end_hook", 2,
+             "embassy: `task_new` or `task_end` (a typed event, both ids), per hook")
     if one_core is not None:
         per_record(one_core, "bench_context_pair", "context_record_one_core",
                    "the same with feature `unsafe-assume-single-core` (claim by a load and a "

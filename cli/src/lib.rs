@@ -13,6 +13,7 @@
 
 pub mod link;
 pub mod output;
+pub mod tasks;
 
 use std::fs::File;
 use std::io::{self, BufReader};
@@ -68,6 +69,8 @@ enum Command {
         #[command(subcommand)]
         command: Trace2Command,
     },
+    /// Summarise an async executor's tasks (flightrec-embassy's records).
+    Tasks(tasks::TasksArgs),
     #[command(flatten)]
     Link(link_cli::LinkCommand),
 }
@@ -152,6 +155,7 @@ where
             command: Trace2Command::Render(args),
         } => args,
         Command::Link(cmd) => return link_cli::run(cmd),
+        Command::Tasks(args) => return tasks::run(args),
     };
     let target = match args.format {
         FormatArg::Normal => Target::Normal,

@@ -76,6 +76,7 @@
 mod cortex_m;
 #[cfg(all(feature = "cortex-m", target_arch = "arm", target_os = "none"))]
 pub use cortex_m::CortexMContexts;
+mod events;
 
 use core::cell::UnsafeCell;
 use core::fmt;

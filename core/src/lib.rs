@@ -63,4 +63,5 @@ pub mod link;
 pub mod names;
 mod one_core;
 pub mod sled_map;
+pub mod tasks;
 pub mod trace2;

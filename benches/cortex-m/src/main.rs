@@ -16,6 +16,8 @@
 #![no_main]
 
 #[cfg(feature = "flightrec")]
+mod embassy;
+#[cfg(feature = "flightrec")]
 mod paths;
 
 use core::ptr::{addr_of_mut, read_volatile, write_volatile};

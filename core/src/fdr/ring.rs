@@ -1141,6 +1141,19 @@ impl<'r, 'a> Recorder<'r, 'a> {
         self.writer.try_function_word(low, ts)
     }
 
+    /// Stores a typed event with an 8-byte payload only when that needs no
+    /// call (see `BufferWriter::try_typed_event8`); otherwise nothing was
+    /// written or counted: record it with [`typed_event`](Self::typed_event).
+    #[inline(always)]
+    pub(crate) fn try_typed_event8(
+        &mut self,
+        ts: Timestamp,
+        event_type: u16,
+        words: [u32; 2],
+    ) -> bool {
+        self.writer.try_typed_event8(ts, event_type, words)
+    }
+
     /// [`function_word`](Self::function_word) for a record that
     /// [`try_function_word`](Self::try_function_word) found
     /// [`Tried::Full`], at the time whose low word is `raw`: the straight

@@ -60,6 +60,8 @@ use super::records::{
 };
 use crate::clock::Timestamp;
 
+mod fast_event;
+
 const META: usize = METADATA_RECORD_SIZE;
 const FUNC: usize = FUNCTION_RECORD_SIZE;
 /// `latest_cpu` before the first event: no CPU id matches it, so the first event

@@ -19,6 +19,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 pub mod elf;
 pub mod firmware;
 pub mod program;
+pub mod statics;
 
 use elf::{is_elf, read_elf_names, ElfNamesError, FIRMWARE_SECTION};
 

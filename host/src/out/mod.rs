@@ -11,6 +11,7 @@ pub mod chrome;
 pub mod dump;
 pub mod perfetto;
 mod proto;
+pub mod tasks;
 pub mod trace2_render;
 pub mod yaml;
 mod yaml_unicode;

@@ -71,6 +71,8 @@
 //! JSON is reported with its line number and byte offset and skipped. The rest
 //! is converted.
 
+pub mod tasks;
+
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
