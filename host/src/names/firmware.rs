@@ -24,13 +24,19 @@ use flightrec_core::fdr::decoder::{Decoded, Decoder};
 use flightrec_core::fdr::records::Record;
 use flightrec_core::fdr::FunctionId;
 use flightrec_core::names::elf::{find_section, is_elf, ElfError};
+use flightrec_core::tasks::{poll_id, TaskFunction, KEY_BITS};
 
 use super::elf::section_addr;
+use super::statics::object_symbols;
 use super::Names;
 use crate::read::file::TraceFile;
 
 /// The ELF section that holds the names. Example on [`FirmwareNames`].
 pub const SECTION: &str = super::elf::FIRMWARE_SECTION;
+
+/// How many poll ids [`FirmwareNames::names`] names at most (the words of
+/// the task pools). Example on [`FirmwareNames::task_name`].
+pub const MAX_POLL_NAMES: usize = 1 << 16;
 
 /// The ELF section that pairs small ids with names (feature `small-ids`).
 /// Example on [`FirmwareNames::with_id_map`].
@@ -72,6 +78,11 @@ pub struct FirmwareNames {
     pub entries: BTreeMap<u32, Entry>,
     /// What was wrong with the section (each a sentence).
     pub warnings: Vec<String>,
+    /// The ELF's `static`s (address, size, name), sorted: they name an async
+    /// executor's poll and pass ids ([`flightrec_core::tasks`]), which are
+    /// addresses, not entries of the section. Example on
+    /// [`FirmwareNames::task_name`].
+    pub statics: Vec<(u64, u64, String)>,
 }
 
 /// Why a file gave no firmware names.
@@ -132,7 +143,10 @@ impl FirmwareNames {
         let addr = section_addr(image, data).ok_or(FirmwareNamesError::Malformed(
             ElfError::SectionHeadersOutOfBounds,
         ))?;
-        let names = Self::from_section(addr, data);
+        let mut names = Self::from_section(addr, data);
+        // A firmware without a symbol table names no tasks; its section still
+        // names its functions.
+        names.statics = object_symbols(image).unwrap_or_default();
         match find_section(image, MAP_SECTION).map_err(FirmwareNamesError::Malformed)? {
             // `is_elf` held: bytes 4 and 5 are there.
             Some(map) => Ok(names.with_id_map(map, image[4] == 2, image[5] == 2)),
@@ -302,12 +316,77 @@ impl FirmwareNames {
     /// The names, by id (an id without one displays as `#id`). Example on
     /// [`FirmwareNames`].
     pub fn names(&self) -> Names {
-        Names::from_map(
-            self.entries
-                .iter()
-                .map(|(id, e)| (*id, e.name.clone()))
-                .collect(),
-        )
+        let mut map: HashMap<u32, String> = self
+            .entries
+            .iter()
+            .map(|(id, e)| (*id, e.name.clone()))
+            .collect();
+        map.extend(self.poll_names());
+        Names::from_map(map)
+    }
+
+    /// The poll ids of every task a task pool (`...::POOL`) can hold, named by
+    /// the task (every four-byte word of the pool: a task's id is the address
+    /// of its header, somewhere in its pool), at most [`MAX_POLL_NAMES`].
+    fn poll_names(&self) -> impl Iterator<Item = (u32, String)> + '_ {
+        self.statics
+            .iter()
+            .filter_map(|(start, size, name)| Some((*start, *size, name.strip_suffix("::POOL")?)))
+            .flat_map(|(start, size, task)| {
+                (start..start + size).step_by(4).filter_map(move |a| {
+                    Some((poll_id(u32::try_from(a).ok()?).get(), task.to_owned()))
+                })
+            })
+            .take(MAX_POLL_NAMES)
+    }
+
+    /// The name of an async executor's poll or pass id: the task whose pool
+    /// holds the address the id keeps (the pool's path without `::POOL`), or
+    /// the `static` that holds the executor; `None` for other ids and for
+    /// addresses no such `static` holds (a stream from another build).
+    ///
+    /// ```
+    /// use flightrec_core::tasks::{pass_id, poll_id};
+    /// use flightrec_host::names::firmware::FirmwareNames;
+    /// let fw = FirmwareNames {
+    ///     statics: vec![
+    ///         (0x2000_0100, 16, "app::EXECUTOR".into()),
+    ///         (0x2000_0a00, 256, "app::ticker::POOL".into()),
+    ///     ],
+    ///     ..FirmwareNames::default()
+    /// };
+    /// assert_eq!(fw.task_name(poll_id(0x2000_0a48).get()).as_deref(), Some("app::ticker"));
+    /// assert_eq!(fw.task_name(pass_id(0x2000_0100).get()).as_deref(), Some("app::EXECUTOR"));
+    /// // An executor is no task pool, a task is in one.
+    /// assert_eq!(fw.task_name(pass_id(0x2000_0a48).get()), None);
+    /// assert_eq!(fw.task_name(poll_id(0x2000_0100).get()), None);
+    /// assert_eq!(fw.task_name(poll_id(0x2000_4000).get()), None);
+    /// assert_eq!(fw.task_name(7), None);
+    /// // Their ids are no mismatch; others are.
+    /// assert_eq!(fw.names().get(poll_id(0x2000_0a48).get()), Some("app::ticker"));
+    /// ```
+    pub fn task_name(&self, id: u32) -> Option<String> {
+        let f = TaskFunction::of(FunctionId::new(id).ok()?)?;
+        let (key, pool) = match f {
+            TaskFunction::Poll { key } => (key, true),
+            TaskFunction::Pass { key } => (key, false),
+        };
+        let mask = (1u64 << KEY_BITS) - 1;
+        self.statics.iter().find_map(|(start, size, name)| {
+            // The key is bits 2 to 25 of the address: compared within the
+            // static's range, cut the same way.
+            let (lo, hi) = (start >> 2, (start + (*size).max(1) - 1) >> 2);
+            let mut word = (lo & !mask) | u64::from(key);
+            if word < lo {
+                word += mask + 1;
+            }
+            let held = word <= hi;
+            match (held, name.strip_suffix("::POOL")) {
+                (true, Some(task)) if pool => Some(task.to_owned()),
+                (true, None) if !pool => Some(name.clone()),
+                _ => None,
+            }
+        })
     }
 
     /// The function ids of an FDR trace that the section does not name, in
@@ -335,6 +414,9 @@ impl FirmwareNames {
             .collect();
         unknown.sort_unstable();
         unknown.dedup();
+        // An async executor's poll and pass ids are addresses of its tasks
+        // and of itself: known when a `static` of the ELF holds them.
+        unknown.retain(|id| self.task_name(*id).is_none());
         unknown
     }
 

@@ -84,7 +84,10 @@ use std::rc::Rc;
 use flightrec_core::fdr::decoder::Decoder;
 use flightrec_core::fdr::end::END_CPU;
 use flightrec_core::fdr::records::Record;
-use flightrec_core::fdr::FileHeader;
+use flightrec_core::fdr::{FileHeader, FunctionId};
+use flightrec_core::tasks::{
+    key, TaskEvent, TaskEventKind, TaskFunction, KEY_BITS, PASS_KIND, POLL_KIND,
+};
 use flightrec_core::trace2::days_from_civil;
 use serde_json::Value;
 
@@ -356,12 +359,20 @@ enum ProcKey {
 enum TrackKey {
     Thread(ProcKey, u32),
     Named(ProcKey, Rc<str>),
+    /// An async task (by [`flightrec_core::tasks::key`]): its polls, what
+    /// they call, its spawns, wake-ups and ends.
+    Task(ProcKey, u32),
+    /// An async executor: its passes over its run queue.
+    Executor(ProcKey, u32),
 }
 
 impl TrackKey {
     fn proc(&self) -> &ProcKey {
         match self {
-            TrackKey::Thread(p, _) | TrackKey::Named(p, _) => p,
+            TrackKey::Thread(p, _)
+            | TrackKey::Named(p, _)
+            | TrackKey::Task(p, _)
+            | TrackKey::Executor(p, _) => p,
         }
     }
 }
@@ -407,6 +418,9 @@ struct ArgNames {
     cpu: ArgName,
     typ: ArgName,
     region: ArgName,
+    executor: ArgName,
+    task: ArgName,
+    wake_to_poll: ArgName,
     args: Vec<ArgName>,
 }
 
@@ -418,6 +432,9 @@ impl ArgNames {
             cpu: "cpu".into(),
             typ: "type".into(),
             region: "region".into(),
+            executor: "executor".into(),
+            task: "task".into(),
+            wake_to_poll: WAKE_TO_POLL_ARG.into(),
             args: (0..8).map(|i| Rc::from(format!("arg{i}"))).collect(),
         }
     }
@@ -486,6 +503,9 @@ struct FdrSource<'a> {
     args: &'a ArgNames,
     /// Track names of a `recv` file's threads (when it has several).
     thread_labels: HashMap<u32, Rc<str>>,
+    /// The async tasks whose polls are open, per thread: what a thread does
+    /// inside a poll goes on the task's track.
+    polls: HashMap<u32, Vec<u32>>,
 }
 
 fn tsc_ns(tsc: u64, freq: u64) -> i128 {
@@ -536,6 +556,25 @@ impl Source for FdrSource<'_> {
             (None, _) => TrackKey::Thread(proc, e.thread),
         };
         let a = self.args;
+        let (track, task_event) = self.task_track(&e, track);
+        if let Some((name, ev)) = task_event {
+            let hex = |v: u32| Arg::S(format!("{v:#010x}"));
+            let what = What::Instant(
+                name.into(),
+                vec![
+                    (a.executor.clone(), hex(ev.executor)),
+                    (a.task.clone(), hex(ev.task)),
+                ],
+            );
+            return Some(TEvent {
+                ns,
+                track,
+                track_name: None,
+                what,
+                names: self.fdr.names,
+                counter: None,
+            });
+        }
         let what = match e.kind {
             k if k.is_enter() => What::Enter(e.func_id, e.args),
             k if k.is_exit() => What::Exit(e.func_id),
@@ -566,6 +605,71 @@ impl Source for FdrSource<'_> {
         })
     }
 }
+
+impl FdrSource<'_> {
+    /// The track of an event of an async executor ([`flightrec_core::tasks`]):
+    /// a poll, and all its thread does until the poll returns, on the task's
+    /// track; a pass on the executor's; a spawn, wake-up or end (a typed
+    /// event, from any context) on the task's, as an instant of that name.
+    /// Other events keep `track`.
+    fn task_track(
+        &mut self,
+        e: &XEvent,
+        track: TrackKey,
+    ) -> (TrackKey, Option<(&'static str, TaskEvent)>) {
+        let proc = track.proc().clone();
+        if e.kind == Kind::TypedEvent {
+            return match TaskEvent::parse(e.event_type, &e.data) {
+                Some(ev) => {
+                    let name = match ev.kind {
+                        TaskEventKind::Spawn => "spawn",
+                        TaskEventKind::Ready => READY_EVENT,
+                        TaskEventKind::End => "end",
+                    };
+                    (TrackKey::Task(proc, key(ev.task)), Some((name, ev)))
+                }
+                None => (self.inside_poll(e.thread, proc).unwrap_or(track), None),
+            };
+        }
+        let function = (e.kind.is_enter() || e.kind.is_exit())
+            .then(|| FunctionId::new(e.func_id).ok().and_then(TaskFunction::of))
+            .flatten();
+        match function {
+            Some(TaskFunction::Poll { key }) => {
+                let open = self.polls.entry(e.thread).or_default();
+                if e.kind.is_enter() {
+                    open.push(key);
+                } else if let Some(i) = open.iter().rposition(|k| *k == key) {
+                    open.truncate(i);
+                }
+                (TrackKey::Task(proc, key), None)
+            }
+            Some(TaskFunction::Pass { key }) => (TrackKey::Executor(proc, key), None),
+            None => (self.inside_poll(e.thread, proc).unwrap_or(track), None),
+        }
+    }
+
+    fn inside_poll(&self, thread: u32, proc: ProcKey) -> Option<TrackKey> {
+        let key = *self.polls.get(&thread)?.last()?;
+        Some(TrackKey::Task(proc, key))
+    }
+}
+
+/// The instant of a task's wake-up on its track (the start of its
+/// wake-to-poll time).
+const READY_EVENT: &str = "ready";
+
+/// The name of a poll's argument: the time (ns) from the task's first
+/// wake-up since its last poll to this poll's start.
+const WAKE_TO_POLL_ARG: &str = "wake_to_poll_ns";
+
+/// The counter of an executor's load: the share (%) of the time since the
+/// last value it spent in passes, at the end of a pass at least
+/// [`LOAD_WINDOW_NS`] after the last value.
+const LOAD_COUNTER: &str = "load %";
+
+/// The shortest time a load value covers.
+const LOAD_WINDOW_NS: u64 = 1_000_000;
 
 /// Custom events whose payload starts with this carry the wall-clock time (ns
 /// since the Unix epoch, in decimal) read just before the event's TSC: a clock
@@ -1576,6 +1680,7 @@ pub fn merge_timeline(
             single_thread,
             args: &args,
             thread_labels: HashMap::new(),
+            polls: HashMap::new(),
         }));
     }
     for t in trace2s {
@@ -1695,6 +1800,16 @@ const SPAN_TOLERANCE_NS: u64 = 1_000;
 /// its name.
 type CounterKey = (ProcKey, Option<usize>, Rc<str>);
 
+/// An executor's time in passes since its last load value.
+struct Load {
+    /// When the last value was given.
+    window: u64,
+    /// Time in passes since then.
+    busy: u64,
+    /// The start of the pass under way (or the last one's end).
+    pass: u64,
+}
+
 struct CounterState {
     id: usize,
     last: u64,
@@ -1734,6 +1849,10 @@ fn merge(
     let mut next_tid = 1u32 << 30;
     let mut fake_pids: HashMap<ProcKey, u32> = HashMap::new();
     let mut counters: HashMap<CounterKey, CounterState> = HashMap::new();
+    // Each task's first wake-up since its last poll, and each executor's load.
+    let mut ready: HashMap<TrackKey, u64> = HashMap::new();
+    let mut load: HashMap<TrackKey, Load> = HashMap::new();
+    let load_name: Rc<str> = Rc::from(LOAD_COUNTER);
     // A process's id and name.
     let mut process = |proc: &ProcKey| -> (u32, String) {
         let n = fake_pids.len() as u32;
@@ -1788,6 +1907,16 @@ fn merge(
                     TrackKey::Named(_, name) => {
                         next_tid += 1;
                         (next_tid, name.to_string())
+                    }
+                    TrackKey::Task(_, k) => {
+                        next_tid += 1;
+                        let name = names[e.names].get(POLL_KIND << KEY_BITS | k);
+                        (next_tid, format!("task {name}"))
+                    }
+                    TrackKey::Executor(_, k) => {
+                        next_tid += 1;
+                        let name = names[e.names].get(PASS_KIND << KEY_BITS | k);
+                        (next_tid, format!("executor {name}"))
                     }
                 };
                 sink.track(
@@ -1844,6 +1973,23 @@ fn merge(
                 let mut a = vec![(args.func_id.clone(), Arg::U(u64::from(fid)))];
                 for (k, v) in call_args.iter().take(args.args.len()).enumerate() {
                     a.push((args.args[k].clone(), Arg::U(*v)));
+                }
+                match &e.track {
+                    TrackKey::Task(..) if fid >> KEY_BITS == POLL_KIND => {
+                        if let Some(woken) = ready.remove(&e.track) {
+                            a.push((args.wake_to_poll.clone(), Arg::U(ns - woken.min(ns))));
+                        }
+                    }
+                    TrackKey::Executor(..) => {
+                        load.entry(e.track.clone())
+                            .or_insert(Load {
+                                window: ns,
+                                busy: 0,
+                                pass: ns,
+                            })
+                            .pass = ns;
+                    }
+                    _ => {}
                 }
                 // A region held back, then its span's FDR call: one slice
                 // (the regions held before it begin first, around it).
@@ -1931,12 +2077,29 @@ fn merge(
             What::Exit(fid) => {
                 close_call(sink, state, ns, fid, report)?;
                 state.last_written = ns;
+                if let Some(l) = load.get_mut(&e.track) {
+                    l.busy += ns.saturating_sub(l.pass);
+                    l.pass = ns;
+                    if ns - l.window.min(ns) >= LOAD_WINDOW_NS {
+                        let share = 100.0 * l.busy as f64 / (ns - l.window) as f64;
+                        e.counter = Some(Sample {
+                            name: load_name.clone(),
+                            per_thread: true,
+                            unit: CounterUnit::Unspecified,
+                            value: CounterValue::Float(share.min(100.0)),
+                        });
+                        (l.window, l.busy) = (ns, 0);
+                    }
+                }
             }
             What::RegionLeave => {
                 leave_region(sink, state, ns, report)?;
                 state.last_written = ns;
             }
             What::Instant(name, a) => {
+                if matches!(e.track, TrackKey::Task(..)) && &*name == READY_EVENT {
+                    ready.entry(e.track.clone()).or_insert(ns);
+                }
                 sink.instant(state.id, ns, &name, &a)?;
                 state.last_written = ns;
                 report.instants += 1;
