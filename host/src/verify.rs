@@ -11,7 +11,7 @@ use crate::names::Names;
 
 use crate::progress::Progress;
 use crate::read::file::TraceFile;
-use crate::read::index::scan_file;
+use crate::read::index::verify_only;
 
 /// The verdict on one file.
 ///
@@ -58,8 +58,18 @@ pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
         Ok(f) => f,
         Err(e) => return Verdict::Unreadable(e),
     };
-    match scan_file(&file, progress) {
-        Ok(index) => Verdict::Valid(*index.summary()),
+    // The verdict without the block index: memory independent of the
+    // number of buffers.
+    let bytes = file.bytes();
+    progress.pass(bytes.len() as u64, "verifying");
+    let mut last = 0usize;
+    let verdict = verify_only(bytes, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+        progress.advance(at as u64);
+    });
+    match verdict {
+        Ok(summary) => Verdict::Valid(summary),
         Err(e) => Verdict::Invalid(e),
     }
 }

@@ -55,7 +55,10 @@ struct BlockStart {
 struct ThreadBlocks {
     /// (process, thread) as the file's records give them.
     key: (u64, i32),
+    /// In file order.
     blocks: Vec<BlockStart>,
+    /// llvm-xray's order (indexes of `blocks`), when it is not the file's.
+    llvm: Option<Vec<u32>>,
 }
 
 /// A verified file's summary and block index.
@@ -145,6 +148,31 @@ pub fn scan_cut_short(
     bytes: &[u8],
     progress: &mut dyn FnMut(usize),
 ) -> Result<(Index, Option<DecodeError>), DecodeError> {
+    scan_inner(bytes, progress, true)
+}
+
+/// [`scan`]'s verdict and summary without the block index: memory that does
+/// not grow with the number of buffers (what `verify` needs).
+///
+/// ```
+/// use flightrec_host::read::index::{scan, verify_only};
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
+/// assert_eq!(verify_only(bytes, &mut |_| {}).unwrap(), *scan(bytes, &mut |_| {}).unwrap().summary());
+/// let bad = include_bytes!("../../../testdata/xray/bad-fn-action5.xray");
+/// assert_eq!(verify_only(bad, &mut |_| {}).unwrap_err().offset, 112);
+/// ```
+pub fn verify_only(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Summary, DecodeError> {
+    match scan_inner(bytes, progress, false)? {
+        (_, Some(cut)) => Err(cut),
+        (index, None) => Ok(index.summary),
+    }
+}
+
+fn scan_inner(
+    bytes: &[u8],
+    progress: &mut dyn FnMut(usize),
+    keep_blocks: bool,
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
     let mut decoder = Decoder::new(bytes)?;
     let header = *decoder.header();
     let extents_enforced = header.version >= Version::V3;
@@ -178,7 +206,9 @@ pub fn scan_cut_short(
                 blocks.push(Vec::new());
                 keys.len() - 1
             });
-            blocks[t].push(start);
+            if keep_blocks {
+                blocks[t].push(start);
+            }
         }
     };
 
@@ -275,11 +305,12 @@ pub fn scan_cut_short(
         .map(|(key, blocks)| {
             // In llvm-xray's order: sorted by wall time as `llvm::sort` does.
             let walls: Vec<(u64, u32)> = blocks.iter().map(|b| b.wall).collect();
-            let blocks = llvm_block_order(&walls)
-                .into_iter()
-                .map(|k| blocks[k])
-                .collect();
-            ThreadBlocks { key, blocks }
+            let order = llvm_block_order(&walls);
+            drop(walls);
+            // Four bytes a block, and none when it is the file's order.
+            let llvm = (!order.iter().enumerate().all(|(i, k)| i == *k))
+                .then(|| order.into_iter().map(|k| k as u32).collect());
+            ThreadBlocks { key, blocks, llvm }
         })
         .collect();
     Ok((Index { summary, threads }, cut))
@@ -319,11 +350,20 @@ impl Index {
     /// A cursor over the events of thread `t` (in llvm-xray's thread order) of the
     /// file `bytes` this index was built from. Example on [`Index`].
     pub fn thread_events<'a>(&'a self, bytes: &'a [u8], t: usize) -> ThreadCursor<'a> {
-        let blocks = self.threads.get(t).map_or(&[][..], |t| &t.blocks[..]);
+        self.cursor(bytes, t, true)
+    }
+
+    /// A cursor over thread `t`'s blocks in llvm-xray's order (`llvm`) or in
+    /// the file's.
+    fn cursor<'a>(&'a self, bytes: &'a [u8], t: usize, llvm: bool) -> ThreadCursor<'a> {
+        let thread = self.threads.get(t);
+        let blocks = thread.map_or(&[][..], |t| &t.blocks[..]);
+        let order = thread.and_then(|t| t.llvm.as_deref()).filter(|_| llvm);
         ThreadCursor {
             bytes,
             version: self.summary.header.version,
             blocks,
+            order,
             next_block: 0,
             walker: None,
             expander: Expander::new(self.summary.header.version),
@@ -350,11 +390,35 @@ impl Index {
         bytes: &'a [u8],
         read: &mut dyn FnMut(usize),
     ) -> Merged<'a> {
+        self.merged_in(bytes, read, true)
+    }
+
+    /// Every event in TSC order, each thread's blocks expanded in the order
+    /// the file holds them instead of llvm-xray's (which differs only when
+    /// blocks' wall-time markers do not both grow: llvm's comparator then
+    /// shuffles them, and each shuffled block would be a run of its own).
+    /// The same events at the same times, with memory bounded by the
+    /// threads, not the buffers; what the timeline reads. Example on
+    /// [`Index`].
+    pub fn merged_in_file_order<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        read: &mut dyn FnMut(usize),
+    ) -> Merged<'a> {
+        self.merged_in(bytes, read, false)
+    }
+
+    fn merged_in<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        read: &mut dyn FnMut(usize),
+        llvm: bool,
+    ) -> Merged<'a> {
         let mut runs: Vec<ThreadCursor<'a>> = Vec::new();
         for t in 0..self.threads.len() {
             // Where this thread's TSC goes down: the ordinals of run starts.
             let mut starts = Vec::new();
-            let mut cursor = self.thread_events(bytes, t);
+            let mut cursor = self.cursor(bytes, t, llvm);
             let mut last: Option<u64> = None;
             while let Some(e) = cursor.next_event() {
                 if last.is_some_and(|l| e.tsc < l) {
@@ -366,7 +430,7 @@ impl Index {
                 }
             }
             // One cursor at each run start, taken along a second walk.
-            let mut cursor = self.thread_events(bytes, t);
+            let mut cursor = self.cursor(bytes, t, llvm);
             runs.push(cursor.clone());
             for start in starts {
                 while cursor.produced < start {
@@ -465,6 +529,8 @@ pub struct ThreadCursor<'a> {
     bytes: &'a [u8],
     version: Version,
     blocks: &'a [BlockStart],
+    /// The order to walk `blocks` in (llvm-xray's), or `None`: the file's.
+    order: Option<&'a [u32]>,
     next_block: usize,
     walker: Option<BlockWalker>,
     expander: Expander,
@@ -492,7 +558,13 @@ impl ThreadCursor<'_> {
             }
             let walker = match &mut self.walker {
                 Some(w) => w,
-                None => match self.blocks.get(self.next_block) {
+                None => match self
+                    .order
+                    .map_or(Some(self.next_block), |o| {
+                        o.get(self.next_block).map(|k| *k as usize)
+                    })
+                    .and_then(|k| self.blocks.get(k))
+                {
                     Some(start) => {
                         self.next_block += 1;
                         self.walker.insert(BlockWalker {

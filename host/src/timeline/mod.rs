@@ -422,7 +422,7 @@ pub fn merge_timeline(
         let single_thread = f.index.threads() == 1;
         let merged = f
             .index
-            .merged_releasing(f.file.bytes(), &mut |n| f.file.consumed(n));
+            .merged_in_file_order(f.file.bytes(), &mut |n| f.file.consumed(n));
         sources.push(Box::new(FdrSource {
             fdr: f,
             clamped: clamped.clone(),
