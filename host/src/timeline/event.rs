@@ -267,8 +267,16 @@ pub(super) trait Source {
 }
 
 pub(super) fn tsc_ns(tsc: u64, freq: u64) -> i128 {
-    (i128::from(tsc) * 1_000_000_000) / i128::from(freq.max(1))
+    let freq = freq.max(1);
+    // A clock of a whole number of ns per tick (1 GHz, 1 MHz, ...): a
+    // multiplication, not a 128-bit division per event. The same value.
+    if NS_PER_S % freq == 0 {
+        return i128::from(tsc) * i128::from(NS_PER_S / freq);
+    }
+    (i128::from(tsc) * i128::from(NS_PER_S)) / i128::from(freq)
 }
+
+const NS_PER_S: u64 = 1_000_000_000;
 
 /// `v` within nanoseconds since the Unix epoch that a `u64` holds; a time
 /// outside them is counted in `clamped`.
@@ -295,3 +303,22 @@ pub(super) const LOAD_COUNTER: &str = "load %";
 
 /// The shortest time a load value covers.
 pub(super) const LOAD_WINDOW_NS: u64 = 1_000_000;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ticks_to_ns_whole_and_not() {
+        use super::tsc_ns;
+        for (tsc, freq) in [
+            (u64::MAX, 1_000_000_000),
+            (u64::MAX, 1_000_000),
+            (12_345, 1),
+            (7, 0),
+        ] {
+            let slow = (i128::from(tsc) * 1_000_000_000) / i128::from(freq.max(1));
+            assert_eq!(tsc_ns(tsc, freq), slow);
+        }
+        assert_eq!(tsc_ns(3, 3_000_000_000), 1);
+        assert_eq!(tsc_ns(10, 48_000_000), 208);
+    }
+}

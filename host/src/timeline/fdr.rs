@@ -175,6 +175,9 @@ impl FdrSource<'_> {
                 } else if let Some(i) = open.iter().rposition(|k| *k == key) {
                     open.truncate(i);
                 }
+                if open.is_empty() {
+                    self.polls.remove(&e.thread);
+                }
                 (TrackKey::Task(proc, key), None)
             }
             Some(TaskFunction::Pass { key }) => (TrackKey::Executor(proc, key), None),

@@ -347,7 +347,11 @@ pub(super) fn merge(
             What::Exit(fid) => {
                 close_call(sink, state, ns, fid, report)?;
                 state.last_written = ns;
-                if let Some(l) = load.get_mut(&e.track) {
+                let pass_end = match &e.track {
+                    TrackKey::Executor(..) => load.get_mut(&e.track),
+                    _ => None,
+                };
+                if let Some(l) = pass_end {
                     l.busy += ns.saturating_sub(l.pass);
                     l.pass = ns;
                     if ns - l.window.min(ns) >= LOAD_WINDOW_NS {
