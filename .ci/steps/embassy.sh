@@ -55,6 +55,11 @@ timeout 300 qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -m
 status=("${PIPESTATUS[@]}")
 set -e
 cat "$work/recv.txt"
+# The poll and pass ids are the ELF's tasks and executors, not another build's.
+if grep 'another build' "$work/recv.txt"; then
+  echo "recv --elf takes the executor's ids for a mismatch"
+  exit 1
+fi
 if [[ ${status[0]} -ne 0 ]]; then
   echo "QEMU or the application failed (status ${status[0]})"
   cat "$work/qemu.err"
@@ -126,6 +131,63 @@ while read -r _ name polls _; do
 done <"$work/own.txt"
 slices=$(grep -o "\"name\":\"$crate::crunch\"" "$work/timeline.json" | wc -l)
 [[ $slices -eq 64 ]] || { echo "crunch: $slices slices, expected 64"; exit 1; }
+
+echo "--- the task timeline in Perfetto, judged by Perfetto's own schema"
+# The venv of perfetto.sh (PyPI perfetto + protobuf).
+command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null || {
+  apt-get update -qq
+  apt-get install -y -qq python3 python3-venv >/dev/null
+}
+venv="${CARGO_TARGET_DIR:-$PWD/target}/perfetto-venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null ||
+  "$venv/bin/pip" install -q perfetto==0.59.1 protobuf==7.36.2
+# Named from the ELF alone: the tasks by their pools (the executors keep
+# their ids), then with the names of flightrec tasks --names-out (both).
+for names in "--elf=$elf" "--names=$work/tasks.names"; do
+  "$flightrec" convert --format perfetto -q "$names" "$work/out" -o "$work/tasks.perfetto"
+  "$venv/bin/python" cli/tests/support/perfetto_check.py "$work/tasks.perfetto" >"$work/tasks.check.json"
+  named_executors=0
+  [[ $names == --names=* ]] && named_executors=1
+  "$venv/bin/python" - "$work/tasks.check.json" "$work/own.txt" "$crate" "$named_executors" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+crate, named_executors = sys.argv[3], sys.argv[4] == "1"
+tracks = {t["name"]: t for t in report["tracks"]}
+def fail(msg):
+    sys.exit(f"perfetto task timeline: {msg}; tracks: {sorted(tracks)}")
+for line in open(sys.argv[2]):
+    _, name, polls, spawns, ends = line.split()
+    polls, spawns, ends = (int(x.split("=")[1]) for x in (polls, spawns, ends))
+    task = f"{crate}::{name}"
+    t = tracks.get(f"task {task}") or fail(f"no track for {task}")
+    # One slice per poll, named by the task; every poll was woken first, so
+    # each carries its wake-to-poll time.
+    if t["counts"].get(task) != polls:
+        fail(f"{task}: {t['counts'].get(task)} poll slices, the application {polls}")
+    if t["args"].get("wake_to_poll_ns") != polls:
+        fail(f"{task}: {t['args'].get('wake_to_poll_ns')} polls with wake_to_poll_ns of {polls}")
+# The instrumented call nests under the consumer's polls, on its track.
+if tracks[f"task {crate}::consumer"]["counts"].get(f"{crate}::crunch") != 64:
+    fail("crunch is not 64 times on the consumer's track")
+executors = [t for t in report["tracks"] if t["name"].startswith("executor ")]
+if len(executors) != 2 or any(not t["slices"] for t in executors):
+    fail("expected two executor tracks with their passes")
+if named_executors:
+    want = {f"executor {crate}::EXECUTOR", f"executor {crate}::EXECUTOR_FAST"}
+    if {t["name"] for t in executors} != want:
+        fail(f"executor tracks {[t['name'] for t in executors]}, expected {sorted(want)}")
+# CPU load per executor: a counter under each executor's track, 0 to 100 %.
+uuids = {t["uuid"] for t in executors}
+loads = [t for t in report["tracks"] if t["name"] == "load %" and t["parent"] in uuids]
+if len(loads) != 2 or any(not t["values"] for t in loads):
+    fail("expected a load % counter with values for each executor")
+if not all(0 <= v <= 100 for t in loads for _, v, _ in t["values"]):
+    fail("a load value outside 0..100 %")
+print(f"perfetto: {len([n for n in tracks if n.startswith('task ')])} task tracks, "
+      f"{len(executors)} executors, {sum(len(t['values']) for t in loads)} load values")
+PY
+done
 
 echo "--- the firmware guide's snippet is the example's code"
 awk '/^## embassy/ { on = 1 } on && /```rust,ignore/ { grab = 1; next } grab && /```/ { exit } grab' \

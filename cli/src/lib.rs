@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use flightrec_core::trace2::Target;
-use flightrec_host::trace2_render::{render, RenderOptions};
+use flightrec_host::out::trace2_render::{render, RenderOptions};
 
 use crate::link as link_cli;
 use crate::output::reader_gone;

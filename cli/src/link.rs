@@ -12,18 +12,20 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::output::reader_gone;
-use flightrec_host::collect::Collector;
-use flightrec_host::convert::{ConvertError, Format, Input as TraceInput};
+use flightrec_host::convert::{convert_timeline, TimelineFormat};
+use flightrec_host::convert::{ConvertError, Input as TraceInput};
 use flightrec_host::core::trace2::{Format as Trace2Format, Target};
-use flightrec_host::dump::{dump, DumpError};
+use flightrec_host::link::collect::Collector;
+use flightrec_host::link::recv::{Input, RecvOptions, RecvReport, SerialSettings};
+use flightrec_host::link::rtt::GdbSettings;
+use flightrec_host::link::trace2::Trace2Strings;
+use flightrec_host::names::firmware::FirmwareNames;
 use flightrec_host::names::{names_beside, Names};
-use flightrec_host::names_firmware::FirmwareNames;
+use flightrec_host::out::dump::{dump_reading, DumpError};
 use flightrec_host::progress::Progress;
-use flightrec_host::recv::{Input, RecvOptions, RecvReport, SerialSettings};
-use flightrec_host::rtt::GdbSettings;
-use flightrec_host::timeline::{convert_timeline, TimelineFormat, TimelineInput};
-use flightrec_host::trace2_link::Trace2Strings;
-use flightrec_host::verify::{describe, verify_file, Verdict};
+use flightrec_host::read::file::TraceFile;
+use flightrec_host::timeline::TimelineInput;
+use flightrec_host::verify::{describe, unnamed_ids, verify_file, Verdict};
 
 /// The exit codes, shown by `--help`.
 ///
@@ -213,7 +215,7 @@ enum FlowArg {
 /// // A firmware's RTT channel through a GDB server: an ELF without the control
 /// // block's symbol is an error naming it (exit status 2).
 /// let elf = dir.path().join("fw.elf");
-/// std::fs::write(&elf, flightrec_host::rtt::elf_with_symbol("main", 0x100, 4)).unwrap();
+/// std::fs::write(&elf, flightrec_testkit::target_image::elf_with_symbol("main", 0x100, 4)).unwrap();
 /// let a = Receive::try_parse_from(["receive", "-q", "-o", out_s, "--gdb", "127.0.0.1:1", "--elf", elf.to_str().unwrap()]);
 /// assert_eq!(run(LinkCommand::Recv(a.unwrap().args)), ExitCode::from(2));
 /// ```
@@ -306,6 +308,11 @@ pub struct VerifyArgs {
     /// FDR files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Function names to check the traces against (the program that wrote
+    /// them, as `llvm-xray -m ./program`, or any names file): function ids
+    /// they do not name are said on stderr (a trace of another program).
+    #[arg(long, short = 'm', visible_alias = "instr_map", value_name = "NAMES")]
+    names: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -347,9 +354,10 @@ pub struct VerifyArgs {
 #[derive(Args)]
 pub struct NamesArgs {
     /// Function names: the `<trace>.names` file the desktop runtime writes,
-    /// llvm-xray's instrumentation map (YAML) or `ID NAME` lines [default:
-    /// FILE.names when it exists]
-    #[arg(long, value_name = "NAMES")]
+    /// the instrumented program itself (its `xray_instr_map` and symbols, as
+    /// `llvm-xray -m ./program` reads them), llvm-xray's instrumentation map
+    /// (YAML) or `ID NAME` lines [default: FILE.names when it exists]
+    #[arg(long, short = 'm', visible_alias = "instr_map", value_name = "NAMES")]
     names: Option<PathBuf>,
     /// Do not look for FILE.names beside the trace.
     #[arg(long, conflicts_with = "names")]
@@ -522,6 +530,14 @@ fn load_names(trace: &Path, a: &NamesArgs) -> Result<Names, String> {
         }
         return Ok(Names::empty());
     }
+    if std::fs::metadata(&beside).is_ok_and(|m| m.len() == 0) {
+        // Not silently: a names file naming nothing names no call.
+        eprintln!(
+            "flightrec: warning: {} is empty; going on without names (give the program with --names ./program)",
+            beside.display()
+        );
+        return Ok(Names::empty());
+    }
     match Names::load(&beside) {
         Ok(names) => {
             if a.verbose {
@@ -562,8 +578,8 @@ fn firmware_names(elf: &Path, traces: &[&Path], verbose: bool) -> Option<Firmwar
         );
     }
     for trace in traces {
-        if let Ok(bytes) = std::fs::read(trace) {
-            if let Some(w) = fw.mismatch_warning(&bytes, trace, elf) {
+        if let Ok(file) = TraceFile::open(trace) {
+            if let Some(w) = fw.mismatch_warning(file.bytes(), trace, elf) {
                 eprintln!("flightrec: warning: {w}");
             }
         }
@@ -573,13 +589,36 @@ fn firmware_names(elf: &Path, traces: &[&Path], verbose: bool) -> Option<Firmwar
 
 fn verify(a: VerifyArgs) -> ExitCode {
     let mut status = ExitCode::SUCCESS;
+    let names = match a.names.as_deref().map(Names::load).transpose() {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
     let mut out = io::stdout().lock();
     for path in &a.files {
         let progress = Progress::new(a.quiet);
         let verdict = verify_file(path, &progress);
         progress.finish();
         let line = match verdict {
-            Verdict::Valid(s) => writeln!(out, "{}: ok: {}", path.display(), describe(&s)),
+            Verdict::Valid(s) => {
+                if let (Some(names), Ok(file)) = (&names, TraceFile::open(path)) {
+                    let mut last = 0;
+                    let (ids, unnamed, first) = unnamed_ids(file.bytes(), names, &mut |at| {
+                        file.consumed(at.saturating_sub(last));
+                        last = at;
+                    });
+                    if unnamed > 0 {
+                        let list: Vec<String> = first.iter().map(|id| format!("#{id}")).collect();
+                        eprintln!(
+                            "flightrec: warning: {}: {unnamed} of its {ids} function ids have no name in {} ({}{}): a trace of another program?",
+                            path.display(),
+                            a.names.as_deref().unwrap_or(Path::new("")).display(),
+                            list.join(", "),
+                            if unnamed > first.len() { ", ..." } else { "" }
+                        );
+                    }
+                }
+                writeln!(out, "{}: ok: {}", path.display(), describe(&s))
+            }
             Verdict::Invalid(e) => {
                 if status == ExitCode::SUCCESS {
                     status = ExitCode::from(BAD_INPUT);
@@ -607,12 +646,18 @@ fn dump_cmd(a: DumpArgs) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
-    let bytes = match std::fs::read(&a.file) {
-        Ok(b) => b,
+    // Mapped, its pages released as the listing moves on: any size in
+    // bounded memory (a FIFO or device is refused: save it to a file).
+    let file = match TraceFile::open(&a.file) {
+        Ok(f) => f,
         Err(e) => return fail(format_args!("{}: {e}", a.file.display())),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    let result = dump(&bytes, &names, &mut out);
+    let mut last = 0;
+    let result = dump_reading(file.bytes(), &names, &mut out, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+    });
     let flushed = out.flush();
     match (result, flushed) {
         (Ok(_), Ok(())) => ExitCode::SUCCESS,
@@ -630,7 +675,9 @@ fn convert(a: ConvertArgs) -> ExitCode {
         [one] => !one.is_dir() && !starts_with_brace(one),
         _ => false,
     };
-    if !single_fdr {
+    // Chrome and Perfetto are the timeline pipeline, of one input or many;
+    // YAML lists one FDR file's records as llvm-xray does.
+    if !single_fdr || !matches!(a.format, ConvertFormat::Yaml) {
         return convert_timeline_cmd(a);
     }
     let file = &a.files[0];
@@ -662,24 +709,11 @@ fn convert(a: ConvertArgs) -> ExitCode {
         },
         None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
     };
-    let format = match a.format {
-        ConvertFormat::Yaml => Format::Yaml,
-        ConvertFormat::Chrome => Format::Chrome,
-        ConvertFormat::Perfetto => Format::Perfetto,
-    };
-    let written = input.write(format, &names, &mut out, &progress);
+    let written = input.write_yaml(&names, &mut out, &progress);
     let result = written.and_then(|r| out.flush().map(|()| r));
     progress.finish();
     match result {
         Ok(done) => {
-            if let Some(r) = done.calls {
-                if r.unmatched_exits > 0 || r.unfinished_calls > 0 {
-                    eprintln!(
-                        "flightrec: {} exits without an entry left out, {} calls still open at the end",
-                        r.unmatched_exits, r.unfinished_calls
-                    );
-                }
-            }
             if !a.quiet {
                 eprintln!(
                     "flightrec: converted {}",
@@ -760,10 +794,26 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
             for n in &done.clock_notes {
                 eprintln!("flightrec: warning: {n}");
             }
+            for n in &done.notes {
+                eprintln!("flightrec: note: {n}");
+            }
             if done.unmatched_ends > 0 || done.unfinished > 0 {
                 eprintln!(
                     "flightrec: {} exits without an entry left out, {} calls or regions still open at the end",
                     done.unmatched_ends, done.unfinished
+                );
+            }
+            if done.clamped_times > 0 {
+                eprintln!(
+                    "flightrec: {} times outside 1970-2554 written at the nearest end",
+                    done.clamped_times
+                );
+            }
+            if done.overflow_events > 0 {
+                eprintln!(
+                    "flightrec: {} events of threads past the first {} on one `(more threads)` track, their calls nested as if one thread made them",
+                    done.overflow_events,
+                    flightrec_host::timeline::MAX_TRACKS
                 );
             }
             if done.counter_values_dropped > 0 {
@@ -784,9 +834,12 @@ fn convert_timeline_cmd(a: ConvertArgs) -> ExitCode {
                     done.input_bytes as f64 / 1e6 / secs
                 );
             }
+            // Times moved into range and threads sharing a track: the
+            // answer is not whole.
+            let changed = done.clamped_times > 0 || done.overflow_events > 0;
             if done.problems.iter().any(|p| p.unreadable) {
                 ExitCode::from(FAILURE)
-            } else if done.problems.is_empty() {
+            } else if done.problems.is_empty() && !changed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(BAD_INPUT)
@@ -872,7 +925,7 @@ fn recv(a: RecvArgs) -> ExitCode {
         });
     }
     let progress = Progress::new(a.quiet);
-    let result = flightrec_host::recv::run(&opts, &mut collector, &stop, &progress);
+    let result = flightrec_host::link::recv::run(&opts, &mut collector, &stop, &progress);
     match result {
         Ok(report) => {
             print_report(&report, &collector);

@@ -1,12 +1,12 @@
 //! `flightrec tasks`: the async executor's tasks of FDR files or `recv`
-//! directories ([`flightrec_host::tasks`]).
+//! directories ([`flightrec_host::timeline::tasks`]).
 
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use flightrec_host::names_firmware::FirmwareNames;
-use flightrec_host::tasks::summarize;
+use flightrec_host::names::firmware::FirmwareNames;
+use flightrec_host::timeline::tasks::summarize;
 
 use crate::output::reader_gone;
 

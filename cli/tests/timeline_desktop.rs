@@ -7,6 +7,8 @@
 //! and `XRAY_OPTIONS` set, then `flightrec convert TRACE TRACE2 --format ...`
 //! over both files and checks, with the real times of the run:
 //!
+//! * every FDR call has the same start and duration (to the nanosecond) on
+//!   the merged timeline as in the trace converted alone;
 //! * the main thread's Trace2 regions and its XRay calls are on one track (the
 //!   process's main thread), each call inside the region it was made in and
 //!   outside the other, and the regions in the order they ran;
@@ -225,6 +227,27 @@ fn slices(doc: &Value) -> Vec<Slice> {
         .collect()
 }
 
+/// The FDR calls (slices with a `func_id`) of a Chrome output: name, thread,
+/// start in ns since the epoch, duration in ns.
+fn fdr_calls(doc: &Value) -> Vec<(String, u64, u64, u64)> {
+    let origin = doc["otherData"]["origin-ns"].as_u64().unwrap();
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["func_id"].is_u64())
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                e["tid"].as_u64().unwrap(),
+                origin + ns(&e["ts"]),
+                ns(&e["dur"]),
+            )
+        })
+        .collect()
+}
+
 fn thread_name(doc: &Value, pid: u64, tid: u64) -> String {
     doc["traceEvents"]
         .as_array()
@@ -275,6 +298,27 @@ fn regions_and_calls_line_up(dir: &Path) {
     assert!(!err.contains("warning"), "{err}");
     let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let all = slices(&doc);
+
+    // Every FDR call exactly as the trace converted alone shows it: the same
+    // start and duration to the nanosecond.
+    let alone_json = dir.join("alone.json");
+    let out = flightrec(&[
+        "convert",
+        s(trace),
+        "--format",
+        "chrome",
+        "-o",
+        s(&alone_json),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let alone: Value = serde_json::from_slice(&std::fs::read(&alone_json).unwrap()).unwrap();
+    let mut merged_calls = fdr_calls(&doc);
+    let mut alone_calls = fdr_calls(&alone);
+    merged_calls.sort();
+    alone_calls.sort();
+    assert!(alone_calls.len() >= 8, "{alone_calls:?}");
+    assert_eq!(merged_calls, alone_calls);
+
     let one = |name: &str| -> Slice {
         let found: Vec<&Slice> = all.iter().filter(|s| s.name == name).collect();
         assert_eq!(found.len(), 1, "{name}: {all:#?}");

@@ -272,14 +272,15 @@ fn chrome_json_has_calls_with_durations_names_and_instants() {
     assert_eq!(main["tid"], 101);
     assert_eq!(main["pid"], 4242);
     // #3 entered with two arguments lasts 1000 ticks = 1 us.
+    // Its arguments are named `arg0`, `arg1`, ... as on a merged timeline.
     let leaf = events
         .iter()
-        .find(|e| e["name"] == "leaf" && e["args"]["args"].is_array())
+        .find(|e| e["name"] == "leaf" && e["args"]["arg0"].is_u64())
         .unwrap();
     assert_eq!(leaf["dur"].as_f64().unwrap(), 1.0);
     assert_eq!(
-        leaf["args"]["args"],
-        serde_json::json!([42u64, 3735928559u64])
+        leaf["args"],
+        serde_json::json!({ "func_id": 3, "arg0": 42u64, "arg1": 3735928559u64 })
     );
     // The custom event is an instant event at 2.6 us with its payload.
     let custom = events.iter().find(|e| e["ph"] == "i").unwrap();

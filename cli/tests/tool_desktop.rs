@@ -317,7 +317,8 @@ fn bad_names_files_give_clear_errors() {
     std::fs::write(&cut, &elf[..elf.len() - 10]).unwrap();
     assert!(run(&cut).contains(": damaged ELF file: "));
 
-    // An ELF file without the section: an instrumented program's map or any other.
+    // An ELF file without the section but with an instrumented program's
+    // map and symbols (as llvm-xray -m reads them): the same names.
     let renamed = dir.join("renamed.names");
     let at = elf
         .windows(16)
@@ -326,7 +327,17 @@ fn bad_names_files_give_clear_errors() {
     let mut other = elf.clone();
     other[at + 14] = b'z';
     std::fs::write(&renamed, &other).unwrap();
-    assert!(run(&renamed).contains("XRay instrumentation map but no flightrec_names section"));
+    let good = dir.join("good.names");
+    std::fs::write(&good, &elf).unwrap();
+    let dump_with = |names: &Path| {
+        let out = flightrec(&["dump", s(&trace), "--names", s(names)]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let (from_map, from_table) = (dump_with(&renamed), dump_with(&good));
+    for named in ["#1 (main)", "#3 (uart::flush 'now')"] {
+        assert!(from_map.contains(named) && from_table.contains(named));
+    }
     let program = PathBuf::from(env!("CARGO_BIN_EXE_flightrec"));
     assert!(
         run(&program).ends_with("without a flightrec_names section: not a flightrec names file\n")

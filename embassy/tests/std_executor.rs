@@ -1,6 +1,6 @@
 //! A real embassy executor (`platform-std`) with the backend on: its tasks'
 //! own counts (polls, spawns, ends) must be what the trace says, through the
-//! host's summary (`flightrec_host::tasks`); the stream verifies with the core's
+//! host's summary (`flightrec_host::timeline::tasks`); the stream verifies with the core's
 //! verifier and with `llvm-xray fdr-dump --verify` and `account` (where
 //! installed); an instrumented call inside a poll nests under the task's poll.
 
@@ -205,7 +205,7 @@ fn counts_in_the_trace_are_the_tasks_own() {
     let summary = flightrec_core::fdr::decoder::verify(&file).unwrap();
     assert!(summary.typed_events > 0);
 
-    let s = flightrec_host::tasks::summarize_bytes(&[&file]).unwrap();
+    let s = flightrec_host::timeline::tasks::summarize_bytes(&[&file]).unwrap();
     assert_eq!((s.lost, s.unmatched), (0, 0));
     let mut seen = BTreeMap::new();
     for (name, c) in [
@@ -242,7 +242,7 @@ fn counts_in_the_trace_are_the_tasks_own() {
 
     // The instrumented call nests in the consumer's polls: each of its
     // entries comes after a consumer poll's entry and before its exit.
-    let trace = flightrec_host::expand::load(&file).unwrap();
+    let trace = flightrec_host::read::trace::load(&file).unwrap();
     let consumer_poll = flightrec_core::tasks::poll_id(CONSUMER.id.load(Ordering::Relaxed)).get();
     let mut depth_in_consumer = 0i32;
     let mut nested = 0;

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use flightrec_core::fdr::decoder::verify;
 use flightrec_core::link::{Event, FrameDecoder, FrameEncoder, FrameHead, FrameKind};
-use flightrec_host::collect::{Collector, MAX_OPEN_FILES, MAX_WAITING_BYTES};
+use flightrec_host::link::collect::{Collector, MAX_OPEN_FILES, MAX_WAITING_BYTES};
 use libfuzzer_sys::fuzz_target;
 
 /// Largest payload the decoder accepts (recv's default is larger; a small one

@@ -7,7 +7,7 @@
 
 use flightrec_core::link::trace2::{parse, Put, Session, Str, Trace2};
 use flightrec_core::trace2::{Format, Target};
-use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+use flightrec_host::link::trace2::{Trace2Renderer, Trace2Strings};
 use libfuzzer_sys::fuzz_target;
 
 struct V(Vec<u8>);

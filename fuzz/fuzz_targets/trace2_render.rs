@@ -7,7 +7,7 @@
 #![no_main]
 
 use flightrec_core::trace2::Target;
-use flightrec_host::trace2_render::{render, RenderOptions, MAX_PAD_NESTING};
+use flightrec_host::out::trace2_render::{render, RenderOptions, MAX_PAD_NESTING};
 use libfuzzer_sys::fuzz_target;
 
 /// Output bytes allowed per input line beyond eight times the input: the

@@ -1,9 +1,15 @@
-//! `convert`: an FDR file of any size to YAML, Chrome JSON or Perfetto, streamed.
+//! `convert`: the pipeline from inputs to one output, streamed.
 //!
-//! The file is read in place ([`TraceFile`]), verified and indexed in one pass
-//! ([`crate::stream::scan`]), then read again per thread as the writer needs it:
-//! YAML in TSC order (a merge of the threads), Chrome and Perfetto one thread
-//! after the other. Nothing grows with the number of records.
+//! Chrome JSON and Perfetto: [`convert_timeline`] reads any number of inputs
+//! (FDR files, `recv` directories, Trace2 streams) into the one timeline model
+//! ([`crate::timeline`]) and hands it to the format's writer
+//! ([`crate::out::chrome`], [`crate::out::perfetto`]); one FDR file is the
+//! pipeline with one input.
+//!
+//! YAML: llvm-xray's format lists one FDR file's records, not a timeline:
+//! [`Input`] reads the file in place ([`TraceFile`]), verifies and indexes it
+//! in one pass ([`crate::read::index::scan`]), then merges its threads in TSC
+//! order for [`crate::out::yaml`]. Nothing grows with the number of records.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -11,26 +17,17 @@ use std::time::Duration;
 
 use flightrec_core::fdr::decoder::DecodeError;
 
-use crate::chrome::{write_chrome_events, ChromeLayout, ChromeReport};
-use crate::expand::XEvent;
-use crate::input::TraceFile;
 use crate::names::Names;
+use crate::out::chrome::ChromeSink;
+use crate::out::perfetto::PerfettoSink;
+use crate::out::yaml::write_yaml_events;
 use crate::progress::Progress;
-use crate::stream::{scan_cut_short, Index};
+use crate::read::file::TraceFile;
+use crate::read::index::{scan_file_cut_short, Index};
+use crate::timeline::{merge_timeline, TimelineInput, TimelineReport};
 
 /// Events between two page releases of the input.
 const RELEASE_EVERY_EVENTS: u64 = 1 << 12;
-
-/// What `convert` writes. Example on [`Input`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// `llvm-xray convert --output-format=yaml`'s YAML.
-    Yaml,
-    /// Chrome trace-event JSON.
-    Chrome,
-    /// Perfetto's protobuf trace.
-    Perfetto,
-}
 
 /// Why a file was not converted. Example on [`Input`].
 #[derive(Debug)]
@@ -41,10 +38,10 @@ pub enum ConvertError {
     Invalid(DecodeError),
 }
 
-/// A verified, indexed input, ready to be written in any format.
+/// One FDR file, verified and indexed, ready to be written as llvm-xray's YAML.
 ///
 /// ```
-/// use flightrec_host::convert::{ConvertError, Converted, Format, Input};
+/// use flightrec_host::convert::{ConvertError, Converted, Input};
 /// use flightrec_host::names::Names;
 /// use flightrec_host::progress::Progress;
 ///
@@ -55,7 +52,7 @@ pub enum ConvertError {
 /// let input = Input::open(&path, &progress).unwrap();
 /// assert!(input.cut_short().is_none()); // a whole file (or one with no end-block promise)
 /// let mut yaml = Vec::new();
-/// let done = input.write(Format::Yaml, &Names::empty(), &mut yaml, &progress).unwrap();
+/// let done = input.write_yaml(&Names::empty(), &mut yaml, &progress).unwrap();
 /// assert_eq!(done.events, 6);
 /// let done: Converted = done;
 /// assert_eq!((done.input_bytes as usize, input.index().threads()), (std::fs::metadata(&path).unwrap().len() as usize, 2));
@@ -67,13 +64,6 @@ pub enum ConvertError {
 /// assert!(matches!(err, ConvertError::Invalid(e) if e.offset == 112));
 /// let missing = Input::open(&dir.path().join("missing"), &progress).unwrap_err();
 /// assert!(matches!(missing, ConvertError::Unreadable(_)));
-/// let mut json = Vec::new();
-/// std::fs::write(&path, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
-/// let input = Input::open(&path, &progress).unwrap();
-/// let done = input.write(Format::Chrome, &Names::empty(), &mut json, &progress).unwrap();
-/// assert_eq!(done.calls.unwrap().calls, 3);
-/// let mut pf = Vec::new();
-/// assert!(input.write(Format::Perfetto, &Names::empty(), &mut pf, &progress).is_ok());
 /// ```
 #[derive(Debug)]
 pub struct Input {
@@ -87,10 +77,8 @@ pub struct Input {
 pub struct Converted {
     /// Bytes of input.
     pub input_bytes: u64,
-    /// Events written (YAML records, or events read for Chrome and Perfetto).
+    /// YAML records written.
     pub events: u64,
-    /// The Chrome or Perfetto call matching report.
-    pub calls: Option<ChromeReport>,
 }
 
 impl Converted {
@@ -131,124 +119,94 @@ impl Input {
         &self.index
     }
 
-    /// Writes the trace in `format`. Example on [`Input`].
-    pub fn write(
+    /// Writes the trace as `llvm-xray convert --output-format=yaml` does, byte
+    /// for byte. Example on [`Input`].
+    pub fn write_yaml(
         &self,
-        format: Format,
         names: &Names,
         out: &mut impl Write,
         progress: &Progress,
     ) -> io::Result<Converted> {
         let bytes = self.file.bytes();
         let len = bytes.len() as u64;
-        let mut done = Converted {
-            input_bytes: len,
-            ..Converted::default()
-        };
-        match format {
-            Format::Yaml => {
-                progress.pass(len, "sorting");
-                let mut merged = self
-                    .index
-                    .merged_releasing(bytes, &mut |n| self.file.consumed(n));
-                progress.pass(len, "writing");
-                let mut read = 0u64;
-                let mut n = 0u64;
-                let next = || {
-                    n += 1;
-                    if n % RELEASE_EVERY_EVENTS == 0 {
-                        let r = merged.take_read();
-                        self.file.consumed(r);
-                        read += r as u64;
-                        progress.advance(read);
-                    }
-                    merged.next_event()
-                };
-                done.events =
-                    crate::yaml::write_yaml_events(self.index.header(), next, names, out)?;
-            }
-            Format::Chrome => {
-                progress.pass(len, "surveying");
-                let layout = ChromeLayout::survey_with(self.all_threads(progress, &mut 0));
-                progress.pass(len, "writing");
-                let mut events = 0;
-                let report = write_chrome_events(
-                    self.index.header(),
-                    &layout,
-                    self.all_threads(progress, &mut events),
-                    names,
-                    out,
-                )?;
-                done.events = events;
-                done.calls = Some(report);
-            }
-            Format::Perfetto => {
-                progress.pass(len, "writing");
-                let mut events = 0;
-                let report = crate::perfetto::write_perfetto_events(
-                    self.index.header(),
-                    self.all_threads(progress, &mut events),
-                    names,
-                    out,
-                )?;
-                done.events = events;
-                done.calls = Some(report);
-            }
-        }
-        Ok(done)
-    }
-
-    /// Every event, threads one after the other, releasing pages as it reads.
-    fn all_threads<'a>(
-        &'a self,
-        progress: &'a Progress,
-        count: &'a mut u64,
-    ) -> impl FnMut() -> Option<XEvent> + 'a {
-        let bytes = self.file.bytes();
-        let mut t = 0;
-        let mut cursor = self.index.thread_events(bytes, 0);
+        progress.pass(len, "sorting");
+        let mut merged = self
+            .index
+            .merged_releasing(bytes, &mut |n| self.file.consumed(n));
+        progress.pass(len, "writing");
         let mut read = 0u64;
-        move || loop {
-            if let Some(e) = cursor.next_event() {
-                *count += 1;
-                if *count % RELEASE_EVERY_EVENTS == 0 {
-                    let r = cursor.take_read();
-                    self.file.consumed(r);
-                    read += r as u64;
-                    progress.advance(read);
-                }
-                return Some(e);
+        let mut n = 0u64;
+        let next = || {
+            n += 1;
+            if n % RELEASE_EVERY_EVENTS == 0 {
+                let r = merged.take_read();
+                self.file.consumed(r);
+                read += r as u64;
+                progress.advance(read);
             }
-            t += 1;
-            if t >= self.index.threads() {
-                return None;
-            }
-            cursor = self.index.thread_events(bytes, t);
-        }
+            merged.next_event()
+        };
+        let events = write_yaml_events(self.index.header(), next, names, out)?;
+        Ok(Converted {
+            input_bytes: len,
+            events,
+        })
     }
 }
 
-/// Verifies and indexes a mapped file, showing the pass on `progress`.
-pub(crate) fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
-    let (index, cut) = scan_file_cut_short(file, progress)?;
-    match cut {
-        Some(e) => Err(e),
-        None => Ok(index),
-    }
+/// The output format of a timeline. Example on [`convert_timeline`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineFormat {
+    /// Chrome trace-event JSON.
+    Chrome,
+    /// Perfetto's protobuf trace.
+    Perfetto,
 }
 
-/// [`scan_file`], a file cut short between buffers indexed all the same (see
-/// [`crate::stream::scan_cut_short`]).
-pub(crate) fn scan_file_cut_short(
-    file: &TraceFile,
-    progress: &Progress,
-) -> Result<(Index, Option<DecodeError>), DecodeError> {
-    let bytes = file.bytes();
-    progress.pass(bytes.len() as u64, "verifying");
-    let mut last = 0usize;
-    scan_cut_short(bytes, &mut |at| {
-        file.consumed(at.saturating_sub(last));
-        last = at;
-        progress.advance(at as u64);
-    })
+/// Converts `inputs` to one timeline in `format` on `out`.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::convert::{convert_timeline, TimelineFormat};
+/// use flightrec_host::timeline::TimelineInput;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let fdr = dir.path().join("t.xray");
+/// std::fs::write(&fdr, include_bytes!("../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// // A Trace2 stream of process 4242 (as its session id says), main thread.
+/// let t2 = dir.path().join("t2.json");
+/// std::fs::write(&t2, concat!(
+///     r#"{"event":"region_enter","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000000Z","label":"load"}"#, "\n",
+///     "not json\n",
+///     r#"{"event":"region_leave","sid":"S-P00001092","thread":"main","time":"1970-01-01T00:00:01.000001Z","label":"load"}"#, "\n",
+/// )).unwrap();
+/// let bad = dir.path().join("bad.xray");
+/// std::fs::write(&bad, include_bytes!("../../testdata/xray/bad-fn-action5.xray")).unwrap();
+/// let inputs: Vec<TimelineInput> = [&fdr, &t2, &bad]
+///     .iter()
+///     .map(|p| TimelineInput { path: p.to_path_buf(), names: Names::empty() })
+///     .collect();
+/// let mut json = Vec::new();
+/// let report = convert_timeline(&inputs, TimelineFormat::Chrome, &mut json).unwrap();
+/// // Threads 101 and 202 of process 4242, and its main thread (4242) from Trace2.
+/// assert_eq!((report.sources, report.slices, report.tracks), (2, 4, 3));
+/// // The bad FDR file and the bad line: reported with their offsets, the rest converted.
+/// let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+/// assert!(problems[0].ends_with("bad.xray: at byte 112: unknown function record action 5; left out"));
+/// assert!(problems[1].contains("t2.json: at byte 113: line 2: not JSON"), "{problems:?}");
+/// let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+/// let events = doc["traceEvents"].as_array().unwrap();
+/// let region = events.iter().find(|e| e["name"] == "load").unwrap();
+/// assert_eq!((region["pid"].as_u64(), region["tid"].as_u64()), (Some(4242), Some(4242)));
+/// assert_eq!(region["dur"].as_f64(), Some(1.0));
+/// ```
+pub fn convert_timeline(
+    inputs: &[TimelineInput],
+    format: TimelineFormat,
+    out: &mut impl Write,
+) -> io::Result<TimelineReport> {
+    match format {
+        TimelineFormat::Chrome => merge_timeline(inputs, &mut ChromeSink::new(out)),
+        TimelineFormat::Perfetto => merge_timeline(inputs, &mut PerfettoSink::new(out)),
+    }
 }

@@ -2,11 +2,16 @@
 
 use std::path::Path;
 
-use flightrec_core::fdr::decoder::{DecodeError, Summary};
+use std::collections::HashSet;
 
-use super::convert::scan_file;
-use super::input::TraceFile;
-use super::progress::Progress;
+use flightrec_core::fdr::decoder::{DecodeError, Decoder, Summary};
+use flightrec_core::fdr::records::Record;
+
+use crate::names::Names;
+
+use crate::progress::Progress;
+use crate::read::file::TraceFile;
+use crate::read::index::verify_only;
 
 /// The verdict on one file.
 ///
@@ -53,8 +58,18 @@ pub fn verify_file(path: &Path, progress: &Progress) -> Verdict {
         Ok(f) => f,
         Err(e) => return Verdict::Unreadable(e),
     };
-    match scan_file(&file, progress) {
-        Ok(index) => Verdict::Valid(*index.summary()),
+    // The verdict without the block index: memory independent of the
+    // number of buffers.
+    let bytes = file.bytes();
+    progress.pass(bytes.len() as u64, "verifying");
+    let mut last = 0usize;
+    let verdict = verify_only(bytes, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+        progress.advance(at as u64);
+    });
+    match verdict {
+        Ok(summary) => Verdict::Valid(summary),
         Err(e) => Verdict::Invalid(e),
     }
 }
@@ -79,4 +94,51 @@ pub fn describe(s: &Summary) -> String {
             ""
         }
     )
+}
+
+/// The function ids of a trace that `names` does not name: how many distinct
+/// ids the trace has, how many of them are unnamed, and the first few of
+/// those (in the order they appear). What `verify --names ./program` says
+/// when the program is not the one that wrote the trace.
+///
+/// ```
+/// use flightrec_host::names::Names;
+/// use flightrec_host::verify::unnamed_ids;
+/// let bytes = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let names = Names::parse("1 main\n3 leaf\n").unwrap();
+/// let (ids, unnamed, first) = unnamed_ids(bytes, &names, &mut |_| {});
+/// assert_eq!((ids, unnamed), (4, 2));
+/// assert_eq!(first, [2, 4]);
+/// ```
+pub fn unnamed_ids(
+    bytes: &[u8],
+    names: &Names,
+    reached: &mut dyn FnMut(usize),
+) -> (usize, usize, Vec<u32>) {
+    /// Distinct ids remembered at most (a hostile trace cannot grow it).
+    const MAX_IDS: usize = 1 << 20;
+    const FIRST: usize = 8;
+    let mut seen = HashSet::new();
+    let mut unnamed = 0;
+    let mut first = Vec::new();
+    let Ok(decoder) = Decoder::new(bytes) else {
+        return (0, 0, first);
+    };
+    for (n, item) in decoder.enumerate() {
+        let Ok(d) = item else { break };
+        if n % 4096 == 0 {
+            reached(d.offset);
+        }
+        if let Record::Function { id, .. } = d.record {
+            let id = id.get();
+            if seen.len() < MAX_IDS && seen.insert(id) && names.get(id).is_none() {
+                unnamed += 1;
+                if first.len() < FIRST {
+                    first.push(id);
+                }
+            }
+        }
+    }
+    reached(bytes.len());
+    (seen.len(), unnamed, first)
 }

@@ -4,8 +4,8 @@
 
 use flightrec_testkit::xray_tool;
 
-use flightrec_host::dump::dump;
 use flightrec_host::names::Names;
+use flightrec_host::out::dump::dump;
 
 const TRACE: &[u8] = include_bytes!("../../testdata/xray/crafted-v5.xray");
 /// Where the first WalltimeMarker's seconds are: after the 32-byte file header,

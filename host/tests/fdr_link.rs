@@ -10,7 +10,7 @@ use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
 use flightrec_core::fdr::{FileHeader, FunctionId};
 use flightrec_core::link::{Event, FrameDecoder, FrameKind, LinkWriter};
-use flightrec_host::collect::Collector;
+use flightrec_host::link::collect::Collector;
 use proptest::prelude::*;
 
 const BUFFER: usize = 2048;

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flightrec_core::link::{FrameKind, LinkWriter};
-use flightrec_host::collect::Collector;
-use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
+use flightrec_host::link::collect::Collector;
+use flightrec_host::link::recv::{run, Input, RecvOptions};
+use flightrec_host::link::rtt::GdbSettings;
 use flightrec_host::progress::Progress;
-use flightrec_host::recv::{run, Input, RecvOptions};
-use flightrec_host::rtt::{control_block_image, elf_with_symbol, GdbSettings, Layout};
+use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
+use flightrec_testkit::target_image::{control_block_image, elf_with_symbol, Layout};
 
 const BASE: u64 = 0x2000_0000;
 const SIZE: usize = 200;
@@ -81,7 +82,10 @@ fn settings(address: &str, dir: &std::path::Path) -> GdbSettings {
     s
 }
 
-fn recv(input: Input, dir: &std::path::Path) -> std::io::Result<flightrec_host::recv::RecvReport> {
+fn recv(
+    input: Input,
+    dir: &std::path::Path,
+) -> std::io::Result<flightrec_host::link::recv::RecvReport> {
     let opts = RecvOptions {
         input,
         idle_timeout: Some(Duration::from_secs(20)),
@@ -187,7 +191,7 @@ fn errors_name_what_is_wrong() {
 /// and taken when it comes again.
 #[test]
 fn refused_packets_are_sent_again_and_bad_replies_refused() {
-    use flightrec_host::gdb::{checksum, GdbClient, Stop};
+    use flightrec_host::link::gdb::{checksum, GdbClient, Stop};
     use std::io::{Read, Write};
 
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

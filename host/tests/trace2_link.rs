@@ -12,8 +12,8 @@ use flightrec_core::link::trace2::{
 };
 use flightrec_core::link::{Event as LinkEvent, FrameDecoder, LinkWriter};
 use flightrec_core::trace2::{Args, Event, Format, LineCtx, Msg, Target, ThreadName, ThreadState};
-use flightrec_host::collect::Collector;
-use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+use flightrec_host::link::collect::Collector;
+use flightrec_host::link::trace2::{Trace2Renderer, Trace2Strings};
 use proptest::prelude::*;
 
 /// The interned strings of the tests' "ELF": ids are offsets in this section,

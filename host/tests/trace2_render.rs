@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use flightrec_host::core::trace2::json::parse_event_nesting;
 use flightrec_host::core::trace2::Target;
-use flightrec_host::trace2_render::{render, RenderOptions};
+use flightrec_host::out::trace2_render::{render, RenderOptions};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/trace2")

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use flightrec_host::core::trace2::Target;
-use flightrec_host::trace2_render::{render, RenderOptions};
+use flightrec_host::out::trace2_render::{render, RenderOptions};
 use proptest::prelude::*;
 
 fn sample_lines() -> Vec<Vec<u8>> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use flightrec_host::core::trace2::Target;
-use flightrec_host::trace2_render::{render, RenderOptions, RenderReport, MAX_PAD_NESTING};
+use flightrec_host::out::trace2_render::{render, RenderOptions, RenderReport, MAX_PAD_NESTING};
 
 fn run(input: &[u8], target: Target, brief: bool) -> (RenderReport, Vec<u8>, String) {
     let (mut out, mut diag) = (Vec::new(), Vec::new());

@@ -12,7 +12,11 @@
 //!   buffer does;
 //! * [`xray_tool`]: finding and running the real `llvm-xray`, its YAML parsed;
 //! * [`child`]: scenarios run in a fresh child process of the test binary;
-//! * [`examples`]: building a crate's example from an integration test.
+//! * [`examples`]: building a crate's example from an integration test;
+//! * [`gdb_stub`]: a small GDB server over a memory image, as QEMU's stub
+//!   behaves, for tests of `recv --gdb`;
+//! * [`target_image`]: an ELF with one symbol and an RTT control block's
+//!   memory, built byte by byte.
 //!
 //! The fuzz crate builds it with `default-features = false`: only these first four.
 
@@ -25,5 +29,9 @@ pub mod trace2_link;
 pub mod child;
 #[cfg(feature = "integration")]
 pub mod examples;
+#[cfg(feature = "integration")]
+pub mod gdb_stub;
+#[cfg(feature = "integration")]
+pub mod target_image;
 #[cfg(feature = "integration")]
 pub mod xray_tool;

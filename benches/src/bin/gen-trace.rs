@@ -2,10 +2,11 @@
 //! conversion measurements of `benches/convert-big.sh` (docs/performance.md).
 //!
 //! ```text
-//! cargo run --release -p flightrec-benches --bin gen-trace -- OUT.xray SIZE_MB [THREADS]
+//! cargo run --release -p flightrec-benches --bin gen-trace -- OUT.xray SIZE_MB [THREADS [BUFFER_BYTES]]
 //! ```
 //!
-//! Threads (4 by default, process 4242) take turns filling 64 KiB buffers with
+//! Threads (4 by default, process 4242) take turns filling buffers (64 KiB by
+//! default; small ones make a trace of millions of buffers) with
 //! nested calls (depth 1 to 8 over 64 functions, one in 16 entries with two
 //! arguments) and the occasional custom event; time goes forward by 10 to 400
 //! ticks per record at 1 GHz. Deterministic: the same arguments give the same file.
@@ -78,11 +79,14 @@ impl Thread {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: gen-trace OUT.xray SIZE_MB [THREADS]");
+        eprintln!("usage: gen-trace OUT.xray SIZE_MB [THREADS [BUFFER_BYTES]]");
         std::process::exit(2);
     }
     let size: u64 = args[2].parse::<u64>().expect("SIZE_MB") << 20;
     let threads: u32 = args.get(3).map_or(4, |t| t.parse().expect("THREADS"));
+    let buffer: usize = args
+        .get(4)
+        .map_or(BUFFER, |b| b.parse().expect("BUFFER_BYTES"));
     let mut ts: Vec<Thread> = (0..threads)
         .map(|t| Thread {
             cfg: RecorderConfig::new(WriterConfig::new(1000 + t).with_pid(4242), 1_000_000_000),
@@ -92,10 +96,10 @@ fn main() {
         })
         .collect();
     let mut out = BufWriter::new(File::create(&args[1]).expect("create"));
-    out.write_all(&ts[0].cfg.file_header(BUFFER).to_bytes())
+    out.write_all(&ts[0].cfg.file_header(buffer).to_bytes())
         .expect("write");
     let mut written = 0u64;
-    let mut buf = vec![0u8; BUFFER];
+    let mut buf = vec![0u8; buffer];
     let mut i = 0;
     while written < size {
         let t = &mut ts[i % threads as usize];

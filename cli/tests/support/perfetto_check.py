@@ -13,7 +13,8 @@ the reason on stderr when a check fails:
     each with a value.
 The JSON line also lists every track: uuid, name, parent, pid and tid of a
 thread, the unit of a counter, the distinct names of the slices begun on it, its counter
-values as [timestamp, value, "int" or "double"].
+values as [timestamp, value, "int" or "double"], how many slices of each name
+begin on it (counts) and how many of them carry each debug annotation (args).
 """
 import json
 import sys
@@ -73,14 +74,19 @@ def main(path):
         is_counter = tracks[t].HasField("counter")
         if is_counter != (e.type == pb.TrackEvent.TYPE_COUNTER):
             fail(f"packet {i}: event type {e.type} on track {t} (a counter track: {is_counter})")
-        seen = on_track.setdefault(t, {"slices": set(), "values": []})
+        seen = on_track.setdefault(t, {"slices": set(), "values": [], "counts": {}, "args": {}})
         if p.timestamp < last_ts.get(t, 0):
             fail(f"packet {i}: time goes back on track {t}")
         last_ts[t] = p.timestamp
         if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
             depth[t] = depth.get(t, 0) + 1
             slices += 1
-            seen["slices"].add(state["names"][e.name_iid])
+            name = state["names"][e.name_iid]
+            seen["slices"].add(name)
+            seen["counts"][name] = seen["counts"].get(name, 0) + 1
+            for a in e.debug_annotations:
+                key = state["ann"][a.name_iid]
+                seen["args"][key] = seen["args"].get(key, 0) + 1
         elif e.type == pb.TrackEvent.TYPE_COUNTER:
             if e.HasField("counter_value"):
                 value, kind = e.counter_value, "int"
@@ -106,7 +112,7 @@ def main(path):
     )
     listed = []
     for uuid, d in tracks.items():
-        seen = on_track.get(uuid, {"slices": set(), "values": []})
+        seen = on_track.get(uuid, {"slices": set(), "values": [], "counts": {}, "args": {}})
         listed.append({
             "uuid": uuid,
             "name": d.name,
@@ -116,6 +122,8 @@ def main(path):
             "unit": pb.CounterDescriptor.Unit.Name(d.counter.unit) if d.HasField("counter") else None,
             "slices": sorted(seen["slices"]),
             "values": seen["values"],
+            "counts": seen["counts"],
+            "args": seen["args"],
         })
     print(json.dumps({
         "packets": len(trace.packet),

@@ -24,11 +24,19 @@ use flightrec_core::fdr::decoder::{Decoded, Decoder};
 use flightrec_core::fdr::records::Record;
 use flightrec_core::fdr::FunctionId;
 use flightrec_core::names::elf::{find_section, is_elf, ElfError};
+use flightrec_core::tasks::{poll_id, TaskFunction, KEY_BITS};
 
-use crate::names::Names;
+use super::elf::section_addr;
+use super::statics::object_symbols;
+use super::Names;
+use crate::read::file::TraceFile;
 
 /// The ELF section that holds the names. Example on [`FirmwareNames`].
-pub const SECTION: &str = ".flightrec";
+pub const SECTION: &str = super::elf::FIRMWARE_SECTION;
+
+/// How many poll ids [`FirmwareNames::names`] names at most (the words of
+/// the task pools). Example on [`FirmwareNames::task_name`].
+pub const MAX_POLL_NAMES: usize = 1 << 16;
 
 /// The ELF section that pairs small ids with names (feature `small-ids`).
 /// Example on [`FirmwareNames::with_id_map`].
@@ -46,7 +54,7 @@ pub struct Entry {
 /// The names of a firmware ELF, by id, and what was wrong with the section.
 ///
 /// ```
-/// use flightrec_host::names_firmware::{Entry, FirmwareNames, SECTION};
+/// use flightrec_host::names::firmware::{Entry, FirmwareNames, SECTION};
 ///
 /// // The section at address 0 behind LLD's leading NUL: ids 1 and 25.
 /// assert_eq!(SECTION, ".flightrec");
@@ -70,12 +78,17 @@ pub struct FirmwareNames {
     pub entries: BTreeMap<u32, Entry>,
     /// What was wrong with the section (each a sentence).
     pub warnings: Vec<String>,
+    /// The ELF's `static`s (address, size, name), sorted: they name an async
+    /// executor's poll and pass ids ([`flightrec_core::tasks`]), which are
+    /// addresses, not entries of the section. Example on
+    /// [`FirmwareNames::task_name`].
+    pub statics: Vec<(u64, u64, String)>,
 }
 
 /// Why a file gave no firmware names.
 ///
 /// ```
-/// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+/// use flightrec_host::names::firmware::{FirmwareNames, FirmwareNamesError};
 /// assert_eq!(FirmwareNames::from_elf(b"1 main\n"), Err(FirmwareNamesError::NotElf));
 /// // This example's own program is an ELF file without the section.
 /// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
@@ -113,7 +126,7 @@ impl FirmwareNames {
     /// Reads the `.flightrec` section of a firmware ELF image.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::{FirmwareNames, FirmwareNamesError};
+    /// use flightrec_host::names::firmware::{FirmwareNames, FirmwareNamesError};
     /// // Cut short: an error, not a panic.
     /// assert!(matches!(
     ///     FirmwareNames::from_elf(b"\x7fELF\x01\x01\x01"),
@@ -130,7 +143,10 @@ impl FirmwareNames {
         let addr = section_addr(image, data).ok_or(FirmwareNamesError::Malformed(
             ElfError::SectionHeadersOutOfBounds,
         ))?;
-        let names = Self::from_section(addr, data);
+        let mut names = Self::from_section(addr, data);
+        // A firmware without a symbol table names no tasks; its section still
+        // names its functions.
+        names.statics = object_symbols(image).unwrap_or_default();
         match find_section(image, MAP_SECTION).map_err(FirmwareNamesError::Malformed)? {
             // `is_elf` held: bytes 4 and 5 are there.
             Some(map) => Ok(names.with_id_map(map, image[4] == 2, image[5] == 2)),
@@ -145,7 +161,7 @@ impl FirmwareNames {
     /// without an id and a map cut short are warnings.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::{FirmwareNames, MAP_SECTION};
+    /// use flightrec_host::names::firmware::{FirmwareNames, MAP_SECTION};
     /// assert_eq!(MAP_SECTION, ".flightrec.map");
     /// let fw = FirmwareNames::from_section(0, b"\0app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
     /// // Id 1 names the entry at 25, id 2 the one at 1.
@@ -219,13 +235,15 @@ impl FirmwareNames {
     /// Reads a firmware ELF file; errors name the file.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// let err = FirmwareNames::load(std::path::Path::new("/nonexistent/fw.elf")).unwrap_err();
     /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_elf(&image).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read: a firmware image of any size costs the pages of
+        // its headers and sections only.
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_elf(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Parses the section's bytes, which start at address `addr`. Example on
@@ -298,20 +316,85 @@ impl FirmwareNames {
     /// The names, by id (an id without one displays as `#id`). Example on
     /// [`FirmwareNames`].
     pub fn names(&self) -> Names {
-        Names::from_map(
-            self.entries
-                .iter()
-                .map(|(id, e)| (*id, e.name.clone()))
-                .collect(),
-        )
+        let mut map: HashMap<u32, String> = self
+            .entries
+            .iter()
+            .map(|(id, e)| (*id, e.name.clone()))
+            .collect();
+        map.extend(self.poll_names());
+        Names::from_map(map)
+    }
+
+    /// The poll ids of every task a task pool (`...::POOL`) can hold, named by
+    /// the task (every four-byte word of the pool: a task's id is the address
+    /// of its header, somewhere in its pool), at most [`MAX_POLL_NAMES`].
+    fn poll_names(&self) -> impl Iterator<Item = (u32, String)> + '_ {
+        self.statics
+            .iter()
+            .filter_map(|(start, size, name)| Some((*start, *size, name.strip_suffix("::POOL")?)))
+            .flat_map(|(start, size, task)| {
+                (start..start + size).step_by(4).filter_map(move |a| {
+                    Some((poll_id(u32::try_from(a).ok()?).get(), task.to_owned()))
+                })
+            })
+            .take(MAX_POLL_NAMES)
+    }
+
+    /// The name of an async executor's poll or pass id: the task whose pool
+    /// holds the address the id keeps (the pool's path without `::POOL`), or
+    /// the `static` that holds the executor; `None` for other ids and for
+    /// addresses no such `static` holds (a stream from another build).
+    ///
+    /// ```
+    /// use flightrec_core::tasks::{pass_id, poll_id};
+    /// use flightrec_host::names::firmware::FirmwareNames;
+    /// let fw = FirmwareNames {
+    ///     statics: vec![
+    ///         (0x2000_0100, 16, "app::EXECUTOR".into()),
+    ///         (0x2000_0a00, 256, "app::ticker::POOL".into()),
+    ///     ],
+    ///     ..FirmwareNames::default()
+    /// };
+    /// assert_eq!(fw.task_name(poll_id(0x2000_0a48).get()).as_deref(), Some("app::ticker"));
+    /// assert_eq!(fw.task_name(pass_id(0x2000_0100).get()).as_deref(), Some("app::EXECUTOR"));
+    /// // An executor is no task pool, a task is in one.
+    /// assert_eq!(fw.task_name(pass_id(0x2000_0a48).get()), None);
+    /// assert_eq!(fw.task_name(poll_id(0x2000_0100).get()), None);
+    /// assert_eq!(fw.task_name(poll_id(0x2000_4000).get()), None);
+    /// assert_eq!(fw.task_name(7), None);
+    /// // Their ids are no mismatch; others are.
+    /// assert_eq!(fw.names().get(poll_id(0x2000_0a48).get()), Some("app::ticker"));
+    /// ```
+    pub fn task_name(&self, id: u32) -> Option<String> {
+        let f = TaskFunction::of(FunctionId::new(id).ok()?)?;
+        let (key, pool) = match f {
+            TaskFunction::Poll { key } => (key, true),
+            TaskFunction::Pass { key } => (key, false),
+        };
+        let mask = (1u64 << KEY_BITS) - 1;
+        self.statics.iter().find_map(|(start, size, name)| {
+            // The key is bits 2 to 25 of the address: compared within the
+            // static's range, cut the same way.
+            let (lo, hi) = (start >> 2, (start + (*size).max(1) - 1) >> 2);
+            let mut word = (lo & !mask) | u64::from(key);
+            if word < lo {
+                word += mask + 1;
+            }
+            let held = word <= hi;
+            match (held, name.strip_suffix("::POOL")) {
+                (true, Some(task)) if pool => Some(task.to_owned()),
+                (true, None) if !pool => Some(name.clone()),
+                _ => None,
+            }
+        })
     }
 
     /// The function ids of an FDR trace that the section does not name, in
     /// order (a stream from another build, or a damaged one).
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// use flightrec_host::names::firmware::FirmwareNames;
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let none = FirmwareNames::default();
     /// assert!(!none.unknown_ids(trace).is_empty());
     /// ```
@@ -331,6 +414,9 @@ impl FirmwareNames {
             .collect();
         unknown.sort_unstable();
         unknown.dedup();
+        // An async executor's poll and pass ids are addresses of its tasks
+        // and of itself: known when a `static` of the ELF holds them.
+        unknown.retain(|id| self.task_name(*id).is_none());
         unknown
     }
 
@@ -338,9 +424,9 @@ impl FirmwareNames {
     /// not name.
     ///
     /// ```
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// use std::path::Path;
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let w = FirmwareNames::default()
     ///     .mismatch_warning(trace, Path::new("t.xray"), Path::new("fw.elf"))
     ///     .unwrap();
@@ -368,7 +454,7 @@ impl FirmwareNames {
     ///
     /// ```
     /// use flightrec_host::names::Names;
-    /// use flightrec_host::names_firmware::FirmwareNames;
+    /// use flightrec_host::names::firmware::FirmwareNames;
     /// let fw = FirmwareNames::from_section(1, b"app::main\tsrc/main.rs:9\0app::fib\tsrc/main.rs:20\0");
     /// let dir = tempfile::tempdir().unwrap();
     /// let out = dir.path().join("fw.names");
@@ -388,45 +474,6 @@ impl FirmwareNames {
         )?;
         out.flush()
     }
-}
-
-/// The address of the section whose bytes are `data` (a slice of `image` that
-/// [`find_section`] returned): the `sh_addr` of the section header whose file
-/// offset and size are `data`'s.
-pub(crate) fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
-    let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;
-    let wide = *image.get(4)? == 2;
-    let big = *image.get(5)? == 2;
-    let read = |at: usize, n: usize| -> Option<u64> {
-        let b = image.get(at..at.checked_add(n)?)?;
-        let mut v = 0u64;
-        for i in 0..n {
-            let byte = if big { b[i] } else { b[n - 1 - i] };
-            v = (v << 8) | u64::from(byte);
-        }
-        Some(v)
-    };
-    let word = if wide { 8 } else { 4 };
-    let (shoff, shentsize) = if wide { (0x28, 0x3a) } else { (0x20, 0x2e) };
-    let table = usize::try_from(read(shoff, word)?).ok()?;
-    let entry = usize::try_from(read(shentsize, 2)?).ok()?;
-    let mut count = usize::try_from(read(shentsize + 2, 2)?).ok()?;
-    if count == 0 {
-        // Extended numbering: the count is section 0's size.
-        count = usize::try_from(read(table + if wide { 0x20 } else { 0x14 }, word)?).ok()?;
-    }
-    // sh_addr, sh_offset, sh_size within a section header.
-    let (addr_at, offset_at, size_at) = if wide {
-        (0x10, 0x18, 0x20)
-    } else {
-        (0x0c, 0x10, 0x14)
-    };
-    (0..count).find_map(|i| {
-        let h = table.checked_add(i.checked_mul(entry)?)?;
-        (read(h + offset_at, word)? == offset && read(h + size_at, word)? == data.len() as u64)
-            .then(|| read(h + addr_at, word))
-            .flatten()
-    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! 1. The control block's address is the ELF symbol `_SEGGER_RTT`
 //!    ([`find_symbol`]), which `flightrec-core`'s `rtt` feature defines; the ELF's
 //!    class gives the pointer size of the block's layout.
-//! 2. [`RttReader::attach`] connects ([`crate::gdb`]), lets the target run and
+//! 2. [`RttReader::attach`] connects ([`crate::link::gdb`]), lets the target run and
 //!    waits until the block's id reads `"SEGGER RTT"` (the firmware writes it at
 //!    run time, when it takes its writer).
 //! 3. Each [`poll`](RttReader::poll) stops the target (all-stop mode: every GDB
@@ -12,26 +12,27 @@
 //!    offsets and the new bytes, moves the read offset on, and resumes it. The
 //!    target is halted for a few packet round trips per poll.
 //!
-//! The bytes are the same framed link the UART carries, and [`crate::recv`]
+//! The bytes are the same framed link the UART carries, and [`crate::link::recv`]
 //! decodes them the same way. Example on [`RttReader`].
 
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::gdb::{GdbClient, Stop};
+use crate::link::gdb::{GdbClient, Stop};
+use crate::read::file::TraceFile;
 
 /// The name of the control block's symbol.
 ///
 /// ```
-/// assert_eq!(flightrec_host::rtt::SYMBOL, "_SEGGER_RTT");
+/// assert_eq!(flightrec_host::link::rtt::SYMBOL, "_SEGGER_RTT");
 /// ```
 pub const SYMBOL: &str = "_SEGGER_RTT";
 
 /// The id at the start of a ready control block.
 ///
 /// ```
-/// assert_eq!(flightrec_host::rtt::ID, b"SEGGER RTT");
+/// assert_eq!(flightrec_host::link::rtt::ID, b"SEGGER RTT");
 /// ```
 pub const ID: &[u8; 10] = b"SEGGER RTT";
 
@@ -94,7 +95,8 @@ impl Layout {
 /// a file that is not an ELF or whose tables are out of bounds.
 ///
 /// ```
-/// use flightrec_host::rtt::{find_symbol, elf_with_symbol, Symbol, Layout};
+/// use flightrec_host::link::rtt::{find_symbol, Symbol, Layout};
+/// use flightrec_testkit::target_image::elf_with_symbol;
 /// let elf = elf_with_symbol("_SEGGER_RTT", 0x2000_0100, 88);
 /// let (sym, layout) = find_symbol(&elf, "_SEGGER_RTT").unwrap();
 /// assert_eq!(sym, Some(Symbol { address: 0x2000_0100, size: 88 }));
@@ -207,7 +209,7 @@ impl GdbSettings {
     /// Settings with a 10 s attach timeout and a 10 ms poll interval.
     ///
     /// ```
-    /// use flightrec_host::rtt::GdbSettings;
+    /// use flightrec_host::link::rtt::GdbSettings;
     /// let s = GdbSettings::new("localhost:1234", "fw.elf");
     /// assert_eq!(s.poll_interval.as_millis(), 10);
     /// ```
@@ -224,7 +226,8 @@ impl GdbSettings {
     /// file.
     ///
     /// ```
-    /// use flightrec_host::rtt::{elf_with_symbol, GdbSettings};
+    /// use flightrec_host::link::rtt::GdbSettings;
+    /// use flightrec_testkit::target_image::elf_with_symbol;
     /// let dir = tempfile::tempdir().unwrap();
     /// let elf = dir.path().join("fw.elf");
     /// std::fs::write(&elf, elf_with_symbol("main", 0x100, 4)).unwrap();
@@ -233,9 +236,10 @@ impl GdbSettings {
     /// ```
     pub fn control_block(&self) -> io::Result<(Symbol, Layout)> {
         let name = self.elf.display();
-        let image = std::fs::read(&self.elf)
+        // Mapped, not read whole: the symbol table's pages only.
+        let file = TraceFile::open(&self.elf)
             .map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?;
-        match find_symbol(&image, SYMBOL) {
+        match find_symbol(file.bytes(), SYMBOL) {
             Ok((Some(sym), layout)) => Ok((sym, layout)),
             Ok((None, _)) => Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -263,14 +267,15 @@ struct Channel {
 /// A connection reading one RTT up-channel.
 ///
 /// ```
-/// use flightrec_host::gdb_stub::MemoryStub;
-/// use flightrec_host::rtt::{control_block_image, RttReader, Symbol, Layout};
+/// use flightrec_testkit::gdb_stub::MemoryStub;
+/// use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
+/// use flightrec_testkit::target_image::{control_block_image, Layout as ImageLayout};
 /// use std::time::Duration;
 ///
 /// // A target whose RAM at 0x2000_0000 holds a ready control block with 64 bytes
 /// // of channel buffer, 5 of them written.
 /// let layout = Layout { pointer_size: 4, big_endian: false };
-/// let mut ram = control_block_image(0x2000_0000, 64, layout);
+/// let mut ram = control_block_image(0x2000_0000, 64, ImageLayout { pointer_size: 4, big_endian: false });
 /// let buffer = ram.len() - 64;
 /// ram[buffer..buffer + 5].copy_from_slice(b"hello");
 /// ram[24 + 12..24 + 16].copy_from_slice(&5u32.to_le_bytes()); // write offset
@@ -312,8 +317,8 @@ impl RttReader {
     /// `timeout`, and reads its up-channel 0. Example on [`RttReader`].
     ///
     /// ```
-    /// use flightrec_host::gdb_stub::MemoryStub;
-    /// use flightrec_host::rtt::{RttReader, Symbol, Layout};
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
+    /// use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
     /// use std::time::Duration;
     /// // RAM that never holds a control block.
     /// let stub = MemoryStub::spawn(0x2000_0000, vec![0; 256]).unwrap();
@@ -404,14 +409,15 @@ impl RttReader {
     /// Bytes read so far.
     ///
     /// ```
-    /// # use flightrec_host::gdb_stub::MemoryStub;
-    /// # use flightrec_host::rtt::{control_block_image, RttReader, Symbol, Layout};
+    /// # use flightrec_testkit::gdb_stub::MemoryStub;
+    /// # use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
+    /// # use flightrec_testkit::target_image::{control_block_image, Layout as ImageLayout};
     /// # use std::time::Duration;
     /// # let layout = Layout { pointer_size: 4, big_endian: false };
-    /// # let stub = MemoryStub::spawn(0x2000_0000, control_block_image(0x2000_0000, 16, layout)).unwrap();
+    /// # let stub = MemoryStub::spawn(0x2000_0000, control_block_image(0x2000_0000, 16, ImageLayout { pointer_size: 4, big_endian: false })).unwrap();
     /// # let symbol = Symbol { address: 0x2000_0000, size: 0 };
     /// let mut rtt = RttReader::attach(&stub.address(), symbol, layout, Duration::from_secs(5)).unwrap();
-    /// assert_eq!(rtt.poll(&mut Vec::new()).unwrap(), flightrec_host::rtt::Poll::Data(0));
+    /// assert_eq!(rtt.poll(&mut Vec::new()).unwrap(), flightrec_host::link::rtt::Poll::Data(0));
     /// assert_eq!(rtt.bytes_read(), 0);
     /// ```
     pub fn bytes_read(&self) -> u64 {
@@ -493,8 +499,8 @@ fn gone_error(address: &str, stop: Stop) -> io::Error {
 /// A sentence for a target that is gone.
 ///
 /// ```
-/// use flightrec_host::gdb::Stop;
-/// use flightrec_host::rtt::describe_gone;
+/// use flightrec_host::link::gdb::Stop;
+/// use flightrec_host::link::rtt::describe_gone;
 /// assert_eq!(describe_gone(Stop::Exited(0)), "the target exited (status 0)");
 /// ```
 pub fn describe_gone(stop: Stop) -> String {
@@ -520,8 +526,9 @@ pub enum StreamEvent {
 /// still there. A connection the server closes counts as the target gone.
 ///
 /// ```
-/// use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
-/// use flightrec_host::rtt::{control_block_image, elf_with_symbol, stream, GdbSettings, Layout, StreamEvent};
+/// use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
+/// use flightrec_host::link::rtt::{stream, GdbSettings, StreamEvent};
+/// use flightrec_testkit::target_image::{control_block_image, elf_with_symbol, Layout};
 /// use std::time::Duration;
 ///
 /// // A program that writes one byte per run into the channel, then exits.
@@ -606,71 +613,4 @@ pub fn stream(
 
 fn sink_note(address: &str, what: String) -> StreamEvent {
     StreamEvent::Note(format!("{address}: {what}"))
-}
-
-/// The memory image of a ready control block at `address` with one up-channel of
-/// `size` bytes right after it (the channel name pointer left null): for tests
-/// and examples of readers. Example on [`RttReader`].
-pub fn control_block_image(address: u64, size: u32, layout: Layout) -> Vec<u8> {
-    let p = usize::from(layout.pointer_size);
-    let header = 24 + 2 * p + 16;
-    let mut image = vec![0u8; header + size as usize];
-    image[..10].copy_from_slice(ID);
-    image[16..20].copy_from_slice(&layout.u32_bytes(1));
-    let buffer = address + header as u64;
-    let ptr = if p == 8 {
-        if layout.big_endian {
-            buffer.to_be_bytes().to_vec()
-        } else {
-            buffer.to_le_bytes().to_vec()
-        }
-    } else {
-        layout.u32_bytes(buffer as u32).to_vec()
-    };
-    image[24 + p..24 + 2 * p].copy_from_slice(&ptr);
-    image[24 + 2 * p..24 + 2 * p + 4].copy_from_slice(&layout.u32_bytes(size));
-    image
-}
-
-/// A minimal little-endian ELF32 file whose symbol table holds one symbol: for
-/// tests and examples of [`find_symbol`] and `recv --gdb`. Example on
-/// [`find_symbol`].
-pub fn elf_with_symbol(name: &str, address: u32, size: u32) -> Vec<u8> {
-    let mut strtab = vec![0u8];
-    strtab.extend_from_slice(name.as_bytes());
-    strtab.push(0);
-    let mut symtab = vec![0u8; 16]; // the null symbol
-    symtab.extend_from_slice(&1u32.to_le_bytes()); // name
-    symtab.extend_from_slice(&address.to_le_bytes());
-    symtab.extend_from_slice(&size.to_le_bytes());
-    symtab.extend_from_slice(&[0x11, 0, 1, 0]); // global object, section 1
-    let symtab_off = 52u32;
-    let strtab_off = symtab_off + symtab.len() as u32;
-    let shoff = strtab_off + strtab.len() as u32;
-    let mut elf = vec![0u8; 52];
-    elf[..4].copy_from_slice(b"\x7fELF");
-    elf[4] = 1; // ELF32
-    elf[5] = 1; // little-endian
-    elf[6] = 1;
-    elf[16..18].copy_from_slice(&2u16.to_le_bytes()); // executable
-    elf[18..20].copy_from_slice(&40u16.to_le_bytes()); // ARM
-    elf[32..36].copy_from_slice(&shoff.to_le_bytes());
-    elf[40..42].copy_from_slice(&52u16.to_le_bytes());
-    elf[46..48].copy_from_slice(&40u16.to_le_bytes());
-    elf[48..50].copy_from_slice(&3u16.to_le_bytes());
-    elf.extend_from_slice(&symtab);
-    elf.extend_from_slice(&strtab);
-    let section = |kind: u32, off: u32, len: u32, link: u32, entsize: u32| {
-        let mut s = vec![0u8; 40];
-        s[4..8].copy_from_slice(&kind.to_le_bytes());
-        s[16..20].copy_from_slice(&off.to_le_bytes());
-        s[20..24].copy_from_slice(&len.to_le_bytes());
-        s[24..28].copy_from_slice(&link.to_le_bytes());
-        s[36..40].copy_from_slice(&entsize.to_le_bytes());
-        s
-    };
-    elf.extend(section(0, 0, 0, 0, 0));
-    elf.extend(section(2, symtab_off, symtab.len() as u32, 2, 16));
-    elf.extend(section(3, strtab_off, strtab.len() as u32, 0, 0));
-    elf
 }

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use flightrec_core::fdr::FileHeader;
 
-use super::expand::{Trace, XEvent};
-use super::names::Names;
 use super::yaml_unicode::is_printable;
+use crate::names::Names;
+use crate::read::events::XEvent;
+use crate::read::trace::Trace;
 
 /// How LLVM's YAML writer quotes a plain string (its `needsQuotes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -158,11 +159,11 @@ fn escape(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
 /// Writes the whole trace as YAML, records sorted by TSC.
 ///
 /// ```
-/// use flightrec_host::expand::load;
+/// use flightrec_host::read::trace::load;
 /// use flightrec_host::names::Names;
-/// use flightrec_host::yaml::write_yaml;
+/// use flightrec_host::out::yaml::write_yaml;
 ///
-/// let trace = load(include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// let trace = load(include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// let mut out = Vec::new();
 /// write_yaml(&trace, &Names::empty(), &mut out).unwrap();
 /// let yaml = String::from_utf8(out).unwrap();
@@ -204,15 +205,15 @@ pub fn write_yaml(trace: &Trace, names: &Names, out: &mut impl Write) -> io::Res
 }
 
 /// Writes the YAML of events that `next` yields in TSC order, one at a time:
-/// what `convert --format yaml` runs over [`crate::stream::Index::merged`].
+/// what `convert --format yaml` runs over [`crate::read::index::Index::merged`].
 /// Returns the number of records written.
 ///
 /// ```
 /// use flightrec_host::names::Names;
-/// use flightrec_host::stream::scan;
-/// use flightrec_host::yaml::{write_yaml, write_yaml_events};
+/// use flightrec_host::read::index::scan;
+/// use flightrec_host::out::yaml::{write_yaml, write_yaml_events};
 ///
-/// let bytes = include_bytes!("../../testdata/xray/crafted-v5-2threads.xray");
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
 /// let index = scan(bytes, &mut |_| {}).unwrap();
 /// let mut merged = index.merged(bytes);
 /// let mut streamed = Vec::new();
@@ -221,7 +222,7 @@ pub fn write_yaml(trace: &Trace, names: &Names, out: &mut impl Write) -> io::Res
 /// assert_eq!(n, 6);
 ///
 /// // The same bytes as from the trace in memory.
-/// let trace = flightrec_host::expand::load(bytes).unwrap();
+/// let trace = flightrec_host::read::trace::load(bytes).unwrap();
 /// let mut whole = Vec::new();
 /// write_yaml(&trace, &Names::empty(), &mut whole).unwrap();
 /// assert_eq!(streamed, whole);

@@ -1,5 +1,5 @@
 //! A small GDB server over a memory image, for testing tools that read a target
-//! through the GDB remote protocol ([`crate::gdb`], `recv --gdb`) without a board or
+//! through the GDB remote protocol (`flightrec_host::link::gdb`, `recv --gdb`) without a board or
 //! an emulator. It behaves as QEMU's stub does where that matters: the target is
 //! halted on attach, `c` lets it run, a `0x03` stops it with a stop reply, and a
 //! packet sent while it runs stops it too and is dropped. While "running", a
@@ -14,13 +14,17 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::gdb::checksum;
+/// The GDB remote protocol's packet checksum: the sum of the body's bytes
+/// modulo 256.
+fn checksum(body: &[u8]) -> u8 {
+    body.iter().fold(0u8, |s, &b| s.wrapping_add(b))
+}
 
 /// What the program does while it runs: called with the memory at every stop;
 /// `false` ends the program.
 ///
 /// ```
-/// use flightrec_host::gdb_stub::Program;
+/// use flightrec_testkit::gdb_stub::Program;
 /// let mut p: Program = Box::new(|mem| { mem[0] += 1; mem[0] < 2 });
 /// let mut mem = [0u8; 4];
 /// assert!(p(&mut mem));
@@ -31,8 +35,8 @@ pub type Program = Box<dyn FnMut(&mut [u8]) -> bool + Send>;
 /// How a [`MemoryStub`] behaves.
 ///
 /// ```
-/// use flightrec_host::gdb::{GdbClient, Stop};
-/// use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
+/// use flightrec_host::link::gdb::{GdbClient, Stop};
+/// use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
 /// use std::time::Duration;
 ///
 /// let mut runs = 0;
@@ -76,8 +80,8 @@ impl StubConfig {
     /// encodes replies.
     ///
     /// ```
-    /// use flightrec_host::gdb::GdbClient;
-    /// use flightrec_host::gdb_stub::{MemoryStub, StubConfig};
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
     /// use std::time::Duration;
     /// let stub = MemoryStub::spawn_with(StubConfig::new(0, vec![0; 64]).terse()).unwrap();
     /// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
@@ -110,7 +114,7 @@ impl MemoryStub {
     /// A stub over `memory` at `base` with no program.
     ///
     /// ```
-    /// use flightrec_host::gdb_stub::MemoryStub;
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
     /// let stub = MemoryStub::spawn(0x2000_0000, vec![0; 16]).unwrap();
     /// assert!(stub.address().starts_with("127.0.0.1:"));
     /// ```

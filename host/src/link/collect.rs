@@ -27,7 +27,7 @@ use flightrec_core::fdr::FileHeader;
 use flightrec_core::link::{compact, Frame, FrameKind, LinkStats};
 use flightrec_core::trace2::{Format, Target};
 
-use crate::trace2_link::{Trace2LinkStats, Trace2Renderer, Trace2Strings};
+use crate::link::trace2::{Trace2LinkStats, Trace2Renderer, Trace2Strings};
 
 /// Buffers held per source while its header has not arrived.
 const MAX_WAITING: usize = 256;
@@ -37,7 +37,7 @@ const MAX_WAITING: usize = 256;
 /// [`SourceReport::headerless_buffers`] and [`SourceReport::headerless_dropped`].
 ///
 /// ```
-/// use flightrec_host::collect::{Collector, MAX_WAITING_BYTES};
+/// use flightrec_host::link::collect::{Collector, MAX_WAITING_BYTES};
 /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
 ///
 /// let dir = tempfile::tempdir().unwrap();
@@ -62,12 +62,12 @@ pub const MAX_OPEN_FILES: usize = 64;
 /// ```
 /// use flightrec_host::core::fdr::ring::RingStats;
 /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind, LinkStats};
-/// use flightrec_host::collect::Collector;
+/// use flightrec_host::link::collect::Collector;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
 /// let frame = |kind, payload| Frame { head: FrameHead { kind, source: 3, seq: 0 }, payload };
-/// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let (header, buffer) = trace.split_at(32);
 ///
 /// c.frame(&frame(FrameKind::FileHeader, header)).unwrap();
@@ -124,13 +124,13 @@ struct SourceState {
 ///
 /// ```
 /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
-/// use flightrec_host::collect::Collector;
+/// use flightrec_host::link::collect::Collector;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let trace2 = dir.path().join("trace2.txt");
 /// let mut c = Collector::new(&dir.path().join("out"), trace2.clone()).unwrap();
 /// let frame = |kind, payload| Frame { head: FrameHead { kind, source: 7, seq: 0 }, payload };
-/// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let (header, buffer) = trace.split_at(32);
 ///
 /// // A receiver that joined late: the buffer waits for its header.
@@ -199,10 +199,10 @@ impl Collector {
     /// as `#<id>` and counted.
     ///
     /// ```
-    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::link::collect::Collector;
     /// use flightrec_host::core::link::trace2::{emit_to_slice, Session, Str, Version};
     /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
-    /// use flightrec_host::trace2_link::Trace2Strings;
+    /// use flightrec_host::link::trace2::Trace2Strings;
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let trace2 = dir.path().join("trace2.txt");
@@ -231,7 +231,7 @@ impl Collector {
     /// they are.
     ///
     /// ```
-    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::link::collect::Collector;
     /// use flightrec_host::core::link::trace2::{emit_to_slice, Session, Str, Version};
     /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
     /// use flightrec_host::core::trace2::{Format, Target};
@@ -481,11 +481,11 @@ impl Collector {
     ///
     /// ```
     /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
-    /// use flightrec_host::collect::Collector;
+    /// use flightrec_host::link::collect::Collector;
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let head = FrameHead { kind: FrameKind::FdrBuffer, source: 1, seq: 0 };
     /// c.frame(&Frame { head, payload: &trace[32..] }).unwrap();
     /// c.finish().unwrap();
@@ -538,12 +538,12 @@ impl Collector {
     /// [`finish`](Self::finish)).
     ///
     /// ```
-    /// use flightrec_host::collect::{Collector, MAX_OPEN_FILES};
+    /// use flightrec_host::link::collect::{Collector, MAX_OPEN_FILES};
     /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind};
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
-    /// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+    /// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
     /// let sources = MAX_OPEN_FILES as u32 + 10;
     /// for round in 0..2 {
     ///     for source in 1..=sources {

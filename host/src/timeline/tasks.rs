@@ -20,7 +20,7 @@
 //! the task), an executor by its `static`. Without an ELF they are addresses.
 //!
 //! ```
-//! use flightrec_host::tasks::{Histogram, TaskSummary};
+//! use flightrec_host::timeline::tasks::{Histogram, TaskSummary};
 //! let mut h = Histogram::default();
 //! for v in 1..=100 {
 //!     h.add(v);
@@ -33,16 +33,15 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use flightrec_core::fdr::decoder::DecodeError;
-use flightrec_core::names::elf::find_section;
 use flightrec_core::tasks::{key, TaskEvent, TaskEventKind, TaskFunction};
 
-use crate::expand::{Kind, XEvent};
-use crate::input::TraceFile;
-use crate::stream::{scan, ThreadCursor};
+use crate::names::statics::object_symbols;
+use crate::read::events::{Kind, XEvent};
+use crate::read::file::TraceFile;
+use crate::read::index::{scan, ThreadCursor};
 
 /// The typed event type of a loss marker (`flightrec: lost N records`).
 const LOSS_MARKER: u16 = 0xF17C;
@@ -50,7 +49,7 @@ const LOSS_MARKER: u16 = 0xF17C;
 /// Wake-to-poll latencies in ticks: a log-linear histogram of bounded size.
 ///
 /// ```
-/// use flightrec_host::tasks::Histogram;
+/// use flightrec_host::timeline::tasks::Histogram;
 /// let mut h = Histogram::default();
 /// assert_eq!(h.quantile(0.5), 0);
 /// for v in [3, 5, 1000, 70_000] {
@@ -180,7 +179,7 @@ impl ExecutorSummary {
 /// What `flightrec tasks` found.
 ///
 /// ```
-/// use flightrec_host::tasks::{ExecutorSummary, Summary, TaskSummary};
+/// use flightrec_host::timeline::tasks::{ExecutorSummary, Summary, TaskSummary};
 /// let mut s = Summary { frequency: 1_000_000, ..Summary::default() };
 /// let exec = ExecutorSummary {
 ///     passes: 2,
@@ -279,7 +278,7 @@ impl Summary {
     /// build?): they keep their addresses.
     ///
     /// ```
-    /// use flightrec_host::tasks::{Summary, TaskSummary};
+    /// use flightrec_host::timeline::tasks::{Summary, TaskSummary};
     /// // This example's own program: an ELF with symbols, and no task pool at
     /// // the made-up address.
     /// let image = std::fs::read(std::env::current_exe().unwrap()).unwrap();
@@ -290,7 +289,7 @@ impl Summary {
     /// assert!(s.name_from_elf(b"not an ELF").is_err());
     /// ```
     pub fn name_from_elf(&mut self, image: &[u8]) -> Result<usize, String> {
-        let symbols = elf_objects(image)?;
+        let symbols = object_symbols(image)?;
         let find = |addr: u32| -> Option<String> {
             let a = u64::from(addr);
             let i = symbols.partition_point(|s| s.0 <= a);
@@ -332,207 +331,6 @@ impl Summary {
         }
         out
     }
-
-    /// The summary as text: one line per executor, one row per task, and one
-    /// line per task that blocked its executor longer than `threshold_us`.
-    /// Example on [`Summary`].
-    pub fn write_text(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
-        for (&k, e) in &self.executors {
-            writeln!(
-                out,
-                "executor {}: {} passes, busy {:.0} us, idle {:.1} %",
-                self.executor_name(k),
-                e.passes,
-                self.micros(e.busy),
-                100.0 * e.idle_share()
-            )?;
-        }
-        let rows: Vec<(String, String, &TaskSummary)> = self
-            .tasks
-            .iter()
-            .map(|(&k, t)| {
-                let exec = t.executor.map(|e| self.executor_name(key(e)));
-                (self.task_name(k, t), exec.unwrap_or_default(), t)
-            })
-            .collect();
-        let nw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(4);
-        let ew = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(8);
-        writeln!(
-            out,
-            "{:<nw$} {:<ew$} {:>6} {:>5} {:>7} {:>7} {:>11} {:>11} {:>9} {:>9} {:>9}",
-            "task",
-            "executor",
-            "spawns",
-            "ends",
-            "polls",
-            "wakes",
-            "total us",
-            "longest us",
-            "wake p50",
-            "wake p99",
-            "wake max"
-        )?;
-        for (name, exec, t) in &rows {
-            writeln!(
-                out,
-                "{name:<nw$} {exec:<ew$} {:>6} {:>5} {:>7} {:>7} {:>11.1} {:>11.1} {:>9.1} {:>9.1} {:>9.1}",
-                t.spawns,
-                t.ends,
-                t.polls,
-                t.wakes,
-                self.micros(t.busy),
-                self.micros(t.longest),
-                self.micros(t.latency.quantile(0.5)),
-                self.micros(t.latency.quantile(0.99)),
-                self.micros(t.latency.max()),
-            )?;
-        }
-        for (&k, t) in self.blocking(threshold_us) {
-            writeln!(
-                out,
-                "blocking: {} held its executor for {:.0} us in one poll (over {threshold_us} us)",
-                self.task_name(k, t),
-                self.micros(t.longest)
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The summary as CSV, one row per task (times in microseconds), and the
-    /// `blocking` column set for the tasks over `threshold_us`. Example on
-    /// [`Summary`].
-    pub fn write_csv(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
-        writeln!(
-            out,
-            "task,executor,spawns,ends,polls,wakes,total_us,longest_us,wake_p50_us,wake_p99_us,wake_max_us,blocking,executor_idle_share"
-        )?;
-        for (&k, t) in &self.tasks {
-            let exec_key = t.executor.map(key);
-            let idle = exec_key
-                .and_then(|e| self.executors.get(&e))
-                .map_or(String::new(), |e| format!("{:.4}", e.idle_share()));
-            let mut row = String::new();
-            let _ = write!(
-                row,
-                "{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{},{}",
-                self.task_name(k, t),
-                exec_key.map(|e| self.executor_name(e)).unwrap_or_default(),
-                t.spawns,
-                t.ends,
-                t.polls,
-                t.wakes,
-                self.micros(t.busy),
-                self.micros(t.longest),
-                self.micros(t.latency.quantile(0.5)),
-                self.micros(t.latency.quantile(0.99)),
-                self.micros(t.latency.max()),
-                u8::from(self.micros(t.longest) > threshold_us),
-                idle
-            );
-            writeln!(out, "{row}")?;
-        }
-        Ok(())
-    }
-}
-
-/// The object symbols of an ELF image: (address, size, demangled name), sorted.
-fn elf_objects(image: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
-    let symtab = find_section(image, ".symtab")
-        .map_err(|e| format!("not a readable ELF: {e:?}"))?
-        .ok_or("the ELF has no symbol table (.symtab): stripped?")?;
-    let strtab = find_section(image, ".strtab")
-        .map_err(|e| format!("not a readable ELF: {e:?}"))?
-        .ok_or("the ELF has no .strtab")?;
-    let wide = image.get(4) == Some(&2);
-    let big = image.get(5) == Some(&2);
-    let u = |b: &[u8]| -> u64 {
-        let mut v = 0u64;
-        for i in 0..b.len() {
-            let byte = if big { b[i] } else { b[b.len() - 1 - i] };
-            v = v << 8 | u64::from(byte);
-        }
-        v
-    };
-    let size = if wide { 24 } else { 16 };
-    let mut out = Vec::new();
-    for s in symtab.chunks_exact(size) {
-        let (name, info, value, len) = if wide {
-            (u(&s[0..4]), s[4], u(&s[8..16]), u(&s[16..24]))
-        } else {
-            (u(&s[0..4]), s[12], u(&s[4..8]), u(&s[8..12]))
-        };
-        // STT_OBJECT: the task pools and executors are statics.
-        if info & 0xf != 1 {
-            continue;
-        }
-        let Some(raw) = strtab.get(name as usize..) else {
-            continue;
-        };
-        let raw = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
-        out.push((value, len, demangle(&String::from_utf8_lossy(raw))));
-    }
-    out.sort_by_key(|s| s.0);
-    Ok(out)
-}
-
-/// Rust's legacy symbol mangling (`_ZN...E`) without the hash; other names as
-/// they are.
-///
-/// ```
-/// use flightrec_host::tasks::demangle;
-/// assert_eq!(demangle("_ZN3app6ticker4POOL17h0123456789abcdefE"), "app::ticker::POOL");
-/// assert_eq!(demangle("_ZN3app8EXECUTOR17h0123456789abcdefE"), "app::EXECUTOR");
-/// assert_eq!(demangle("EXECUTOR"), "EXECUTOR");
-/// ```
-pub fn demangle(sym: &str) -> String {
-    let Some(mut rest) = sym.strip_prefix("_ZN") else {
-        return sym.to_owned();
-    };
-    let mut parts: Vec<String> = Vec::new();
-    while let Some(len_end) = rest.find(|c: char| !c.is_ascii_digit()) {
-        if len_end == 0 {
-            break;
-        }
-        let Ok(len) = rest[..len_end].parse::<usize>() else {
-            return sym.to_owned();
-        };
-        let Some(part) = rest.get(len_end..len_end + len) else {
-            return sym.to_owned();
-        };
-        parts.push(part.to_owned());
-        rest = &rest[len_end + len..];
-    }
-    if rest != "E" || parts.is_empty() {
-        return sym.to_owned();
-    }
-    if let Some(last) = parts.last() {
-        if last.len() == 17
-            && last.starts_with('h')
-            && last[1..].chars().all(|c| c.is_ascii_hexdigit())
-        {
-            parts.pop();
-        }
-    }
-    let unescape = |p: &str| {
-        let p = p
-            .strip_prefix('_')
-            .filter(|q| q.starts_with('$'))
-            .unwrap_or(p);
-        p.replace("$LT$", "<")
-            .replace("$GT$", ">")
-            .replace("$RF$", "&")
-            .replace("$BP$", "*")
-            .replace("$C$", ",")
-            .replace("$u20$", " ")
-            .replace("$u7b$", "{")
-            .replace("$u7d$", "}")
-            .replace("..", "::")
-    };
-    parts
-        .iter()
-        .map(|p| unescape(p))
-        .collect::<Vec<_>>()
-        .join("::")
 }
 
 /// Open poll and pass entries of one thread.
@@ -620,7 +418,7 @@ fn add_event(s: &mut Summary, ready: &mut HashMap<u32, u64>, stack: &mut Stack, 
 /// Summarises FDR files given as bytes (all of one program, on one clock).
 ///
 /// ```
-/// let s = flightrec_host::tasks::summarize_bytes(&[include_bytes!("../../testdata/xray/crafted-v5.xray")]).unwrap();
+/// let s = flightrec_host::timeline::tasks::summarize_bytes(&[include_bytes!("../../../testdata/xray/crafted-v5.xray")]).unwrap();
 /// assert!(s.tasks.is_empty());
 /// ```
 pub fn summarize_bytes(files: &[&[u8]]) -> Result<Summary, (usize, DecodeError)> {
@@ -694,10 +492,10 @@ pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 /// from `elf` when given.
 ///
 /// ```
-/// use flightrec_host::tasks::{input_files, summarize};
+/// use flightrec_host::timeline::tasks::{input_files, summarize};
 /// let dir = tempfile::tempdir().unwrap();
 /// let trace = dir.path().join("source-1.xray");
-/// std::fs::write(&trace, include_bytes!("../../testdata/xray/crafted-v5.xray")).unwrap();
+/// std::fs::write(&trace, include_bytes!("../../../testdata/xray/crafted-v5.xray")).unwrap();
 /// std::fs::write(dir.path().join("source-1.xray.names"), "1 main\n").unwrap();
 /// assert_eq!(input_files(&[dir.path().to_path_buf()]).unwrap(), [trace.clone()]);
 /// // A trace without task records: an empty summary.
@@ -829,6 +627,7 @@ mod tests {
 
     #[test]
     fn demangles_legacy_paths() {
+        use crate::names::program::demangle;
         assert_eq!(
             demangle("_ZN22flightrec_embassy_qemu6ticker4POOL17h0123456789abcdefE"),
             "flightrec_embassy_qemu::ticker::POOL"

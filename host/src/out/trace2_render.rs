@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 /// Settings of one conversion.
 ///
 /// ```
-/// use flightrec_host::trace2_render::{render, RenderOptions};
+/// use flightrec_host::out::trace2_render::{render, RenderOptions};
 /// use flightrec_host::core::trace2::Target;
 /// let input = br#"{"event":"version","sid":"S","thread":"main","evt":"4","exe":"2.47.3"}"#;
 /// let mut out = Vec::new();
@@ -45,7 +45,7 @@ impl RenderOptions {
     ///
     /// ```
     /// use flightrec_host::core::trace2::Target;
-    /// use flightrec_host::trace2_render::{render, RenderOptions};
+    /// use flightrec_host::out::trace2_render::{render, RenderOptions};
     /// let mut opts = RenderOptions::new(Target::Normal, false);
     /// assert_eq!((opts.format.brief, opts.format.event_nesting, opts.utc_offset_secs), (false, u32::MAX, 0));
     /// let input = br#"{"event":"cmd_mode","sid":"S","thread":"main","time":"2023-11-14T22:13:20.123456Z","file":"git.c","line":480,"name":"write"}"#;
@@ -98,7 +98,7 @@ pub struct RenderReport {
 ///
 /// ```
 /// use flightrec_host::core::trace2::Target;
-/// use flightrec_host::trace2_render::{render, RenderOptions, MAX_PAD_NESTING};
+/// use flightrec_host::out::trace2_render::{render, RenderOptions, MAX_PAD_NESTING};
 /// let input = br#"{"event":"region_enter","sid":"S","thread":"main","nesting":100000000,"label":"deep"}"#;
 /// let (mut out, mut diag) = (Vec::new(), Vec::new());
 /// let report = render(&input[..], &mut out, &mut diag, &RenderOptions::new(Target::Perf, true)).unwrap();
@@ -117,7 +117,7 @@ pub const MAX_PAD_NESTING: u32 = 100;
 ///
 /// ```
 /// use flightrec_host::core::trace2::Target;
-/// use flightrec_host::trace2_render::{render, RenderOptions, RenderReport};
+/// use flightrec_host::out::trace2_render::{render, RenderOptions, RenderReport};
 /// let input = concat!(
 ///     r#"{"event":"version","sid":"S","thread":"main","evt":"4","exe":"2.47.3"}"#, "\n",
 ///     "not json\n",

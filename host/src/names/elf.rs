@@ -22,7 +22,7 @@ use flightrec_core::names::INSTR_MAP_SECTION;
 /// The section that holds the text table (the core's).
 ///
 /// ```
-/// use flightrec_host::names_elf::SECTION;
+/// use flightrec_host::names::elf::SECTION;
 ///
 /// let id = flightrec::xray::names::function_id("example::section");
 /// let mut elf = Vec::new();
@@ -38,7 +38,7 @@ pub const SECTION: &str = flightrec_core::names::SECTION;
 /// Why an ELF file gave no names.
 ///
 /// ```
-/// use flightrec_host::names_elf::{parse_table, read_elf_names, ElfNamesError};
+/// use flightrec_host::names::elf::{parse_table, read_elf_names, ElfNamesError};
 ///
 /// // This example's own program is an ELF file, but not a names file.
 /// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
@@ -116,7 +116,7 @@ impl std::error::Error for ElfNamesError {}
 /// Whether `bytes` start like an ELF file.
 ///
 /// ```
-/// use flightrec_host::names_elf::is_elf;
+/// use flightrec_host::names::elf::is_elf;
 /// let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
 /// assert!(is_elf(&program));
 /// assert!(!is_elf(b"1 main\n"));
@@ -129,7 +129,7 @@ pub fn is_elf(bytes: &[u8]) -> bool {
 /// The names of an ELF names file (or of a firmware image with the section).
 ///
 /// ```
-/// use flightrec_host::names_elf::{read_elf_names, ElfNamesError};
+/// use flightrec_host::names::elf::{read_elf_names, ElfNamesError};
 /// // A file written by the desktop runtime's names writer.
 /// let id = flightrec::xray::names::function_id("example::parse");
 /// let mut elf = Vec::new();
@@ -159,7 +159,7 @@ pub fn read_elf_names(bytes: &[u8]) -> Result<HashMap<u32, String>, ElfNamesErro
 /// is an error.
 ///
 /// ```
-/// use flightrec_host::names_elf::parse_table;
+/// use flightrec_host::names::elf::parse_table;
 /// let names = parse_table(b"1\tworker\n3\tcrate::f  (x)\n4\ttwo\nlines\n").unwrap();
 /// assert_eq!(names[&3], "crate::f  (x)");
 /// assert_eq!(names[&4], "two\nlines");
@@ -181,6 +181,55 @@ pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> 
     }
     map.retain(|_, name| !name.is_empty());
     Ok(map)
+}
+
+/// The section of a firmware ELF that holds `#[flightrec::instrument]`'s names
+/// (read by [`super::firmware`]): an ELF with it is a firmware image, not a
+/// desktop names file.
+///
+/// ```
+/// use flightrec_host::names::{elf::FIRMWARE_SECTION, firmware::SECTION};
+/// assert_eq!((FIRMWARE_SECTION, SECTION), (".flightrec", ".flightrec"));
+/// ```
+pub const FIRMWARE_SECTION: &str = ".flightrec";
+
+/// The address of the section whose bytes are `data` (a slice of `image` that
+/// [`find_section`](flightrec_core::names::elf::find_section) returned): the `sh_addr` of the section header whose file
+/// offset and size are `data`'s.
+pub(crate) fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
+    let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;
+    let wide = *image.get(4)? == 2;
+    let big = *image.get(5)? == 2;
+    let read = |at: usize, n: usize| -> Option<u64> {
+        let b = image.get(at..at.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if big { b[i] } else { b[n - 1 - i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    };
+    let word = if wide { 8 } else { 4 };
+    let (shoff, shentsize) = if wide { (0x28, 0x3a) } else { (0x20, 0x2e) };
+    let table = usize::try_from(read(shoff, word)?).ok()?;
+    let entry = usize::try_from(read(shentsize, 2)?).ok()?;
+    let mut count = usize::try_from(read(shentsize + 2, 2)?).ok()?;
+    if count == 0 {
+        // Extended numbering: the count is section 0's size.
+        count = usize::try_from(read(table + if wide { 0x20 } else { 0x14 }, word)?).ok()?;
+    }
+    // sh_addr, sh_offset, sh_size within a section header.
+    let (addr_at, offset_at, size_at) = if wide {
+        (0x10, 0x18, 0x20)
+    } else {
+        (0x0c, 0x10, 0x14)
+    };
+    (0..count).find_map(|i| {
+        let h = table.checked_add(i.checked_mul(entry)?)?;
+        (read(h + offset_at, word)? == offset && read(h + size_at, word)? == data.len() as u64)
+            .then(|| read(h + addr_at, word))
+            .flatten()
+    })
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl Stop {
     /// Parses a stop reply; `None` for anything else.
     ///
     /// ```
-    /// use flightrec_host::gdb::Stop;
+    /// use flightrec_host::link::gdb::Stop;
     /// assert_eq!(Stop::parse(b"T05thread:p01.01;"), Some(Stop::Signal(5)));
     /// assert_eq!(Stop::parse(b"S02"), Some(Stop::Signal(2)));
     /// assert_eq!(Stop::parse(b"W00"), Some(Stop::Exited(0)));
@@ -55,7 +55,7 @@ impl Stop {
     /// Whether the target is gone (exited or ended).
     ///
     /// ```
-    /// use flightrec_host::gdb::Stop;
+    /// use flightrec_host::link::gdb::Stop;
     /// assert!(Stop::Exited(0).is_gone());
     /// assert!(!Stop::Signal(2).is_gone());
     /// ```
@@ -87,7 +87,7 @@ fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
 /// The checksum of a packet body: the sum of its bytes, modulo 256.
 ///
 /// ```
-/// assert_eq!(flightrec_host::gdb::checksum(b"OK"), 0x9a);
+/// assert_eq!(flightrec_host::link::gdb::checksum(b"OK"), 0x9a);
 /// ```
 pub fn checksum(body: &[u8]) -> u8 {
     body.iter().fold(0u8, |s, &b| s.wrapping_add(b))
@@ -102,8 +102,8 @@ const RETRIES: u32 = 3;
 /// A connection to a GDB server.
 ///
 /// ```
-/// use flightrec_host::gdb::{GdbClient, Stop};
-/// use flightrec_host::gdb_stub::MemoryStub;
+/// use flightrec_host::link::gdb::{GdbClient, Stop};
+/// use flightrec_testkit::gdb_stub::MemoryStub;
 /// use std::time::Duration;
 ///
 /// let stub = MemoryStub::spawn(0x2000_0000, vec![0u8; 256]).unwrap();
@@ -142,7 +142,7 @@ impl GdbClient {
     /// connection and for each reply. Example on [`GdbClient`].
     ///
     /// ```
-    /// use flightrec_host::gdb::GdbClient;
+    /// use flightrec_host::link::gdb::GdbClient;
     /// use std::time::Duration;
     /// let err = GdbClient::connect("127.0.0.1:1", Duration::from_secs(1)).unwrap_err();
     /// assert!(err.to_string().starts_with("127.0.0.1:1: cannot connect to the GDB server: "), "{err}");
@@ -179,8 +179,8 @@ impl GdbClient {
     /// The address connected to. Example on [`connect`](Self::connect).
     ///
     /// ```
-    /// use flightrec_host::gdb::GdbClient;
-    /// use flightrec_host::gdb_stub::MemoryStub;
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
     /// use std::time::Duration;
     /// let stub = MemoryStub::spawn(0, vec![0; 16]).unwrap();
     /// let gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
@@ -327,8 +327,8 @@ impl GdbClient {
     /// Sends a packet and returns the reply, skipping console output (`O`) packets.
     ///
     /// ```
-    /// use flightrec_host::gdb::GdbClient;
-    /// use flightrec_host::gdb_stub::MemoryStub;
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
     /// use std::time::Duration;
     /// let stub = MemoryStub::spawn(0, vec![0; 16]).unwrap();
     /// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
@@ -492,7 +492,7 @@ impl GdbClient {
 /// copies of it.
 ///
 /// ```
-/// use flightrec_host::gdb::expand_rle;
+/// use flightrec_host::link::gdb::expand_rle;
 /// assert_eq!(expand_rle(b"0* "), b"0000"); // ' ' is 32: three more
 /// assert_eq!(expand_rle(b"ab"), b"ab");
 /// ```

@@ -4,7 +4,7 @@
 //!
 //! * The names file the desktop runtime writes beside each trace
 //!   (`<trace>.names`, an ELF file), or a firmware image carrying the same table:
-//!   its `flightrec_names` section, read by [`super::names_elf`].
+//!   its `flightrec_names` section, read by [`elf`].
 //! * `llvm-xray`'s instrumentation map in YAML (what `llvm-xray extract --symbolize`
 //!   writes and `-m`/`--instr_map` reads): a list of `{ id: N, ..., function-name: X }`
 //!   entries. Entries without a name are skipped.
@@ -16,7 +16,14 @@ use std::path::{Path, PathBuf};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use super::names_elf::{is_elf, read_elf_names};
+pub mod elf;
+pub mod firmware;
+pub mod program;
+pub mod statics;
+
+use elf::{is_elf, read_elf_names, ElfNamesError, FIRMWARE_SECTION};
+
+use crate::read::file::TraceFile;
 
 /// Appended to a trace's path to name the names file the desktop runtime writes
 /// beside it (the core's [`SUFFIX`](flightrec_core::names::SUFFIX)).
@@ -106,7 +113,7 @@ impl Names {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let map = dir.path().join("crafted.instrmap.yaml");
-    /// std::fs::write(&map, include_str!("../../testdata/xray/crafted.instrmap.yaml")).unwrap();
+    /// std::fs::write(&map, include_str!("../../../testdata/xray/crafted.instrmap.yaml")).unwrap();
     /// let names = Names::load(&map).unwrap();
     /// assert_eq!(names.get(1), Some("main"));
     /// assert_eq!(names.len(), 5);
@@ -116,8 +123,10 @@ impl Names {
     /// assert!(err.starts_with(&format!("{}: ", missing.display())), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read: a program of any size costs the pages of its
+        // tables only.
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_bytes(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Parses the bytes of a names file in any of the three formats.
@@ -130,15 +139,21 @@ impl Names {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
         if is_elf(bytes) {
-            let firmware =
-                flightrec_core::names::elf::find_section(bytes, super::names_firmware::SECTION)
-                    .is_ok_and(|s| s.is_some());
+            let firmware = flightrec_core::names::elf::find_section(bytes, FIRMWARE_SECTION)
+                .is_ok_and(|s| s.is_some());
             if firmware {
                 return Err(
                     "a firmware ELF with a .flightrec section: give it with --elf".to_string(),
                 );
             }
-            let map = read_elf_names(bytes).map_err(|e| e.to_string())?;
+            let map = match read_elf_names(bytes) {
+                Ok(map) => map,
+                // An instrumented program: its own map and symbols.
+                Err(ElfNamesError::NoSection {
+                    has_instr_map: true,
+                }) => program::program_names(bytes)?.unwrap_or_default(),
+                Err(e) => return Err(e.to_string()),
+            };
             return Ok(Self {
                 map,
                 from_file: true,
@@ -230,6 +245,17 @@ impl Names {
             None if self.from_file => format!("#{id}"),
             None => id.to_string(),
         }
+    }
+
+    /// Every (id, name) pair, in no order.
+    ///
+    /// ```
+    /// use flightrec_host::names::Names;
+    /// let n = Names::parse("1 main\n").unwrap();
+    /// assert_eq!(n.iter().collect::<Vec<_>>(), [(1, "main")]);
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.map.iter().map(|(id, name)| (*id, name.as_str()))
     }
 
     /// Number of names. Example on [`Names`].

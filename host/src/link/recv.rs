@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use flightrec_core::link::{DecoderStats, Event, FrameDecoder, FrameEncoder};
 
 use super::collect::Collector;
-use super::progress::Progress;
 use super::rtt::{GdbSettings, StreamEvent};
+use crate::progress::Progress;
 
 /// Serial line settings.
 ///
@@ -28,9 +28,9 @@ use super::rtt::{GdbSettings, StreamEvent};
 ///
 /// ```
 /// use std::sync::{atomic::AtomicBool, Arc};
-/// use flightrec_host::collect::Collector;
+/// use flightrec_host::link::collect::Collector;
 /// use flightrec_host::progress::Progress;
-/// use flightrec_host::recv::{run, Input, RecvOptions, SerialSettings};
+/// use flightrec_host::link::recv::{run, Input, RecvOptions, SerialSettings};
 ///
 /// let serial = SerialSettings {
 ///     path: "/dev/flightrec-no-such-tty".into(),
@@ -76,7 +76,7 @@ pub enum Input {
     Stdin,
     /// A serial device.
     Serial(SerialSettings),
-    /// A target's RTT up-channel, read through a GDB server (see [`crate::rtt`]).
+    /// A target's RTT up-channel, read through a GDB server (see [`crate::link::rtt`]).
     Gdb(GdbSettings),
 }
 
@@ -89,9 +89,9 @@ const QUEUE_CHUNKS: usize = 16;
 ///
 /// ```
 /// use std::sync::{atomic::AtomicBool, Arc};
-/// use flightrec_host::collect::Collector;
+/// use flightrec_host::link::collect::Collector;
 /// use flightrec_host::progress::Progress;
-/// use flightrec_host::recv::{run, Input, RecvOptions, MAX_PAYLOAD_LIMIT};
+/// use flightrec_host::link::recv::{run, Input, RecvOptions, MAX_PAYLOAD_LIMIT};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let opts = RecvOptions {
@@ -298,12 +298,12 @@ fn spawn_reader(
 /// use std::sync::{atomic::AtomicBool, Arc};
 /// use std::time::Duration;
 /// use flightrec_host::core::link::{FrameKind, LinkWriter};
-/// use flightrec_host::collect::Collector;
+/// use flightrec_host::link::collect::Collector;
 /// use flightrec_host::progress::Progress;
-/// use flightrec_host::recv::{run, Input, RecvOptions, RecvReport};
+/// use flightrec_host::link::recv::{run, Input, RecvOptions, RecvReport};
 ///
 /// // A captured link: a file header, a buffer and a Trace2 line from source 1.
-/// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let mut buf = [0u8; 1024];
 /// let mut link = LinkWriter::new(&mut buf[..]);
 /// link.send(FrameKind::FileHeader, 1, &trace[..32]).unwrap();

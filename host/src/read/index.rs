@@ -1,4 +1,4 @@
-//! Streaming expansion of an FDR file: the same events as [`crate::expand::load`],
+//! Streaming expansion of an FDR file: the same events as [`crate::read::trace::load`],
 //! produced one at a time from the file's bytes, in memory bounded by the number
 //! of threads and blocks, never by the number of records.
 //!
@@ -30,7 +30,11 @@ use flightrec_core::fdr::header::HEADER_SIZE;
 use flightrec_core::fdr::records::{MetadataKind, Record};
 use flightrec_core::fdr::{FileHeader, Version};
 
-use crate::expand::{llvm_block_order, llvm_thread_order, Expander, XEvent};
+use crate::progress::Progress;
+
+use super::events::{Expander, XEvent};
+use super::file::TraceFile;
+use super::order::{llvm_block_order, llvm_thread_order};
 
 /// How often (in bytes of input) [`scan`] reports its progress.
 const REPORT_EVERY: usize = 1 << 20;
@@ -49,15 +53,20 @@ struct BlockStart {
 /// One thread of llvm-xray's block index.
 #[derive(Debug)]
 struct ThreadBlocks {
+    /// (process, thread) as the file's records give them.
+    key: (u64, i32),
+    /// In file order.
     blocks: Vec<BlockStart>,
+    /// llvm-xray's order (indexes of `blocks`), when it is not the file's.
+    llvm: Option<Vec<u32>>,
 }
 
 /// A verified file's summary and block index.
 ///
 /// ```
-/// use flightrec_host::stream::{scan, Merged, ThreadCursor};
+/// use flightrec_host::read::index::{scan, Merged, ThreadCursor};
 ///
-/// let bytes = include_bytes!("../../testdata/xray/crafted-v5-2threads.xray");
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
 /// let index = scan(bytes, &mut |_| {}).unwrap();
 /// assert_eq!((index.summary().buffers, index.threads()), (3, 2));
 /// assert_eq!(index.header().version.number(), 5);
@@ -85,7 +94,7 @@ struct ThreadBlocks {
 /// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
 ///
 /// // A file the verifier rejects is not indexed.
-/// let bad = scan(include_bytes!("../../testdata/xray/bad-fn-action5.xray"), &mut |_| {});
+/// let bad = scan(include_bytes!("../../../testdata/xray/bad-fn-action5.xray"), &mut |_| {});
 /// assert_eq!(bad.unwrap_err().offset, 112);
 /// ```
 #[derive(Debug)]
@@ -119,7 +128,7 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
 /// use flightrec_host::core::fdr::ring::RecorderConfig;
 /// use flightrec_host::core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
 /// use flightrec_host::core::fdr::{HeaderFlags, Version};
-/// use flightrec_host::stream::{scan, scan_cut_short};
+/// use flightrec_host::read::index::{scan, scan_cut_short};
 ///
 /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000_000);
 /// let mut file = cfg.file_header(128).with_flags(HeaderFlags::END_BLOCK).to_bytes().to_vec();
@@ -138,6 +147,31 @@ pub fn scan(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Index, Deco
 pub fn scan_cut_short(
     bytes: &[u8],
     progress: &mut dyn FnMut(usize),
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
+    scan_inner(bytes, progress, true)
+}
+
+/// [`scan`]'s verdict and summary without the block index: memory that does
+/// not grow with the number of buffers (what `verify` needs).
+///
+/// ```
+/// use flightrec_host::read::index::{scan, verify_only};
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
+/// assert_eq!(verify_only(bytes, &mut |_| {}).unwrap(), *scan(bytes, &mut |_| {}).unwrap().summary());
+/// let bad = include_bytes!("../../../testdata/xray/bad-fn-action5.xray");
+/// assert_eq!(verify_only(bad, &mut |_| {}).unwrap_err().offset, 112);
+/// ```
+pub fn verify_only(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Summary, DecodeError> {
+    match scan_inner(bytes, progress, false)? {
+        (_, Some(cut)) => Err(cut),
+        (index, None) => Ok(index.summary),
+    }
+}
+
+fn scan_inner(
+    bytes: &[u8],
+    progress: &mut dyn FnMut(usize),
+    keep_blocks: bool,
 ) -> Result<(Index, Option<DecodeError>), DecodeError> {
     let mut decoder = Decoder::new(bytes)?;
     let header = *decoder.header();
@@ -172,7 +206,9 @@ pub fn scan_cut_short(
                 blocks.push(Vec::new());
                 keys.len() - 1
             });
-            blocks[t].push(start);
+            if keep_blocks {
+                blocks[t].push(start);
+            }
         }
     };
 
@@ -265,15 +301,16 @@ pub fn scan_cut_short(
     let mut slots: Vec<Option<Vec<BlockStart>>> = blocks.into_iter().map(Some).collect();
     let threads = llvm_thread_order(&keys)
         .into_iter()
-        .filter_map(|t| slots[t].take())
-        .map(|blocks| {
+        .filter_map(|t| Some((keys[t], slots[t].take()?)))
+        .map(|(key, blocks)| {
             // In llvm-xray's order: sorted by wall time as `llvm::sort` does.
             let walls: Vec<(u64, u32)> = blocks.iter().map(|b| b.wall).collect();
-            let blocks = llvm_block_order(&walls)
-                .into_iter()
-                .map(|k| blocks[k])
-                .collect();
-            ThreadBlocks { blocks }
+            let order = llvm_block_order(&walls);
+            drop(walls);
+            // Four bytes a block, and none when it is the file's order.
+            let llvm = (!order.iter().enumerate().all(|(i, k)| i == *k))
+                .then(|| order.into_iter().map(|k| k as u32).collect());
+            ThreadBlocks { key, blocks, llvm }
         })
         .collect();
     Ok((Index { summary, threads }, cut))
@@ -290,6 +327,21 @@ impl Index {
         &self.summary.header
     }
 
+    /// The process and thread ids of thread `t` (of [`Index::threads`]), as
+    /// its records give them.
+    ///
+    /// ```
+    /// use flightrec_host::read::index::scan;
+    /// let bytes = include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray");
+    /// let index = scan(bytes, &mut |_| {}).unwrap();
+    /// let mut keys: Vec<(u64, i32)> = (0..index.threads()).map(|t| index.thread_key(t)).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, [(4242, 101), (4242, 202)]);
+    /// ```
+    pub fn thread_key(&self, t: usize) -> (u64, i32) {
+        self.threads[t].key
+    }
+
     /// Number of threads (distinct process and thread pairs). Example on [`Index`].
     pub fn threads(&self) -> usize {
         self.threads.len()
@@ -298,11 +350,20 @@ impl Index {
     /// A cursor over the events of thread `t` (in llvm-xray's thread order) of the
     /// file `bytes` this index was built from. Example on [`Index`].
     pub fn thread_events<'a>(&'a self, bytes: &'a [u8], t: usize) -> ThreadCursor<'a> {
-        let blocks = self.threads.get(t).map_or(&[][..], |t| &t.blocks[..]);
+        self.cursor(bytes, t, true)
+    }
+
+    /// A cursor over thread `t`'s blocks in llvm-xray's order (`llvm`) or in
+    /// the file's.
+    fn cursor<'a>(&'a self, bytes: &'a [u8], t: usize, llvm: bool) -> ThreadCursor<'a> {
+        let thread = self.threads.get(t);
+        let blocks = thread.map_or(&[][..], |t| &t.blocks[..]);
+        let order = thread.and_then(|t| t.llvm.as_deref()).filter(|_| llvm);
         ThreadCursor {
             bytes,
             version: self.summary.header.version,
             blocks,
+            order,
             next_block: 0,
             walker: None,
             expander: Expander::new(self.summary.header.version),
@@ -322,18 +383,42 @@ impl Index {
     }
 
     /// [`Index::merged`], calling `read` with the bytes read by the walks that
-    /// find the runs (for [`crate::input::TraceFile::consumed`]). Example on
+    /// find the runs (for [`crate::read::file::TraceFile::consumed`]). Example on
     /// [`Index`].
     pub fn merged_releasing<'a>(
         &'a self,
         bytes: &'a [u8],
         read: &mut dyn FnMut(usize),
     ) -> Merged<'a> {
+        self.merged_in(bytes, read, true)
+    }
+
+    /// Every event in TSC order, each thread's blocks expanded in the order
+    /// the file holds them instead of llvm-xray's (which differs only when
+    /// blocks' wall-time markers do not both grow: llvm's comparator then
+    /// shuffles them, and each shuffled block would be a run of its own).
+    /// The same events at the same times, with memory bounded by the
+    /// threads, not the buffers; what the timeline reads. Example on
+    /// [`Index`].
+    pub fn merged_in_file_order<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        read: &mut dyn FnMut(usize),
+    ) -> Merged<'a> {
+        self.merged_in(bytes, read, false)
+    }
+
+    fn merged_in<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        read: &mut dyn FnMut(usize),
+        llvm: bool,
+    ) -> Merged<'a> {
         let mut runs: Vec<ThreadCursor<'a>> = Vec::new();
         for t in 0..self.threads.len() {
             // Where this thread's TSC goes down: the ordinals of run starts.
             let mut starts = Vec::new();
-            let mut cursor = self.thread_events(bytes, t);
+            let mut cursor = self.cursor(bytes, t, llvm);
             let mut last: Option<u64> = None;
             while let Some(e) = cursor.next_event() {
                 if last.is_some_and(|l| e.tsc < l) {
@@ -345,7 +430,7 @@ impl Index {
                 }
             }
             // One cursor at each run start, taken along a second walk.
-            let mut cursor = self.thread_events(bytes, t);
+            let mut cursor = self.cursor(bytes, t, llvm);
             runs.push(cursor.clone());
             for start in starts {
                 while cursor.produced < start {
@@ -444,6 +529,8 @@ pub struct ThreadCursor<'a> {
     bytes: &'a [u8],
     version: Version,
     blocks: &'a [BlockStart],
+    /// The order to walk `blocks` in (llvm-xray's), or `None`: the file's.
+    order: Option<&'a [u32]>,
     next_block: usize,
     walker: Option<BlockWalker>,
     expander: Expander,
@@ -471,7 +558,13 @@ impl ThreadCursor<'_> {
             }
             let walker = match &mut self.walker {
                 Some(w) => w,
-                None => match self.blocks.get(self.next_block) {
+                None => match self
+                    .order
+                    .map_or(Some(self.next_block), |o| {
+                        o.get(self.next_block).map(|k| *k as usize)
+                    })
+                    .and_then(|k| self.blocks.get(k))
+                {
                     Some(start) => {
                         self.next_block += 1;
                         self.walker.insert(BlockWalker {
@@ -498,7 +591,7 @@ impl ThreadCursor<'_> {
     }
 
     /// Bytes of records read since the last call (for the page release of
-    /// [`crate::input::TraceFile::consumed`]). Example on [`Index`].
+    /// [`crate::read::file::TraceFile::consumed`]). Example on [`Index`].
     pub fn take_read(&mut self) -> usize {
         std::mem::take(&mut self.read)
     }
@@ -535,6 +628,45 @@ impl Merged<'_> {
     pub fn take_read(&mut self) -> usize {
         self.runs.iter_mut().map(ThreadCursor::take_read).sum()
     }
+}
+
+/// Verifies and indexes a mapped file, showing the pass on `progress`.
+///
+/// ```
+/// use flightrec_host::progress::Progress;
+/// use flightrec_host::read::file::TraceFile;
+/// use flightrec_host::read::index::{scan_file, scan_file_cut_short};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.xray");
+/// std::fs::write(&path, include_bytes!("../../../testdata/xray/crafted-v5-2threads.xray")).unwrap();
+/// let file = TraceFile::open(&path).unwrap();
+/// let quiet = Progress::new(true);
+/// assert_eq!(scan_file(&file, &quiet).unwrap().threads(), 2);
+/// let (index, cut) = scan_file_cut_short(&file, &quiet).unwrap();
+/// assert!(cut.is_none() && index.threads() == 2);
+/// ```
+pub fn scan_file(file: &TraceFile, progress: &Progress) -> Result<Index, DecodeError> {
+    let (index, cut) = scan_file_cut_short(file, progress)?;
+    match cut {
+        Some(e) => Err(e),
+        None => Ok(index),
+    }
+}
+
+/// [`scan_file`], a file cut short between buffers indexed all the same (see
+/// [`scan_cut_short`]). Example on [`scan_file`].
+pub fn scan_file_cut_short(
+    file: &TraceFile,
+    progress: &Progress,
+) -> Result<(Index, Option<DecodeError>), DecodeError> {
+    let bytes = file.bytes();
+    progress.pass(bytes.len() as u64, "verifying");
+    let mut last = 0usize;
+    scan_cut_short(bytes, &mut |at| {
+        file.consumed(at.saturating_sub(last));
+        last = at;
+        progress.advance(at as u64);
+    })
 }
 
 #[cfg(test)]
@@ -585,7 +717,7 @@ mod tests {
     #[test]
     fn merge_is_a_stable_sort_even_when_clocks_go_back() {
         let bytes = jumpy_file();
-        let trace = crate::expand::load(&bytes).unwrap();
+        let trace = crate::read::trace::load(&bytes).unwrap();
         let sorted: Vec<XEvent> = trace.sorted_events().into_iter().cloned().collect();
         let index = scan(&bytes, &mut |_| {}).unwrap();
         let mut merged = index.merged(&bytes);

@@ -11,16 +11,16 @@ use flightrec_core::fdr::decoder::{DecodeError, Decoder};
 use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::FunctionAction;
 
-use super::names::Names;
+use crate::names::Names;
 
 /// Why a dump stopped.
 ///
 /// ```
-/// use flightrec_host::dump::{dump, DumpError};
+/// use flightrec_host::out::dump::{dump, DumpError};
 /// use flightrec_host::names::Names;
 ///
 /// // llvm-xray: "Unknown function record type '5' at offset 112."
-/// let bad = include_bytes!("../../testdata/xray/bad-fn-action5.xray");
+/// let bad = include_bytes!("../../../testdata/xray/bad-fn-action5.xray");
 /// let mut out = Vec::new();
 /// let Err(DumpError::Decode(e)) = dump(bad, &Names::empty(), &mut out) else { panic!() };
 /// assert_eq!(e.offset, 112);
@@ -28,7 +28,7 @@ use super::names::Names;
 /// assert!(String::from_utf8(out).unwrap().starts_with("<Buffer: size = "));
 ///
 /// // A closed output is an I/O error.
-/// let good = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let good = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let mut full = &mut [0u8; 10][..];
 /// assert!(matches!(dump(good, &Names::empty(), &mut full), Err(DumpError::Io(_))));
 /// ```
@@ -51,10 +51,10 @@ impl From<io::Error> for DumpError {
 /// printed.
 ///
 /// ```
-/// use flightrec_host::dump::dump;
+/// use flightrec_host::out::dump::dump;
 /// use flightrec_host::names::Names;
 ///
-/// let trace = include_bytes!("../../testdata/xray/crafted-v5.xray");
+/// let trace = include_bytes!("../../../testdata/xray/crafted-v5.xray");
 /// let mut out = Vec::new();
 /// assert_eq!(dump(trace, &Names::empty(), &mut out).unwrap(), 20);
 /// let text = String::from_utf8(out).unwrap();
@@ -83,13 +83,40 @@ impl From<io::Error> for DumpError {
 /// assert!(text.contains("<Function Exit: #3 delta = +1000>\n"));
 /// ```
 pub fn dump(bytes: &[u8], names: &Names, out: &mut impl Write) -> Result<usize, DumpError> {
+    dump_reading(bytes, names, out, &mut |_| {})
+}
+
+/// [`dump`], calling `reached` with the offset read so far every few
+/// thousand records (and at the end): where a mapped file releases the pages
+/// behind it, so that a file of any size is dumped in bounded memory.
+///
+/// ```
+/// use flightrec_host::out::dump::dump_reading;
+/// use flightrec_host::names::Names;
+/// let bytes = include_bytes!("../../../testdata/xray/crafted-v5.xray");
+/// let mut reached = Vec::new();
+/// let n = dump_reading(bytes, &Names::empty(), &mut Vec::new(), &mut |at| reached.push(at)).unwrap();
+/// assert!(n > 0);
+/// assert_eq!(reached.last(), Some(&bytes.len()));
+/// ```
+pub fn dump_reading(
+    bytes: &[u8],
+    names: &Names,
+    out: &mut impl Write,
+    reached: &mut dyn FnMut(usize),
+) -> Result<usize, DumpError> {
+    const EVERY: usize = 1 << 12;
     let decoder = Decoder::new(bytes).map_err(DumpError::Decode)?;
     let mut n = 0;
     for item in decoder {
         let d = item.map_err(DumpError::Decode)?;
         write_record(&d.record, names, out)?;
         n += 1;
+        if n % EVERY == 0 {
+            reached(d.offset);
+        }
     }
+    reached(bytes.len());
     Ok(n)
 }
 
@@ -105,7 +132,7 @@ fn function_id(id: u32, names: &Names) -> String {
 /// ```
 /// use flightrec_host::core::fdr::records::{CustomEventTime, Record};
 /// use flightrec_host::core::fdr::{FunctionAction, FunctionId};
-/// use flightrec_host::dump::write_record;
+/// use flightrec_host::out::dump::write_record;
 /// use flightrec_host::names::Names;
 ///
 /// let names = Names::parse("3 uart_flush\n").unwrap();

@@ -16,7 +16,7 @@
 //! [`FrameKind::Trace2Compact`]: flightrec_core::link::FrameKind::Trace2Compact
 //!
 //! ```
-//! use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+//! use flightrec_host::link::trace2::{Trace2Renderer, Trace2Strings};
 //! use flightrec_host::core::link::trace2::{emit_to_slice, Exit, Session, Str};
 //! use flightrec_host::core::trace2::{Format, Target};
 //!
@@ -44,7 +44,8 @@ use flightrec_core::link::trace2::{parse, Str, Trace2, SECTION};
 use flightrec_core::names::elf::{find_section, is_elf};
 use flightrec_core::trace2::{Args, Event, Format, LineCtx, Micros, Msg, RegionStack};
 
-use crate::names_firmware::section_addr;
+use crate::names::elf::section_addr;
+use crate::read::file::TraceFile;
 
 /// Region levels whose start times are kept per source (deeper levels still
 /// count; see [`RegionStack`]).
@@ -54,7 +55,7 @@ const REGION_LEVELS: usize = 64;
 /// by id (a string's address).
 ///
 /// ```
-/// use flightrec_host::trace2_link::Trace2Strings;
+/// use flightrec_host::link::trace2::Trace2Strings;
 /// // LLD puts the section at 0 behind a leading NUL; GNU ld at 1.
 /// let s = Trace2Strings::from_section(0, b"\0firmware\0workload\0");
 /// assert_eq!((s.get(1), s.get(10), s.get(2)), (Some(&b"firmware"[..]), Some(&b"workload"[..]), None));
@@ -75,7 +76,7 @@ impl Trace2Strings {
     /// No strings (every id is written as `#<id>`).
     ///
     /// ```
-    /// use flightrec_host::trace2_link::Trace2Strings;
+    /// use flightrec_host::link::trace2::Trace2Strings;
     /// assert!(Trace2Strings::empty().is_empty());
     /// ```
     pub fn empty() -> Self {
@@ -123,13 +124,14 @@ impl Trace2Strings {
     /// Reads a firmware ELF file; errors name the file.
     ///
     /// ```
-    /// use flightrec_host::trace2_link::Trace2Strings;
+    /// use flightrec_host::link::trace2::Trace2Strings;
     /// let err = Trace2Strings::load(std::path::Path::new("/nonexistent/fw.elf")).unwrap_err();
     /// assert!(err.starts_with("/nonexistent/fw.elf: "), "{err}");
     /// ```
     pub fn load(path: &Path) -> Result<Self, String> {
-        let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_elf(&image).map_err(|e| format!("{}: {e}", path.display()))
+        // Mapped, not read whole (see `FirmwareNames::load`).
+        let file = TraceFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_elf(file.bytes()).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// The string with this id. Example on [`Trace2Strings`].
@@ -151,7 +153,7 @@ impl Trace2Strings {
 /// What the renderer did with the compact events it was given.
 ///
 /// ```
-/// use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+/// use flightrec_host::link::trace2::{Trace2Renderer, Trace2Strings};
 /// use flightrec_host::core::link::trace2::{emit_to_slice, RegionLeave, Version, Str};
 /// use flightrec_host::core::trace2::{Format, Target};
 ///
@@ -200,7 +202,7 @@ struct SourceState {
 /// Turns compact Trace2 payloads into lines of one of git's formats.
 ///
 /// ```
-/// use flightrec_host::trace2_link::{Trace2Renderer, Trace2Strings};
+/// use flightrec_host::link::trace2::{Trace2Renderer, Trace2Strings};
 /// use flightrec_host::core::link::trace2::{emit_to_slice, Printf, Session, Str};
 /// use flightrec_host::core::trace2::{Format, Target};
 ///
@@ -465,7 +467,7 @@ impl Fields {
 /// `ticks` of a `hz` clock in nanoseconds (rounded down; a timer's times).
 ///
 /// ```
-/// use flightrec_host::trace2_link::nanos;
+/// use flightrec_host::link::trace2::nanos;
 /// assert_eq!(nanos(3, 12_500_000), 240);
 /// assert_eq!(nanos(u64::MAX, 1), u64::MAX); // saturates
 /// ```
@@ -477,7 +479,7 @@ pub fn nanos(ticks: u64, hz: u64) -> u64 {
 /// `ticks` of a `hz` clock in microseconds (rounded down).
 ///
 /// ```
-/// use flightrec_host::trace2_link::micros;
+/// use flightrec_host::link::trace2::micros;
 /// assert_eq!(micros(12_500_000, 12_500_000), 1_000_000);
 /// assert_eq!(micros(25, 12_500_000), 2);
 /// assert_eq!(micros(u64::MAX, 1), u64::MAX); // saturates
