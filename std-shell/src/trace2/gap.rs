@@ -150,7 +150,6 @@ fn marker<'b>(
 ) -> (&'b [u8], &'b [u8]) {
     let n = g.lines;
     let s = if n == 1 { "" } else { "s" };
-    let msg = format_args!("{n} line{s} dropped: the background queue was full");
     let (time, t_abs) = g.since;
     let at_start = LineCtx {
         time,
@@ -167,18 +166,22 @@ fn marker<'b>(
         &Event::RegionEnter {
             category: cat,
             label,
-            msg: Some(Msg::Fmt(msg)),
+            // Inline: a `format_args!` with arguments lives only for its
+            // statement before Rust 1.89 (the crates' rust-version is older).
+            msg: Some(Msg::Fmt(format_args!(
+                "{n} line{s} dropped: the background queue was full"
+            ))),
         },
         enter,
     );
     if e == 0 {
-        let msg =
-            format_args!("{MARKER_CATEGORY}: {n} line{s} dropped: the background queue was full");
         let p = format_into(
             &out.format,
             &at_start,
             &Event::Printf {
-                msg: Some(Msg::Fmt(msg)),
+                msg: Some(Msg::Fmt(format_args!(
+                    "{MARKER_CATEGORY}: {n} line{s} dropped: the background queue was full"
+                ))),
             },
             enter,
         );
