@@ -1022,6 +1022,10 @@ fn print_report(r: &RecvReport, c: &Collector) {
                     t2.unknown_strings,
                     "with a string id the ELF does not name (written as #<id>; give recv --elf)",
                 ),
+                (
+                    t2.pad_capped,
+                    "perf lines nested deeper than 100 regions, padded for 100",
+                ),
             ]
             .iter()
             .filter(|(n, _)| *n > 0)
