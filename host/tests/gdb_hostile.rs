@@ -290,3 +290,97 @@ fn one_poll_reads_at_most_its_cap() {
         assert!(largest_read(&stub) <= 4096);
     });
 }
+
+/// A little-endian ELF32 file whose symbol table holds `symbols` (name,
+/// address, size): `target_image::elf_with_symbol`'s layout with more symbols.
+fn elf_with_symbols(symbols: &[(&str, u32, u32)]) -> Vec<u8> {
+    let mut strtab = vec![0u8];
+    let mut symtab = vec![0u8; 16]; // the null symbol
+    for (name, address, size) in symbols {
+        symtab.extend_from_slice(&(strtab.len() as u32).to_le_bytes());
+        symtab.extend_from_slice(&address.to_le_bytes());
+        symtab.extend_from_slice(&size.to_le_bytes());
+        symtab.extend_from_slice(&[0x11, 0, 1, 0]); // global object, section 1
+        strtab.extend_from_slice(name.as_bytes());
+        strtab.push(0);
+    }
+    let symtab_off = 52u32;
+    let strtab_off = symtab_off + symtab.len() as u32;
+    let shoff = strtab_off + strtab.len() as u32;
+    let mut elf = vec![0u8; 52];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 1; // ELF32
+    elf[5] = 1; // little-endian
+    elf[6] = 1;
+    elf[16..18].copy_from_slice(&2u16.to_le_bytes());
+    elf[18..20].copy_from_slice(&40u16.to_le_bytes());
+    elf[32..36].copy_from_slice(&shoff.to_le_bytes());
+    elf[40..42].copy_from_slice(&52u16.to_le_bytes());
+    elf[46..48].copy_from_slice(&40u16.to_le_bytes());
+    elf[48..50].copy_from_slice(&3u16.to_le_bytes());
+    elf.extend_from_slice(&symtab);
+    elf.extend_from_slice(&strtab);
+    let section = |kind: u32, off: u32, len: u32, link: u32, entsize: u32| {
+        let mut s = vec![0u8; 40];
+        s[4..8].copy_from_slice(&kind.to_le_bytes());
+        s[16..20].copy_from_slice(&off.to_le_bytes());
+        s[20..24].copy_from_slice(&len.to_le_bytes());
+        s[24..28].copy_from_slice(&link.to_le_bytes());
+        s[36..40].copy_from_slice(&entsize.to_le_bytes());
+        s
+    };
+    elf.extend(section(0, 0, 0, 0, 0));
+    elf.extend(section(2, symtab_off, symtab.len() as u32, 2, 16));
+    elf.extend(section(3, strtab_off, strtab.len() as u32, 0, 0));
+    elf
+}
+
+#[test]
+fn a_channel_larger_than_its_buffer_symbol_is_refused() {
+    use flightrec_host::link::rtt::{stream, GdbSettings, StreamEvent};
+    use std::sync::{atomic::AtomicBool, Arc};
+
+    within(Duration::from_secs(10), || {
+        // SEGGER's layout: the buffer is a static of its own (here at byte 48
+        // of the image, 32 bytes by the ELF), the channel claims 64.
+        let dir = tempfile::tempdir().unwrap();
+        let elf = dir.path().join("fw.elf");
+        let buffer = BASE as u32 + 48;
+        for (buffer_size, refused) in [(32, true), (64, false)] {
+            std::fs::write(
+                &elf,
+                elf_with_symbols(&[
+                    ("_SEGGER_RTT", BASE as u32, 48),
+                    ("_SEGGER_RTT_up_buffer", buffer, buffer_size),
+                ]),
+            )
+            .unwrap();
+            let stub = MemoryStub::spawn_with(
+                StubConfig::new(BASE, control_block_image(BASE, 64, IMAGE_LAYOUT))
+                    .running(|_| false),
+            )
+            .unwrap();
+            let settings = GdbSettings::new(&stub.address(), &elf);
+            let cancel = Arc::new(AtomicBool::new(false));
+            let mut ready = false;
+            let result = stream(&settings, &cancel, &mut |ev| {
+                ready |= matches!(ev, StreamEvent::Ready);
+                true
+            });
+            if refused {
+                let err = result.unwrap_err();
+                assert!(
+                    err.to_string().contains(
+                        "claims an up-channel of 64 bytes, more than 32 (what the ELF's symbol at 0x20000030 (32 bytes) holds"
+                    ),
+                    "{err}"
+                );
+                assert!(!ready);
+                assert!(largest_read(&stub) <= 64);
+            } else {
+                result.unwrap();
+                assert!(ready);
+            }
+        }
+    });
+}
