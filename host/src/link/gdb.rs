@@ -209,6 +209,8 @@ impl GdbClient {
                 Ok(stream) => {
                     stream.set_nodelay(true).map_err(named)?;
                     stream.set_read_timeout(Some(timeout)).map_err(named)?;
+                    // A server that stops reading cannot hold a send for ever.
+                    stream.set_write_timeout(Some(timeout)).map_err(named)?;
                     return Ok(GdbClient {
                         stream,
                         pending: Vec::new(),
@@ -355,6 +357,21 @@ impl GdbClient {
                 ) =>
             {
                 Err(gone(&self.address))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{}: the GDB server took nothing sent to it for {:.1} s",
+                        self.address,
+                        self.timeout.as_secs_f64()
+                    ),
+                ))
             }
             Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", self.address))),
         }
