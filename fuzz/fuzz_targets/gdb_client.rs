@@ -5,8 +5,8 @@
 //! The first byte picks the client's calls after the handshake (memory reads
 //! of 1 to 64 bytes, a write, resume and interrupt, detach); the rest is a list
 //! of responses (`len:u8 bytes`), sent in order, each after the client's next
-//! write (or after 20 ms of its silence); the server closes the connection after
-//! the last one. Anything goes: acks, noise, packets with good or bad
+//! packet or interrupt byte (its acknowledgements do not count), or after 5 ms
+//! of its silence; the server closes the connection after the last one. Anything goes: acks, noise, packets with good or bad
 //! checksums, run-length encoding, console output, partial packets.
 //!
 //! Checked: no panic; every call ends (the whole input within 5 s: every wait
@@ -35,6 +35,16 @@ fn responses(mut data: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// The end of the client's first packet (`$...#xx`) or interrupt (`0x03`) in
+/// `heard`, if it is all there.
+fn packet_end(heard: &[u8]) -> Option<usize> {
+    heard.iter().enumerate().find_map(|(i, &b)| match b {
+        0x03 => Some(i + 1),
+        b'#' if i + 2 < heard.len() => Some(i + 3),
+        _ => None,
+    })
+}
+
 fn check(err: &std::io::Error) {
     let text = err.to_string();
     assert!(text.len() < 700, "{} bytes: {text:.700}", text.len());
@@ -56,11 +66,23 @@ fuzz_target!(|data: &[u8]| {
         let Ok((mut s, _)) = listener.accept() else {
             return;
         };
-        let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+        let _ = s.set_nodelay(true);
+        let _ = s.set_read_timeout(Some(Duration::from_millis(5)));
         let mut buf = [0u8; 4096];
+        let mut heard = Vec::new();
         for response in script {
-            // The client's next chunk (or its silence), then the response.
-            let _ = s.read(&mut buf);
+            // The client's next packet (or its silence), then the response.
+            loop {
+                if let Some(end) = packet_end(&heard) {
+                    heard.drain(..end);
+                    break;
+                }
+                match s.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => heard.extend_from_slice(&buf[..n]),
+                    Err(_) => break,
+                }
+            }
             if s.write_all(&response).is_err() {
                 return;
             }
@@ -82,6 +104,10 @@ fuzz_target!(|data: &[u8]| {
         }
         gdb.detach()
     })();
+    // What a seed makes the client do, for whoever writes one.
+    if std::env::var_os("GDB_CLIENT_SHOW").is_some() {
+        eprintln!("gdb_client: {outcome:?}");
+    }
     if let Err(e) = &outcome {
         check(e);
     }
