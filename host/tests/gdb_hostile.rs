@@ -384,3 +384,37 @@ fn a_channel_larger_than_its_buffer_symbol_is_refused() {
         }
     });
 }
+
+#[test]
+fn a_huge_unparsable_reply_is_quoted_short_and_escaped() {
+    use std::io::{Read, Write};
+    within(Duration::from_secs(10), || {
+        // A server answering every packet with 56,000 bytes of text and colour
+        // escapes: the handshake's `?` cannot parse it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let body = b"zz\x1b[31m".repeat(8_000);
+            let sum = body.iter().fold(0u8, |s, &b| s.wrapping_add(b));
+            let mut reply = b"+$".to_vec();
+            reply.extend_from_slice(&body);
+            reply.extend_from_slice(format!("#{sum:02x}").as_bytes());
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 || (buf[..n].contains(&b'#') && s.write_all(&reply).is_err()) {
+                    return;
+                }
+            }
+        });
+        let mut gdb = GdbClient::connect(&address, TIMEOUT).unwrap();
+        let err = gdb.handshake().unwrap_err();
+        assert_readable(&err);
+        let text = err.to_string();
+        assert!(
+            text.contains("unexpected reply to ?: \"zz\\x1b[31mzz")
+                && text.ends_with("... (56000 bytes)"),
+            "{text}"
+        );
+    });
+}
