@@ -62,8 +62,11 @@ fn read_through(config: StubConfig) -> (io::Error, Duration) {
     gdb.handshake().unwrap();
     let started = Instant::now();
     let err = gdb.read_memory(BASE, 64).unwrap_err();
+    let took = started.elapsed();
     assert_readable(&err);
-    (err, started.elapsed())
+    // The figure for the record (`cargo test --test gdb_hostile -- --nocapture`).
+    eprintln!("{:.0} ms to: {err}", took.as_secs_f64() * 1e3);
+    (err, took)
 }
 
 fn ram() -> StubConfig {

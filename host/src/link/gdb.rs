@@ -483,12 +483,14 @@ impl GdbClient {
                                 quote(&body)
                             );
                             if !self.acks || bad > RETRIES {
+                                let what = if bad == 1 {
+                                    format!("a reply with a bad checksum from the GDB server ({last_bad})")
+                                } else {
+                                    format!("{bad} replies in a row with a bad checksum from the GDB server (the last: {last_bad})")
+                                };
                                 return Err(io::Error::new(
                                     io::ErrorKind::InvalidData,
-                                    format!(
-                                        "{}: {bad} replies in a row with a bad checksum from the GDB server (the last: {last_bad})",
-                                        self.address
-                                    ),
+                                    format!("{}: {what}", self.address),
                                 ));
                             }
                             self.send_raw(b"-")?;
