@@ -11,6 +11,15 @@
 //! receives while running and answers with a stop reply, dropping the packet: the
 //! interrupt is the only way in.
 //!
+//! Nothing the server does keeps the client waiting past its timeout: each
+//! acknowledgement and each reply is awaited within one deadline, however the
+//! bytes trickle; a reply longer than [`MAX_PACKET`], 64 KiB of bytes that are
+//! neither an acknowledgement nor a packet, 1 MiB of console output (`O`
+//! packets) without a reply, and four bad checksums in a row are errors that say
+//! so, and a cancel flag ([`GdbClient::set_cancel`]) ends any wait within 20 ms.
+//! Diagnostics [`quote`] at most [`QUOTE_BYTES`] of what the server sent,
+//! escaped.
+//!
 //! Example on [`GdbClient`].
 
 use std::io::{self, Read, Write};
@@ -101,8 +110,8 @@ const MAX_READ: usize = 4096;
 /// Times a packet is sent again after a `-`, and replies with a bad checksum
 /// asked for again, before giving up.
 const RETRIES: u32 = 3;
-/// Longest packet body taken from the server (an `m` reply of [`MAX_READ`] bytes
-/// is 8 KiB of hex): a longer one is refused, not buffered.
+/// Longest packet body taken from the server (the reply to the largest `m` the
+/// client sends, 4 KiB, is 8 KiB of hex): a longer one is refused, not buffered.
 pub const MAX_PACKET: usize = 64 * 1024;
 /// Bytes that are neither an acknowledgement nor a packet taken while waiting
 /// for one, before giving up.
