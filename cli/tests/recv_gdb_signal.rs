@@ -64,9 +64,18 @@ fn wait_within(mut child: Child, limit: Duration, what: &str) -> (Output, Durati
     }
 }
 
-/// Lets `child` reach its state for `settle`, sends SIGINT, and returns its
-/// output and the time from the signal to its exit (at most `LIMIT`).
-fn interrupt(child: Child, settle: Duration, state: &str) -> Output {
+/// Waits until `reached` says `child` is in its state (10 s at most), lets it
+/// stay there for `settle`, sends SIGINT, and returns its output and the time
+/// from the signal to its exit (at most `LIMIT`).
+fn interrupt(child: Child, reached: impl Fn() -> bool, settle: Duration, state: &str) -> Output {
+    let waiting = Instant::now();
+    while !reached() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(10),
+            "{state}: never reached"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::thread::sleep(settle);
     assert!(
         kill(Pid::from_raw(child.id() as i32), None).is_ok(),
@@ -94,7 +103,8 @@ fn free_port() -> String {
 fn sigint_while_connecting() {
     let dir = tempfile::tempdir().unwrap();
     let child = start(&free_port(), dir.path(), &[]);
-    let out = interrupt(child, Duration::from_millis(700), "connecting");
+    // Nothing to see from outside: the time to start and try a few times.
+    let out = interrupt(child, || true, Duration::from_millis(700), "connecting");
     assert!(out.status.success(), "{out:?}");
 }
 
@@ -106,7 +116,12 @@ fn sigint_while_awaiting_an_ack() {
     )
     .unwrap();
     let child = start(&stub.address(), dir.path(), &[]);
-    let out = interrupt(child, Duration::from_millis(700), "awaiting an ack");
+    let out = interrupt(
+        child,
+        || !stub.packets().is_empty(),
+        Duration::from_millis(200),
+        "awaiting an ack",
+    );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(stub.packets(), [b"qSupported:swbreak+;hwbreak+".to_vec()]);
 }
@@ -120,7 +135,12 @@ fn sigint_mid_read() {
     )
     .unwrap();
     let child = start(&stub.address(), dir.path(), &[]);
-    let out = interrupt(child, Duration::from_millis(700), "mid-read");
+    let out = interrupt(
+        child,
+        || stub.packets().iter().any(|p| p.starts_with(b"m")),
+        Duration::from_millis(200),
+        "mid-read",
+    );
     assert!(out.status.success(), "{out:?}");
 }
 
@@ -156,7 +176,13 @@ fn sigint_while_idle_writes_what_it_has() {
     }))
     .unwrap();
     let child = start(&stub.address(), dir.path(), &[]);
-    let out = interrupt(child, Duration::from_millis(1500), "idle");
+    // Idle once the link was read and the read offset moved on (an `M`).
+    let out = interrupt(
+        child,
+        || stub.packets().iter().any(|p| p.starts_with(b"M")),
+        Duration::from_millis(300),
+        "idle",
+    );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         std::fs::read(dir.path().join("out/source-3.xray")).unwrap(),
