@@ -192,6 +192,58 @@ fn sigint_while_idle_writes_what_it_has() {
     assert_eq!(stub.packets().last().map(Vec::as_slice), Some(&b"D"[..]));
 }
 
+#[test]
+fn sigint_with_a_detach_that_does_not_finish_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wire, file) = captured_link();
+    let size = 4096usize;
+    let ram = control_block_image(BASE, size as u32, LAYOUT);
+    let buffer = ram.len() - size;
+    let mut sent = false;
+    // As in the idle case, but the server never answers `D`: the reader has
+    // 0.4 s to leave the target running.
+    let config = StubConfig::new(BASE, ram)
+        .running(move |mem| {
+            if !sent {
+                mem[buffer..buffer + wire.len()].copy_from_slice(&wire);
+                mem[36..40].copy_from_slice(&(wire.len() as u32).to_le_bytes());
+                sent = true;
+            }
+            true
+        })
+        .hostile(b"D", Hostile::Silent);
+    let stub = MemoryStub::spawn_with(config).unwrap();
+    let child = start(&stub.address(), dir.path(), &[]);
+    std::thread::sleep(Duration::from_millis(100));
+    let waiting = Instant::now();
+    while !stub.packets().iter().any(|p| p.starts_with(b"M")) {
+        assert!(waiting.elapsed() < Duration::from_secs(10), "never idle");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let (out, took) = wait_within(child, LIMIT, "a slow detach");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "a slow detach: SIGINT to exit {:.0} ms",
+        took.as_secs_f64() * 1e3
+    );
+    assert!(took < LIMIT, "{took:?}\n{stderr}");
+    // The error is the run's: status 2, and what is left undone.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "no acknowledgement of a packet from the GDB server in the 0.4 s given to leave"
+        ) && stderr.contains("(leaving the target: it may still be halted)"),
+        "{stderr}"
+    );
+    // What was received is written.
+    assert_eq!(
+        std::fs::read(dir.path().join("out/source-3.xray")).unwrap(),
+        file
+    );
+}
+
 /// A server that accepts, says nothing for a while, then closes the connection.
 fn closing_server(after: Duration) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -183,8 +183,8 @@ pub struct GdbClient {
     /// Set by another thread to end every wait at once (Ctrl-C).
     cancel: Option<Arc<AtomicBool>>,
     /// No wait lasts past this (the short time left to leave the target
-    /// running after a cancel).
-    hard_deadline: Option<Instant>,
+    /// running after a cancel), and how long that time was.
+    hard_deadline: Option<(Instant, Duration)>,
 }
 
 fn gone(address: &str) -> io::Error {
@@ -285,12 +285,12 @@ impl GdbClient {
     /// cancel.
     pub fn wind_down(&mut self, budget: Duration) {
         self.cancel = None;
-        self.hard_deadline = Some(Instant::now() + budget);
+        self.hard_deadline = Some((Instant::now() + budget, budget));
     }
 
     fn deadline(&self) -> Instant {
         let d = Instant::now() + self.timeout;
-        self.hard_deadline.map_or(d, |h| h.min(d))
+        self.hard_deadline.map_or(d, |(h, _)| h.min(d))
     }
 
     fn cancelled(&self) -> bool {
@@ -313,12 +313,17 @@ impl GdbClient {
             }
             let now = Instant::now();
             if now >= deadline {
+                let within = match self.hard_deadline {
+                    Some((h, budget)) if h <= deadline => {
+                        format!("in the {:.1} s given to leave", budget.as_secs_f64())
+                    }
+                    _ => format!("in {:.1} s", self.timeout.as_secs_f64()),
+                };
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "{}: no {waiting_for} from the GDB server in {:.1} s",
-                        self.address,
-                        self.timeout.as_secs_f64()
+                        "{}: no {waiting_for} from the GDB server {within}",
+                        self.address
                     ),
                 ));
             }
