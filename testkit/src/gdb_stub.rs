@@ -296,6 +296,8 @@ fn serve(
     // Misbehaving from now on, and the last reply (sent again, as bad, on `-`).
     let mut hostile = None;
     let mut last_reply = Vec::new();
+    // `D` was answered: the session ends.
+    let mut detached = false;
     loop {
         let n = stream.read(&mut chunk)?;
         if n == 0 {
@@ -454,8 +456,8 @@ fn serve(
                     continue;
                 }
                 Some(b'D') => {
-                    send(&mut stream, b"OK", false)?;
-                    return Ok(());
+                    detached = true;
+                    b"OK".to_vec()
                 }
                 _ => Vec::new(),
             };
@@ -475,6 +477,9 @@ fn serve(
                     }
                 }
                 _ => send(&mut stream, &reply, config.rle)?,
+            }
+            if detached {
+                return Ok(());
             }
         }
     }
