@@ -1005,7 +1005,7 @@ fn print_report(r: &RecvReport, c: &Collector) {
     let t2 = c.trace2_events();
     if t2.events > 0 {
         eprintln!(
-            "  trace2: {} compact events, {} lines{}",
+            "  trace2: {} compact events, {} lines{}{}",
             t2.events,
             t2.lines,
             [
@@ -1022,15 +1022,20 @@ fn print_report(r: &RecvReport, c: &Collector) {
                     t2.unknown_strings,
                     "with a string id the ELF does not name (written as #<id>; give recv --elf)",
                 ),
-                (
-                    t2.pad_capped,
-                    "perf lines nested deeper than 100 regions, padded for 100",
-                ),
             ]
             .iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, what)| format!("; {n} {what}"))
-            .collect::<String>()
+            .collect::<String>(),
+            if t2.pad_capped > 0 {
+                let levels = flightrec_host::core::trace2::perf::MAX_PAD_NESTING;
+                format!(
+                    "; {} perf lines nested deeper than {levels} regions, padded for {levels}",
+                    t2.pad_capped
+                )
+            } else {
+                String::new()
+            }
         );
     }
     if c.bad_control_frames() > 0 {
