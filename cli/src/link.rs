@@ -1033,7 +1033,7 @@ fn print_report(r: &RecvReport, c: &Collector) {
     let t2 = c.trace2_events();
     if t2.events > 0 {
         eprintln!(
-            "  trace2: {} compact events, {} lines{}",
+            "  trace2: {} compact events, {} lines{}{}",
             t2.events,
             t2.lines,
             [
@@ -1054,7 +1054,16 @@ fn print_report(r: &RecvReport, c: &Collector) {
             .iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, what)| format!("; {n} {what}"))
-            .collect::<String>()
+            .collect::<String>(),
+            if t2.pad_capped > 0 {
+                let levels = flightrec_host::core::trace2::perf::MAX_PAD_NESTING;
+                format!(
+                    "; {} perf lines nested deeper than {levels} regions, padded for {levels}",
+                    t2.pad_capped
+                )
+            } else {
+                String::new()
+            }
         );
     }
     if c.bad_control_frames() > 0 {

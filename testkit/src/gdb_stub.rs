@@ -7,12 +7,19 @@
 //! with the memory, and ends the program by returning `false` (the stub then sends
 //! `W00` and closes the connection, as QEMU does when the program exits).
 //!
+//! It can also be hostile ([`Hostile`]): from a given packet on it floods the
+//! client with console output, sends noise instead of acknowledgements, says
+//! nothing, trickles its replies, sends bad checksums or a reply without end, as
+//! broken or unusual servers and links do. A client must end each of these with
+//! a clear error within its timeout.
+//!
 //! Example on [`StubConfig`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// The GDB remote protocol's packet checksum: the sum of the body's bytes
 /// modulo 256.
@@ -31,6 +38,30 @@ fn checksum(body: &[u8]) -> u8 {
 /// assert!(!p(&mut mem));
 /// ```
 pub type Program = Box<dyn FnMut(&mut [u8]) -> bool + Send>;
+
+/// How a hostile [`MemoryStub`] misbehaves, from the first packet its trigger
+/// names on (see [`StubConfig::hostile`]). Each endless behaviour ends when the
+/// client closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hostile {
+    /// Acknowledges the packet, then sends console output (`O` packets) without
+    /// end instead of its reply (a relayed target that never stops printing).
+    EndlessConsole,
+    /// Sends bytes that are neither `+` nor `-`, without end, instead of the
+    /// acknowledgement.
+    NoiseForAck,
+    /// Says nothing at all: no acknowledgement, no reply.
+    Silent,
+    /// Acknowledges the packet, then sends its reply one byte at a time, this far
+    /// apart.
+    Trickle(Duration),
+    /// Acknowledges the packet, then sends its reply with a bad checksum (again
+    /// on every `-`).
+    BadChecksum,
+    /// Acknowledges the packet, then sends a reply that never ends (`$` and hex
+    /// digits, no `#`).
+    EndlessReply,
+}
 
 /// How a [`MemoryStub`] behaves.
 ///
@@ -61,6 +92,7 @@ pub struct StubConfig {
     no_ack: bool,
     rle: bool,
     program: Option<Program>,
+    hostile: Option<(Vec<u8>, Hostile)>,
 }
 
 impl StubConfig {
@@ -73,7 +105,27 @@ impl StubConfig {
             no_ack: false,
             rle: false,
             program: None,
+            hostile: None,
         }
+    }
+
+    /// Misbehaves as `how` says from the first packet whose body starts with
+    /// `trigger` on (every packet after it too; `b""`: from the first).
+    ///
+    /// ```
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::{Hostile, MemoryStub, StubConfig};
+    /// use std::time::Duration;
+    /// let config = StubConfig::new(0, vec![0; 16]).hostile(b"m", Hostile::BadChecksum);
+    /// let stub = MemoryStub::spawn_with(config).unwrap();
+    /// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+    /// gdb.handshake().unwrap();
+    /// let err = gdb.read_memory(0, 4).unwrap_err().to_string();
+    /// assert!(err.contains("bad checksum"), "{err}");
+    /// ```
+    pub fn hostile(mut self, trigger: &[u8], how: Hostile) -> Self {
+        self.hostile = Some((trigger.to_vec(), how));
+        self
     }
 
     /// Offers `QStartNoAckMode` (as OpenOCD and probe-rs do) and run-length
@@ -107,6 +159,7 @@ impl StubConfig {
 pub struct MemoryStub {
     address: String,
     memory: Arc<Mutex<Vec<u8>>>,
+    packets: Arc<Mutex<Vec<Vec<u8>>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -127,18 +180,36 @@ impl MemoryStub {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?.to_string();
         let memory = Arc::new(Mutex::new(config.memory.clone()));
+        let packets = Arc::new(Mutex::new(Vec::new()));
         let shared = Arc::clone(&memory);
+        let log = Arc::clone(&packets);
         let thread = std::thread::spawn(move || {
             if let Ok((stream, _)) = listener.accept() {
                 let _ = stream.set_nodelay(true);
-                let _ = serve(stream, config, &shared);
+                let _ = serve(stream, config, &shared, &log);
             }
         });
         Ok(MemoryStub {
             address,
             memory,
+            packets,
             thread: Some(thread),
         })
+    }
+
+    /// The bodies of the packets received so far, in order.
+    ///
+    /// ```
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
+    /// use std::time::Duration;
+    /// let stub = MemoryStub::spawn(0, vec![0; 16]).unwrap();
+    /// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+    /// gdb.request(b"?").unwrap();
+    /// assert_eq!(stub.packets(), [b"?".to_vec()]);
+    /// ```
+    pub fn packets(&self) -> Vec<Vec<u8>> {
+        self.packets.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
     /// `127.0.0.1:PORT`. Example on [`spawn`](Self::spawn).
@@ -197,11 +268,36 @@ fn hex(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-fn serve(mut stream: TcpStream, mut config: StubConfig, memory: &Mutex<Vec<u8>>) -> io::Result<()> {
+/// A packet with this body and a checksum one off.
+fn send_bad(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+    let mut p = vec![b'$'];
+    p.extend_from_slice(body);
+    p.extend_from_slice(format!("#{:02x}", checksum(body).wrapping_add(1)).as_bytes());
+    stream.write_all(&p)
+}
+
+/// Writes chunks from `next` until the client closes the connection.
+fn flood(stream: &mut TcpStream, mut next: impl FnMut() -> Vec<u8>) -> io::Result<()> {
+    loop {
+        stream.write_all(&next())?;
+    }
+}
+
+fn serve(
+    mut stream: TcpStream,
+    mut config: StubConfig,
+    memory: &Mutex<Vec<u8>>,
+    log: &Mutex<Vec<Vec<u8>>>,
+) -> io::Result<()> {
     let mut acks = true;
     let mut running = false;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
+    // Misbehaving from now on, and the last reply (sent again, as bad, on `-`).
+    let mut hostile = None;
+    let mut last_reply = Vec::new();
+    // `D` was answered: the session ends.
+    let mut detached = false;
     loop {
         let n = stream.read(&mut chunk)?;
         if n == 0 {
@@ -209,6 +305,15 @@ fn serve(mut stream: TcpStream, mut config: StubConfig, memory: &Mutex<Vec<u8>>)
         }
         buf.extend_from_slice(&chunk[..n]);
         loop {
+            if hostile == Some(Hostile::BadChecksum) {
+                if let Some(at) = buf.iter().position(|&b| b == b'-') {
+                    if !buf[..at].contains(&b'$') {
+                        buf.drain(..=at);
+                        send_bad(&mut stream, &last_reply)?;
+                        continue;
+                    }
+                }
+            }
             // An interrupt, or anything at all while running, stops the program.
             let first = buf.iter().position(|&b| b == 0x03 || b == b'$');
             let Some(at) = first else {
@@ -254,12 +359,45 @@ fn serve(mut stream: TcpStream, mut config: StubConfig, memory: &Mutex<Vec<u8>>)
                 .ok()
                 .and_then(|s| u8::from_str_radix(s, 16).ok());
             buf.drain(..hash + 3);
+            if let Ok(mut log) = log.lock() {
+                log.push(body.clone());
+            }
+            if let Some((trigger, how)) = &config.hostile {
+                if hostile.is_none() && body.starts_with(trigger) {
+                    hostile = Some(*how);
+                }
+            }
+            match hostile {
+                Some(Hostile::Silent) => continue,
+                Some(Hostile::NoiseForAck) => {
+                    return flood(&mut stream, || b"x\x1b[2J~noise~".repeat(64));
+                }
+                _ => {}
+            }
             if acks {
                 if sum != Some(checksum(&body)) {
                     stream.write_all(b"-")?;
                     continue;
                 }
                 stream.write_all(b"+")?;
+            }
+            match hostile {
+                Some(Hostile::EndlessConsole) => {
+                    // "flightrec\n" in hex, as a target's printout.
+                    let packet = {
+                        let body = b"O666c696768747265630a";
+                        let mut p = vec![b'$'];
+                        p.extend_from_slice(body);
+                        p.extend_from_slice(format!("#{:02x}", checksum(body)).as_bytes());
+                        p
+                    };
+                    return flood(&mut stream, || packet.repeat(64));
+                }
+                Some(Hostile::EndlessReply) => {
+                    stream.write_all(b"$")?;
+                    return flood(&mut stream, || b"0123456789abcdef".repeat(256));
+                }
+                _ => {}
             }
             let mut mem = memory.lock().map_err(|_| io::Error::other("poisoned"))?;
             let range = |addr: u64, len: u64| -> Option<std::ops::Range<usize>> {
@@ -318,13 +456,31 @@ fn serve(mut stream: TcpStream, mut config: StubConfig, memory: &Mutex<Vec<u8>>)
                     continue;
                 }
                 Some(b'D') => {
-                    send(&mut stream, b"OK", false)?;
-                    return Ok(());
+                    detached = true;
+                    b"OK".to_vec()
                 }
                 _ => Vec::new(),
             };
             drop(mem);
-            send(&mut stream, &reply, config.rle)?;
+            match hostile {
+                Some(Hostile::BadChecksum) => {
+                    send_bad(&mut stream, &reply)?;
+                    last_reply = reply;
+                }
+                Some(Hostile::Trickle(delay)) => {
+                    let mut packet = vec![b'$'];
+                    packet.extend_from_slice(&reply);
+                    packet.extend_from_slice(format!("#{:02x}", checksum(&reply)).as_bytes());
+                    for b in packet {
+                        std::thread::sleep(delay);
+                        stream.write_all(&[b])?;
+                    }
+                }
+                _ => send(&mut stream, &reply, config.rle)?,
+            }
+            if detached {
+                return Ok(());
+            }
         }
     }
 }

@@ -21,6 +21,33 @@ const REPO_WIDTH: usize = 3;
 /// Separator between columns.
 const SEP: &[u8] = b" | ";
 
+/// Deepest region nesting a perf line is padded for: `(MAX_PAD_NESTING - 1) * 2`
+/// = 198 dots at most, whatever the nesting (its other columns unchanged).
+///
+/// Git has no limit of its own (its `nr_open_regions` is a C `int`), but git's
+/// code nests a few levels; without a cap, N regions left open make every later
+/// line N * 2 bytes longer: O(N²) output for N events. Every path that writes
+/// perf lines (`trace2 render`, `recv`'s compact events, the firmware) pads
+/// through [`write_line`], so the cap is this one.
+///
+/// ```
+/// use flightrec_core::trace2::{perf, Event, LineCtx};
+/// let ev = Event::Printf { msg: None };
+/// let mut buf = [0u8; 512];
+/// let deep = LineCtx { nesting: u32::MAX, ..LineCtx::new(b"sid", b"main") };
+/// let n = perf::write_line(true, &deep, &ev, &mut buf).unwrap();
+/// let dots = buf[..n].iter().filter(|&&b| b == b'.').count();
+/// assert_eq!(dots, (perf::MAX_PAD_NESTING as usize - 1) * 2 + 1); // and t_abs's point
+/// assert!(perf::is_pad_capped(u32::MAX) && !perf::is_pad_capped(perf::MAX_PAD_NESTING));
+/// ```
+pub const MAX_PAD_NESTING: u32 = 100;
+
+/// Whether a line at `nesting` is padded for fewer levels than it has (see
+/// [`MAX_PAD_NESTING`]). Example on [`MAX_PAD_NESTING`].
+pub const fn is_pad_capped(nesting: u32) -> bool {
+    nesting > MAX_PAD_NESTING
+}
+
 /// Formats `ev` as one perf-target line into `out` and returns its length.
 ///
 /// Returns `Ok(0)` for `too_many_files`, which only the event target writes.
@@ -78,7 +105,12 @@ pub fn write_line(brief: bool, ctx: &LineCtx<'_>, ev: &Event<'_>, out: &mut [u8]
     l.put(SEP)?;
     category(&mut l, ev)?;
     l.put(SEP)?;
-    let dots = (ctx.nesting.saturating_sub(1) as usize).saturating_mul(2);
+    let levels = if is_pad_capped(ctx.nesting) {
+        MAX_PAD_NESTING
+    } else {
+        ctx.nesting
+    };
+    let dots = (levels.saturating_sub(1) as usize) * 2;
     l.fill(b'.', dots)?;
     payload(&mut l, ev)?;
     if l.last() != Some(b'\n') {

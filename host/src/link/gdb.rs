@@ -11,10 +11,21 @@
 //! receives while running and answers with a stop reply, dropping the packet: the
 //! interrupt is the only way in.
 //!
+//! Nothing the server does keeps the client waiting past its timeout: each
+//! acknowledgement and each reply is awaited within one deadline, however the
+//! bytes trickle; a reply longer than [`MAX_PACKET`], 64 KiB of bytes that are
+//! neither an acknowledgement nor a packet, 1 MiB of console output (`O`
+//! packets) without a reply, and four bad checksums in a row are errors that say
+//! so, and a cancel flag ([`GdbClient::set_cancel`]) ends any wait within 20 ms.
+//! Diagnostics [`quote`] at most [`QUOTE_BYTES`] of what the server sent,
+//! escaped.
+//!
 //! Example on [`GdbClient`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why the target stopped (a stop reply), or that it is gone. Example on
@@ -96,8 +107,49 @@ pub fn checksum(body: &[u8]) -> u8 {
 /// Bytes of memory asked for in one `m` packet at most, whatever the server's
 /// packet size.
 const MAX_READ: usize = 4096;
-/// Times a packet is sent again after a `-`.
+/// Times a packet is sent again after a `-`, and replies with a bad checksum
+/// asked for again, before giving up.
 const RETRIES: u32 = 3;
+/// Longest packet body taken from the server (the reply to the largest `m` the
+/// client sends, 4 KiB, is 8 KiB of hex): a longer one is refused, not buffered.
+pub const MAX_PACKET: usize = 64 * 1024;
+/// Bytes that are neither an acknowledgement nor a packet taken while waiting
+/// for one, before giving up.
+const MAX_NOISE: usize = 64 * 1024;
+/// Bytes of console output (`O` packets) taken while waiting for one reply
+/// before giving up: a server relaying a chatty target still answers, one that
+/// only relays never ends the wait.
+const MAX_CONSOLE: usize = 1 << 20;
+/// How often a wait looks at its deadline and at the cancel flag.
+const SLICE: Duration = Duration::from_millis(20);
+/// Bytes of a reply quoted in a diagnostic at most.
+pub const QUOTE_BYTES: usize = 160;
+
+/// `bytes` for a diagnostic: at most [`QUOTE_BYTES`] of them, escaped (no
+/// control byte, no invalid UTF-8 reaches the terminal), in quotes, with the
+/// full length when it was cut.
+///
+/// ```
+/// use flightrec_host::link::gdb::quote;
+/// assert_eq!(quote(b"E01"), "\"E01\"");
+/// assert_eq!(quote(b"\x1b]0;title\x07\n"), "\"\\x1b]0;title\\x07\\n\"");
+/// let long = quote(&[b'a'; 200_000]);
+/// assert!(long.len() < 200 && long.ends_with("... (200000 bytes)"), "{long}");
+/// ```
+pub fn quote(bytes: &[u8]) -> String {
+    let shown = &bytes[..bytes.len().min(QUOTE_BYTES)];
+    let mut s = format!("\"{}\"", shown.escape_ascii());
+    if shown.len() < bytes.len() {
+        s.push_str(&format!("... ({} bytes)", bytes.len()));
+    }
+    s
+}
+
+/// Whether a reply is console output (`O` and hex: what a target printed, as
+/// OpenOCD and J-Link relay it), not an answer.
+fn is_console(reply: &[u8]) -> bool {
+    reply.first() == Some(&b'O') && reply != b"OK"
+}
 
 /// A connection to a GDB server.
 ///
@@ -128,6 +180,11 @@ pub struct GdbClient {
     /// How long to wait for a reply.
     timeout: Duration,
     address: String,
+    /// Set by another thread to end every wait at once (Ctrl-C).
+    cancel: Option<Arc<AtomicBool>>,
+    /// No wait lasts past this (the short time left to leave the target
+    /// running after a cancel), and how long that time was.
+    hard_deadline: Option<(Instant, Duration)>,
 }
 
 fn gone(address: &str) -> io::Error {
@@ -161,6 +218,8 @@ impl GdbClient {
                 Ok(stream) => {
                     stream.set_nodelay(true).map_err(named)?;
                     stream.set_read_timeout(Some(timeout)).map_err(named)?;
+                    // A server that stops reading cannot hold a send for ever.
+                    stream.set_write_timeout(Some(timeout)).map_err(named)?;
                     return Ok(GdbClient {
                         stream,
                         pending: Vec::new(),
@@ -168,6 +227,8 @@ impl GdbClient {
                         packet_size: 400,
                         timeout,
                         address: address.to_string(),
+                        cancel: None,
+                        hard_deadline: None,
                     });
                 }
                 Err(e) => last = e,
@@ -190,41 +251,111 @@ impl GdbClient {
         &self.address
     }
 
-    fn fill(&mut self) -> io::Result<()> {
+    /// Ends every wait of this client with an [`io::ErrorKind::Interrupted`]
+    /// error, within a few milliseconds, once `flag` is set (by a Ctrl-C
+    /// handler, another thread).
+    ///
+    /// ```
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use std::net::TcpListener;
+    /// use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+    /// use std::time::{Duration, Instant};
+    /// // A server that accepts and never answers.
+    /// let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let address = silent.local_addr().unwrap().to_string();
+    /// let mut gdb = GdbClient::connect(&address, Duration::from_secs(30)).unwrap();
+    /// let flag = Arc::new(AtomicBool::new(false));
+    /// gdb.set_cancel(Some(Arc::clone(&flag)));
+    /// let setter = std::thread::spawn(move || {
+    ///     std::thread::sleep(Duration::from_millis(100));
+    ///     flag.store(true, Ordering::Relaxed);
+    /// });
+    /// let started = Instant::now();
+    /// let err = gdb.handshake().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "{err}");
+    /// assert!(started.elapsed() < Duration::from_secs(1));
+    /// setter.join().unwrap();
+    /// ```
+    pub fn set_cancel(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.cancel = flag;
+    }
+
+    /// From now on, every wait ends by `budget` from now, and the cancel flag is
+    /// no longer looked at: the time to leave the target running after a
+    /// cancel.
+    pub fn wind_down(&mut self, budget: Duration) {
+        self.cancel = None;
+        self.hard_deadline = Some((Instant::now() + budget, budget));
+    }
+
+    fn deadline(&self) -> Instant {
+        let d = Instant::now() + self.timeout;
+        self.hard_deadline.map_or(d, |(h, _)| h.min(d))
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// Reads what the server sent next into `pending`, waiting until `deadline`
+    /// at most (in slices, so that a cancel is seen at once); `waiting_for` names
+    /// what a timeout was waiting for.
+    fn fill(&mut self, deadline: Instant, waiting_for: &str) -> io::Result<()> {
         let mut buf = [0u8; 16 * 1024];
-        match self.stream.read(&mut buf) {
-            Ok(0) => Err(gone(&self.address)),
-            Ok(n) => {
-                self.pending.extend_from_slice(&buf[..n]);
-                Ok(())
+        loop {
+            if self.cancelled() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    format!("{}: interrupted", self.address),
+                ));
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(io::Error::new(
+            let now = Instant::now();
+            if now >= deadline {
+                let within = match self.hard_deadline {
+                    Some((h, budget)) if h <= deadline => {
+                        format!("in the {:.1} s given to leave", budget.as_secs_f64())
+                    }
+                    _ => format!("in {:.1} s", self.timeout.as_secs_f64()),
+                };
+                return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "{}: no answer from the GDB server in {:.1} s",
-                        self.address,
-                        self.timeout.as_secs_f64()
+                        "{}: no {waiting_for} from the GDB server {within}",
+                        self.address
                     ),
-                ))
+                ));
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionReset
-                        | io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::BrokenPipe
-                ) =>
-            {
-                Err(gone(&self.address))
+            let slice = (deadline - now).clamp(Duration::from_millis(1), SLICE);
+            self.stream
+                .set_read_timeout(Some(slice))
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.address)))?;
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Err(gone(&self.address)),
+                Ok(n) => {
+                    self.pending.extend_from_slice(&buf[..n]);
+                    return Ok(());
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::BrokenPipe
+                    ) =>
+                {
+                    return Err(gone(&self.address))
+                }
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", self.address))),
             }
-            Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", self.address))),
         }
     }
 
@@ -241,26 +372,51 @@ impl GdbClient {
             {
                 Err(gone(&self.address))
             }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{}: the GDB server took nothing sent to it for {:.1} s",
+                        self.address,
+                        self.timeout.as_secs_f64()
+                    ),
+                ))
+            }
             Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", self.address))),
         }
     }
 
     /// Sends one packet; in acknowledged mode, waits for its `+` (sends it again on
-    /// `-`).
+    /// `-`), all within one timeout: bytes that are neither, however many and
+    /// however fast, do not keep the wait going.
     fn send_packet(&mut self, body: &[u8]) -> io::Result<()> {
         let mut packet = Vec::with_capacity(body.len() + 4);
         packet.push(b'$');
         packet.extend_from_slice(body);
         packet.push(b'#');
         packet.extend_from_slice(format!("{:02x}", checksum(body)).as_bytes());
+        let deadline = self.deadline();
+        // Bytes before the ack (a stray byte) are dropped; a sample is kept
+        // for the diagnostic.
+        let mut noise = 0usize;
+        let mut sample = Vec::new();
         for _ in 0..=RETRIES {
             self.send_raw(&packet)?;
             if !self.acks {
                 return Ok(());
             }
             loop {
-                if let Some(pos) = self.pending.iter().position(|&b| b == b'+' || b == b'-') {
-                    // Anything before the ack (a stray byte) is dropped with it.
+                let found = self.pending.iter().position(|&b| b == b'+' || b == b'-');
+                let skipped = found.unwrap_or(self.pending.len());
+                noise += skipped;
+                let room = QUOTE_BYTES.saturating_sub(sample.len()).min(skipped);
+                sample.extend_from_slice(&self.pending[..room]);
+                if let Some(pos) = found {
                     let ack = self.pending[pos];
                     self.pending.drain(..=pos);
                     if ack == b'+' {
@@ -269,13 +425,33 @@ impl GdbClient {
                     break;
                 }
                 self.pending.clear();
-                self.fill()?;
+                let noisy = |what: String| {
+                    format!(
+                        "{what} ({noise} bytes that are neither `+` nor `-` came instead: {})",
+                        quote(&sample)
+                    )
+                };
+                if noise > MAX_NOISE {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        noisy(format!(
+                            "{}: no acknowledgement of a packet from the GDB server",
+                            self.address
+                        )),
+                    ));
+                }
+                if let Err(e) = self.fill(deadline, "acknowledgement of a packet") {
+                    if noise > 0 && e.kind() == io::ErrorKind::TimedOut {
+                        return Err(io::Error::new(e.kind(), noisy(e.to_string())));
+                    }
+                    return Err(e);
+                }
             }
         }
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
-                "{}: the GDB server refused a packet {} times",
+                "{}: the GDB server refused a packet {} times (`-`: what it received had a bad checksum)",
                 self.address,
                 RETRIES + 1
             ),
@@ -283,26 +459,56 @@ impl GdbClient {
     }
 
     /// Receives one packet's body (checksum checked, run-length encoding expanded),
-    /// acknowledging it in acknowledged mode.
-    fn read_packet(&mut self) -> io::Result<Vec<u8>> {
-        let deadline = Instant::now() + self.timeout;
+    /// acknowledging it in acknowledged mode; waits until `deadline` at most. A
+    /// body longer than [`MAX_PACKET`], more than `MAX_NOISE` bytes outside
+    /// packets, and more than `RETRIES + 1` bad checksums in a row are errors
+    /// that say so.
+    fn read_packet(&mut self, deadline: Instant) -> io::Result<Vec<u8>> {
+        let mut noise = 0usize;
+        let mut bad: u32 = 0;
+        let mut last_bad = String::new();
         loop {
-            if let Some(start) = self.pending.iter().position(|&b| b == b'$') {
-                if let Some(hash) = self.pending[start..].iter().position(|&b| b == b'#') {
-                    let hash = start + hash;
-                    if self.pending.len() >= hash + 3 {
-                        let body = self.pending[start + 1..hash].to_vec();
-                        let sum = hex_byte(&self.pending[hash + 1..hash + 3]);
+            match self.pending.iter().position(|&b| b == b'$') {
+                Some(start) => {
+                    noise += start;
+                    self.pending.drain(..start);
+                    let hash = self.pending.iter().position(|&b| b == b'#');
+                    let body_len = hash.unwrap_or(self.pending.len()).saturating_sub(1);
+                    if body_len > MAX_PACKET {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "{}: a reply longer than {MAX_PACKET} bytes from the GDB server: {}",
+                                self.address,
+                                quote(&self.pending[1..])
+                            ),
+                        ));
+                    }
+                    if let Some(hash) = hash.filter(|&h| self.pending.len() >= h + 3) {
+                        let body = self.pending[1..hash].to_vec();
+                        let sent = self.pending[hash + 1..hash + 3].to_vec();
                         self.pending.drain(..hash + 3);
-                        if sum != Some(checksum(&body)) {
-                            if self.acks {
-                                self.send_raw(b"-")?;
-                                continue;
+                        let sum = checksum(&body);
+                        if hex_byte(&sent) != Some(sum) {
+                            bad += 1;
+                            last_bad = format!(
+                                "checksum {} where its body sums to {sum:02x}: {}",
+                                quote(&sent),
+                                quote(&body)
+                            );
+                            if !self.acks || bad > RETRIES {
+                                let what = if bad == 1 {
+                                    format!("a reply with a bad checksum from the GDB server ({last_bad})")
+                                } else {
+                                    format!("{bad} replies in a row with a bad checksum from the GDB server (the last: {last_bad})")
+                                };
+                                return Err(io::Error::new(
+                                    io::ErrorKind::InvalidData,
+                                    format!("{}: {what}", self.address),
+                                ));
                             }
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                format!("{}: a reply with a bad checksum", self.address),
-                            ));
+                            self.send_raw(b"-")?;
+                            continue;
                         }
                         if self.acks {
                             self.send_raw(b"+")?;
@@ -310,17 +516,65 @@ impl GdbClient {
                         return Ok(expand_rle(&body));
                     }
                 }
-            } else {
-                // Acks and noise before a packet.
-                self.pending.clear();
+                None => {
+                    // Acks and noise before a packet.
+                    noise += self.pending.len();
+                    self.pending.clear();
+                }
             }
-            if Instant::now() > deadline {
+            if noise > MAX_NOISE {
                 return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("{}: no complete reply from the GDB server", self.address),
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: {noise} bytes from the GDB server that are not a packet, and no reply",
+                        self.address
+                    ),
                 ));
             }
-            self.fill()?;
+            if let Err(e) = self.fill(deadline, "reply") {
+                if bad > 0 && e.kind() == io::ErrorKind::TimedOut {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{}: a reply with a bad checksum ({last_bad}), and no good one in {:.1} s",
+                            self.address,
+                            self.timeout.as_secs_f64()
+                        ),
+                    ));
+                }
+                return Err(e);
+            }
+        }
+    }
+
+    /// Reads replies until one that is not console output (`O`), within one
+    /// timeout and at most `MAX_CONSOLE` bytes of console output.
+    fn read_reply(&mut self, deadline: Instant) -> io::Result<Vec<u8>> {
+        let mut console = 0usize;
+        loop {
+            let reply = match self.read_packet(deadline) {
+                Ok(r) => r,
+                Err(e) if console > 0 && e.kind() == io::ErrorKind::TimedOut => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("{e} (only {console} bytes of console output, `O` packets)"),
+                    ))
+                }
+                Err(e) => return Err(e),
+            };
+            if !is_console(&reply) {
+                return Ok(reply);
+            }
+            console += reply.len();
+            if console > MAX_CONSOLE {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: more than {MAX_CONSOLE} bytes of console output (`O` packets) from the GDB server, and no reply",
+                        self.address
+                    ),
+                ));
+            }
         }
     }
 
@@ -337,13 +591,8 @@ impl GdbClient {
     /// ```
     pub fn request(&mut self, body: &[u8]) -> io::Result<Vec<u8>> {
         self.send_packet(body)?;
-        loop {
-            let reply = self.read_packet()?;
-            if reply.first() == Some(&b'O') && reply != b"OK" {
-                continue;
-            }
-            return Ok(reply);
-        }
+        let deadline = self.deadline();
+        self.read_reply(deadline)
     }
 
     /// Starts a session: `qSupported` (taking the server's packet size), no-ack
@@ -372,9 +621,9 @@ impl GdbClient {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
-                "{}: unexpected reply to {what}: {:?}",
+                "{}: unexpected reply to {what}: {}",
                 self.address,
-                String::from_utf8_lossy(reply)
+                quote(reply)
             ),
         )
     }
@@ -383,7 +632,7 @@ impl GdbClient {
     /// the server's packet size needs. Example on [`GdbClient`].
     pub fn read_memory(&mut self, address: u64, len: usize) -> io::Result<Vec<u8>> {
         let chunk = ((self.packet_size.saturating_sub(8)) / 2).clamp(16, MAX_READ);
-        let mut out = Vec::with_capacity(len);
+        let mut out = Vec::with_capacity(len.min(1 << 20));
         while out.len() < len {
             let n = chunk.min(len - out.len());
             let at = address + out.len() as u64;
@@ -395,7 +644,7 @@ impl GdbClient {
                     if reply.is_empty() {
                         "not supported".to_string()
                     } else {
-                        String::from_utf8_lossy(&reply).into_owned()
+                        quote(&reply)
                     }
                 )));
             }
@@ -423,7 +672,7 @@ impl GdbClient {
                     "{}: cannot write {} bytes at {at:#x}: {}",
                     self.address,
                     part.len(),
-                    String::from_utf8_lossy(&reply)
+                    quote(&reply)
                 )));
             }
         }
@@ -452,7 +701,8 @@ impl GdbClient {
         if !self.pending.contains(&b'#') {
             return Ok(None);
         }
-        let reply = self.read_packet()?;
+        let deadline = self.deadline();
+        let reply = self.read_reply(deadline)?;
         Ok(Stop::parse(&reply))
     }
 
@@ -464,16 +714,9 @@ impl GdbClient {
             return Ok(stop);
         }
         self.send_raw(&[0x03])?;
-        loop {
-            let reply = self.read_packet()?;
-            if let Some(stop) = Stop::parse(&reply) {
-                return Ok(stop);
-            }
-            if reply.first() == Some(&b'O') {
-                continue;
-            }
-            return Err(self.unexpected("an interrupt", &reply));
-        }
+        let deadline = self.deadline();
+        let reply = self.read_reply(deadline)?;
+        Stop::parse(&reply).ok_or_else(|| self.unexpected("an interrupt", &reply))
     }
 
     /// Leaves the target running and ends the session (`D`). Example on
@@ -485,6 +728,34 @@ impl GdbClient {
         } else {
             Err(self.unexpected("D", &reply))
         }
+    }
+
+    /// Detaches from a connection in an unknown state (a wait was cut short by a
+    /// cancel): sends `D` and takes the first `OK` among the replies, skipping
+    /// the late replies of the cut request; a stop reply (the target was running
+    /// and `D` stopped it, as QEMU does) gets `D` again. Each wait is bounded by
+    /// the timeout and [`wind_down`](Self::wind_down).
+    pub fn detach_any(&mut self) -> io::Result<()> {
+        let deadline = self.deadline();
+        for _ in 0..2 {
+            self.send_packet(b"D")?;
+            loop {
+                let reply = self.read_reply(deadline)?;
+                if reply == b"OK" || reply.is_empty() {
+                    return Ok(());
+                }
+                if Stop::parse(&reply).is_some_and(|s| !s.is_gone()) {
+                    break;
+                }
+                if Stop::parse(&reply).is_some() {
+                    return Ok(());
+                }
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: the GDB server did not take `D` (detach)", self.address),
+        ))
     }
 }
 

@@ -2,7 +2,12 @@
 //! it carries with a [`Collector`].
 //!
 //! A reader thread moves bytes from the input to the decoding loop, which checks
-//! for Ctrl-C and the idle timeout between chunks. The queue between them holds
+//! for Ctrl-C (every 50 ms) and the idle timeout between chunks. A GDB reader
+//! is told to stop and given `READER_GRACE` to hand on what it still holds, leave
+//! the target running and say how it ended (an error then is the run's error);
+//! one that takes longer is left behind, so that a run always ends within a
+//! second of Ctrl-C. The idle timeout counts from the moment the GDB reader is
+//! attached: a connection that fails fails as it does without one. The queue between them holds
 //! at most 16 chunks (`QUEUE_CHUNKS`): an input faster than the decoder (a file,
 //! `/dev/zero`) waits for it instead of filling memory. A serial device that fails or
 //! disappears is reopened (by path) until it is back: the partial frame it was in is
@@ -84,6 +89,13 @@ pub enum Input {
 /// decoder: 1 MiB at most.
 const QUEUE_CHUNKS: usize = 16;
 
+/// How often the decoding loop looks at Ctrl-C and the idle timeout.
+const TICK: Duration = Duration::from_millis(50);
+
+/// How long a GDB reader that was told to stop has to hand on its last bytes,
+/// leave the target running and end (its own wind-down takes 400 ms at most).
+const READER_GRACE: Duration = Duration::from_millis(700);
+
 /// Largest [`RecvOptions::max_payload`] accepted (64 MiB): the decoder's frame
 /// buffer is allocated at this size, so a larger setting is refused.
 ///
@@ -133,6 +145,8 @@ pub struct RecvReport {
 }
 
 enum Msg {
+    /// The input is there (a GDB reader attached): the idle timeout runs from now.
+    Ready,
     Data(Vec<u8>),
     /// The device went away: what was half-received is lost.
     Gone(String),
@@ -275,12 +289,12 @@ fn spawn_reader(
             let g = g.clone();
             let done = Arc::clone(done);
             let thread = std::thread::spawn(move || {
-                let keep_going = || !done.load(Ordering::Relaxed);
                 let mut sink = |ev| match ev {
+                    StreamEvent::Ready => tx.send(Msg::Ready).is_ok(),
                     StreamEvent::Data(bytes) => tx.send(Msg::Data(bytes)).is_ok(),
                     StreamEvent::Note(note) => tx.send(Msg::Note(note)).is_ok(),
                 };
-                let m = match super::rtt::stream(&g, &keep_going, &mut sink) {
+                let m = match super::rtt::stream(&g, &done, &mut sink) {
                     Ok(()) => Msg::End,
                     Err(e) => Msg::Failed(e),
                 };
@@ -355,25 +369,19 @@ pub fn run(
     let mut buf = vec![0u8; FrameEncoder::max_encoded_len(opts.max_payload)];
     let mut dec = FrameDecoder::new(&mut buf);
     let mut report = RecvReport::default();
+    // A GDB input is there once attached; the others at once.
+    let mut ready = reader.is_none();
     let mut last_data = Instant::now();
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            report.interrupted = true;
-            break;
-        }
-        let msg = match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => {
-                if opts.idle_timeout.is_some_and(|t| last_data.elapsed() >= t) {
-                    break;
-                }
-                continue;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
+    // The reader said how it ended (or went away).
+    let mut ended = false;
+    let mut failure = None;
+    let take = |msg: Msg,
+                dec: &mut FrameDecoder<'_>,
+                report: &mut RecvReport,
+                collector: &mut Collector|
+     -> io::Result<()> {
         match msg {
             Msg::Data(bytes) => {
-                last_data = Instant::now();
                 report.bytes_read += bytes.len() as u64;
                 let mut rest = &bytes[..];
                 while !rest.is_empty() {
@@ -390,25 +398,85 @@ pub fn run(
                 dec.finish();
                 progress.note(&note);
             }
-            Msg::Back => {
-                last_data = Instant::now();
-                progress.note("device is back");
-            }
+            Msg::Back => progress.note("device is back"),
             Msg::Note(note) => progress.note(&note),
-            Msg::End => break,
-            Msg::Failed(e) => {
-                progress.finish();
-                return Err(e);
-            }
+            Msg::Ready | Msg::End | Msg::Failed(_) => {}
         }
+        Ok(())
+    };
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            report.interrupted = true;
+            break;
+        }
+        let msg = match rx.recv_timeout(TICK) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                if ready && opts.idle_timeout.is_some_and(|t| last_data.elapsed() >= t) {
+                    break;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                ended = true;
+                break;
+            }
+        };
+        match msg {
+            Msg::Ready => {
+                ready = true;
+                last_data = Instant::now();
+            }
+            Msg::Data(_) | Msg::Back => last_data = Instant::now(),
+            Msg::End => {
+                ended = true;
+                break;
+            }
+            Msg::Failed(e) => {
+                ended = true;
+                failure = Some(e);
+                break;
+            }
+            Msg::Gone(_) | Msg::Note(_) => {}
+        }
+        take(msg, &mut dec, &mut report, collector)?;
     }
     done.store(true, Ordering::Relaxed);
-    drop(rx);
     if let Some(thread) = reader {
-        let _ = thread.join();
+        // The GDB reader's last bytes and how it ended, within the grace.
+        let grace = Instant::now() + READER_GRACE;
+        while !ended {
+            let left = grace.saturating_duration_since(Instant::now());
+            let msg = match rx.recv_timeout(left) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    progress
+                        .note("the GDB reader did not stop in time: the target may be left halted");
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            match msg {
+                Msg::End => ended = true,
+                Msg::Failed(e) => {
+                    ended = true;
+                    failure = Some(e);
+                }
+                other => take(other, &mut dec, &mut report, collector)?,
+            }
+        }
+        drop(rx);
+        if ended || thread.is_finished() {
+            let _ = thread.join();
+        }
     }
     dec.finish();
     progress.finish();
+    if let Some(e) = failure {
+        // What was received is written; the error is the run's.
+        let _ = collector.finish();
+        return Err(e);
+    }
     collector.finish()?;
     report.link = dec.stats();
     Ok(report)

@@ -17,6 +17,8 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::link::gdb::{GdbClient, Stop};
@@ -35,6 +37,26 @@ pub const SYMBOL: &str = "_SEGGER_RTT";
 /// assert_eq!(flightrec_host::link::rtt::ID, b"SEGGER RTT");
 /// ```
 pub const ID: &[u8; 10] = b"SEGGER RTT";
+
+/// Largest up-channel read (1 GiB, the largest buffer `flightrec-core`'s
+/// `FLIGHTREC_RTT_BUFFER_SIZE` builds): a control block claiming more is refused,
+/// not read.
+///
+/// ```
+/// assert_eq!(flightrec_host::link::rtt::MAX_CHANNEL_SIZE, 1 << 30);
+/// ```
+pub const MAX_CHANNEL_SIZE: u64 = 1 << 30;
+
+/// Bytes read from the channel in one poll at most (the target stays halted
+/// while they are read); the rest waits for the next poll.
+///
+/// ```
+/// assert_eq!(flightrec_host::link::rtt::MAX_POLL_BYTES, 64 * 1024);
+/// ```
+pub const MAX_POLL_BYTES: u64 = 64 * 1024;
+
+/// How long a cancelled reader takes at most to leave the target running.
+const WIND_DOWN: Duration = Duration::from_millis(400);
 
 /// A symbol's value and size from an ELF symbol table. Example on
 /// [`find_symbol`].
@@ -105,6 +127,47 @@ impl Layout {
 /// assert!(find_symbol(b"not an elf", "x").is_err());
 /// ```
 pub fn find_symbol(image: &[u8], name: &str) -> Result<(Option<Symbol>, Layout), String> {
+    let mut found = None;
+    let layout = each_symbol(image, &mut |sym_name, sym| {
+        if sym_name == name.as_bytes() {
+            found = Some(sym);
+            return false;
+        }
+        true
+    })?;
+    Ok((found, layout))
+}
+
+/// The symbol of the ELF `image` (with a size) whose bytes hold `address`, if
+/// any: where the up-channel's buffer lives, which bounds its size.
+///
+/// ```
+/// use flightrec_host::link::rtt::{symbol_at, Symbol};
+/// use flightrec_testkit::target_image::elf_with_symbol;
+/// let elf = elf_with_symbol("rtt_buffer", 0x2000_0100, 1024);
+/// let buffer = Symbol { address: 0x2000_0100, size: 1024 };
+/// assert_eq!(symbol_at(&elf, 0x2000_0100).unwrap(), Some(buffer));
+/// assert_eq!(symbol_at(&elf, 0x2000_04ff).unwrap(), Some(buffer));
+/// assert_eq!(symbol_at(&elf, 0x2000_0500).unwrap(), None);
+/// ```
+pub fn symbol_at(image: &[u8], address: u64) -> Result<Option<Symbol>, String> {
+    let mut found = None;
+    each_symbol(image, &mut |_, sym| {
+        let holds = sym.size > 0 && address >= sym.address && address - sym.address < sym.size;
+        if holds {
+            found = Some(sym);
+        }
+        !holds
+    })?;
+    Ok(found)
+}
+
+/// Calls `visit` with each symbol's name and value of the ELF `image` until it
+/// returns `false`; returns the image's layout.
+fn each_symbol(
+    image: &[u8],
+    visit: &mut dyn FnMut(&[u8], Symbol) -> bool,
+) -> Result<Layout, String> {
     if !image.starts_with(b"\x7fELF") {
         return Err("not an ELF file".into());
     }
@@ -171,23 +234,24 @@ pub fn find_symbol(image: &[u8], name: &str) -> Result<(Option<Symbol>, Layout),
             sym_size
         };
         let (value_at, size_field_at) = if wide { (8, 16) } else { (4, 8) };
+        let end = offset.checked_add(size).ok_or_else(bad)?;
         let mut at = offset;
-        while at + sym_size <= offset + size {
+        while at.checked_add(sym_size).is_some_and(|e| e <= end) {
             let name_off = field(at, 4).ok_or_else(bad)?;
-            let matches = usize::try_from(name_off)
+            let sym_name = usize::try_from(name_off)
                 .ok()
                 .and_then(|o| strings.get(o..))
                 .and_then(|s| s.split(|&b| b == 0).next())
-                .is_some_and(|s| s == name.as_bytes());
-            if matches {
-                let address = field(at + value_at, word).ok_or_else(bad)?;
-                let size = field(at + size_field_at, word).ok_or_else(bad)?;
-                return Ok((Some(Symbol { address, size }), layout));
+                .unwrap_or_default();
+            let address = field(at + value_at, word).ok_or_else(bad)?;
+            let size = field(at + size_field_at, word).ok_or_else(bad)?;
+            if !visit(sym_name, Symbol { address, size }) {
+                return Ok(layout);
             }
             at += sym_size;
         }
     }
-    Ok((None, layout))
+    Ok(layout)
 }
 
 /// Where `recv --gdb` reads from. Example on [`new`](GdbSettings::new).
@@ -252,6 +316,27 @@ impl GdbSettings {
                 format!("{name}: {e}"),
             )),
         }
+    }
+}
+
+impl GdbSettings {
+    /// The ELF's symbol (with a size) that holds `address`, if any.
+    ///
+    /// ```
+    /// use flightrec_host::link::rtt::{GdbSettings, Symbol};
+    /// use flightrec_testkit::target_image::elf_with_symbol;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let elf = dir.path().join("fw.elf");
+    /// std::fs::write(&elf, elf_with_symbol("buf", 0x100, 16)).unwrap();
+    /// let s = GdbSettings::new("localhost:1234", &elf);
+    /// assert_eq!(s.symbol_at(0x108).unwrap(), Some(Symbol { address: 0x100, size: 16 }));
+    /// ```
+    pub fn symbol_at(&self, address: u64) -> io::Result<Option<Symbol>> {
+        let name = self.elf.display();
+        let file = TraceFile::open(&self.elf)
+            .map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?;
+        symbol_at(file.bytes(), address)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{name}: {e}")))
     }
 }
 
@@ -333,10 +418,45 @@ impl RttReader {
         layout: Layout,
         timeout: Duration,
     ) -> io::Result<RttReader> {
+        Self::attach_until(address, symbol, layout, timeout, None)
+    }
+
+    /// [`attach`](Self::attach), ended at once with an
+    /// [`io::ErrorKind::Interrupted`] error when `cancel` is set (by a Ctrl-C
+    /// handler); every later wait of the reader is too.
+    ///
+    /// ```
+    /// use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
+    /// use std::sync::{atomic::AtomicBool, Arc};
+    /// use std::time::Duration;
+    /// // Nothing listens on port 1: the reader would wait 30 s for a server...
+    /// let sym = Symbol { address: 0x2000_0000, size: 0 };
+    /// let layout = Layout { pointer_size: 4, big_endian: false };
+    /// let cancel = Arc::new(AtomicBool::new(true)); // ...but is cancelled
+    /// let err = RttReader::attach_until("127.0.0.1:1", sym, layout, Duration::from_secs(30), Some(cancel)).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+    /// ```
+    pub fn attach_until(
+        address: &str,
+        symbol: Symbol,
+        layout: Layout,
+        timeout: Duration,
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> io::Result<RttReader> {
         let deadline = Instant::now() + timeout;
+        let cancelled = || cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+        let interrupted = || {
+            io::Error::new(
+                io::ErrorKind::Interrupted,
+                format!("{address}: interrupted while connecting"),
+            )
+        };
         // A server that is not listening yet (a debugger started at the same
         // time) is waited for.
         let mut gdb = loop {
+            if cancelled() {
+                return Err(interrupted());
+            }
             match GdbClient::connect(address, timeout.max(Duration::from_secs(1))) {
                 Ok(gdb) => break gdb,
                 Err(e)
@@ -348,6 +468,7 @@ impl RttReader {
                 Err(e) => return Err(e),
             }
         };
+        gdb.set_cancel(cancel.clone());
         let stop = gdb.handshake()?;
         if stop.is_gone() {
             return Err(gone_error(address, stop));
@@ -376,13 +497,41 @@ impl RttReader {
                     buffer,
                     size,
                 };
-                return Ok(RttReader {
+                let mut reader = RttReader {
                     gdb,
                     layout,
                     channel,
                     halted: true,
                     bytes: 0,
-                });
+                };
+                let mut room = MAX_CHANNEL_SIZE;
+                let mut why = format!("the most a channel can have, {MAX_CHANNEL_SIZE}");
+                let space = 1u128 << (8 * layout.pointer_size);
+                let left = u64::try_from(space - u128::from(buffer)).unwrap_or(u64::MAX);
+                if left < room {
+                    room = left;
+                    why = format!(
+                        "the end of the {}-bit address space",
+                        8 * layout.pointer_size
+                    );
+                }
+                // A buffer inside the control block's symbol (flightrec's own
+                // layout) ends where the symbol ends.
+                if symbol.size > 0
+                    && buffer >= symbol.address
+                    && buffer - symbol.address < symbol.size
+                {
+                    let left = symbol.size - (buffer - symbol.address);
+                    if left < room {
+                        room = left;
+                        why = format!(
+                            "what the ELF's {SYMBOL} ({} bytes) holds after the buffer's start",
+                            symbol.size
+                        );
+                    }
+                }
+                reader.refuse_beyond(room, &why)?;
+                return Ok(reader);
             }
             if Instant::now() >= deadline {
                 let _ = gdb.detach();
@@ -397,13 +546,68 @@ impl RttReader {
             }
             // Not ready yet: let the firmware run on a little.
             gdb.resume()?;
-            std::thread::sleep(pause);
+            let wake = Instant::now() + pause;
+            while Instant::now() < wake {
+                if cancelled() {
+                    let mut reader = RttReader {
+                        gdb,
+                        layout,
+                        channel: Channel {
+                            offsets: 0,
+                            buffer: 0,
+                            size: 0,
+                        },
+                        halted: false,
+                        bytes: 0,
+                    };
+                    let _ = reader.release();
+                    return Err(interrupted());
+                }
+                std::thread::sleep(Duration::from_millis(5).min(pause));
+            }
             pause = (pause * 2).min(Duration::from_millis(50));
             let stop = gdb.interrupt()?;
             if stop.is_gone() {
                 return Err(gone_error(address, stop));
             }
         }
+    }
+
+    /// Refuses a channel whose size is more than `room` bytes (`why` says what
+    /// bounds it), before anything of it is read.
+    ///
+    /// ```
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
+    /// use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
+    /// use flightrec_testkit::target_image::{control_block_image, Layout as ImageLayout};
+    /// use std::time::Duration;
+    /// let layout = Layout { pointer_size: 4, big_endian: false };
+    /// let ram = control_block_image(0x2000_0000, 64, ImageLayout { pointer_size: 4, big_endian: false });
+    /// let stub = MemoryStub::spawn(0x2000_0000, ram).unwrap();
+    /// let symbol = Symbol { address: 0x2000_0000, size: 0 };
+    /// let mut rtt = RttReader::attach(&stub.address(), symbol, layout, Duration::from_secs(5)).unwrap();
+    /// rtt.refuse_beyond(64, "the buffer's symbol").unwrap();
+    /// let err = rtt.refuse_beyond(32, "the buffer's symbol").unwrap_err();
+    /// assert!(err.to_string().contains("claims an up-channel of 64 bytes, more than 32 (the buffer's symbol)"), "{err}");
+    /// ```
+    pub fn refuse_beyond(&mut self, room: u64, why: &str) -> io::Result<()> {
+        if self.channel.size <= room {
+            return Ok(());
+        }
+        let err = io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: the RTT control block claims an up-channel of {} bytes, more than {room} ({why}); not reading it (is the ELF the one running?)",
+                self.gdb.address(),
+                self.channel.size
+            ),
+        );
+        Err(err)
+    }
+
+    /// The address of the up-channel's buffer (the control block's word).
+    pub fn buffer_address(&self) -> u64 {
+        self.channel.buffer
     }
 
     /// Bytes read so far.
@@ -451,21 +655,20 @@ impl RttReader {
         }
         let before = out.len();
         if write != read {
-            if write > read {
-                out.extend(
-                    self.gdb
-                        .read_memory(ch.buffer + read, (write - read) as usize)?,
-                );
+            // What is waiting, at most MAX_POLL_BYTES of it: the rest is read
+            // at the next poll.
+            let waiting = if write > read {
+                write - read
             } else {
-                out.extend(
-                    self.gdb
-                        .read_memory(ch.buffer + read, (ch.size - read) as usize)?,
-                );
-                if write > 0 {
-                    out.extend(self.gdb.read_memory(ch.buffer, write as usize)?);
-                }
+                ch.size - read + write
+            };
+            let take = waiting.min(MAX_POLL_BYTES);
+            let first = take.min(ch.size - read);
+            out.extend(self.gdb.read_memory(ch.buffer + read, first as usize)?);
+            if take > first {
+                out.extend(self.gdb.read_memory(ch.buffer, (take - first) as usize)?);
             }
-            let new_read = u32::try_from(write).unwrap_or(0);
+            let new_read = u32::try_from((read + take) % ch.size).unwrap_or(0);
             self.gdb
                 .write_memory(ch.offsets + 4, &self.layout.u32_bytes(new_read))?;
         }
@@ -474,6 +677,23 @@ impl RttReader {
         self.gdb.resume()?;
         self.halted = false;
         Ok(Poll::Data(n))
+    }
+
+    /// After a cancel: leaves the target running within a short time whatever
+    /// state the connection was left in (a wait cut short), then ends the
+    /// session.
+    fn release(&mut self) -> io::Result<()> {
+        self.gdb.wind_down(WIND_DOWN);
+        if !self.halted {
+            match self.gdb.interrupt() {
+                Ok(stop) if stop.is_gone() => return Ok(()),
+                Ok(_) => self.halted = true,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                // Perhaps a late reply in the way: `D` still has its chance.
+                Err(_) => {}
+            }
+        }
+        self.gdb.detach_any()
     }
 
     /// Ends the session, leaving the target running. Example on
@@ -514,21 +734,30 @@ pub fn describe_gone(stop: Stop) -> String {
 /// What [`stream`] hands on. Example on [`stream`].
 #[derive(Debug)]
 pub enum StreamEvent {
+    /// Connected, the control block found: reading starts.
+    Ready,
     /// Bytes of the link.
     Data(Vec<u8>),
     /// Something to tell the user (the target went away: the end of the input).
     Note(String),
 }
 
-/// Reads the RTT channel until the target is gone, `keep_going` returns `false`
-/// (checked between polls) or an error; each chunk goes to `sink`, which returns
-/// `false` to stop. The target is left running at the end (detached) when it is
-/// still there. A connection the server closes counts as the target gone.
+/// Reads the RTT channel until the target is gone, `cancel` is set (looked at
+/// in every wait: the reader stops within milliseconds, in any state) or an
+/// error; each chunk goes to `sink`, which returns `false` to stop. The target
+/// is left running at the end (detached) when it is still there. A connection
+/// the server closes counts as the target gone.
+///
+/// The channel's size is checked before anything is read: at most
+/// [`MAX_CHANNEL_SIZE`], inside the address space, and inside the ELF symbol
+/// that holds its buffer (the control block `_SEGGER_RTT` itself for
+/// flightrec's layout, another static for others) when the ELF gives its size.
 ///
 /// ```
 /// use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
 /// use flightrec_host::link::rtt::{stream, GdbSettings, StreamEvent};
 /// use flightrec_testkit::target_image::{control_block_image, elf_with_symbol, Layout};
+/// use std::sync::{atomic::AtomicBool, Arc};
 /// use std::time::Duration;
 ///
 /// // A program that writes one byte per run into the channel, then exits.
@@ -551,10 +780,12 @@ pub enum StreamEvent {
 ///
 /// let mut got = Vec::new();
 /// let mut notes = Vec::new();
-/// stream(&settings, &|| true, &mut |ev| {
+/// let cancel = Arc::new(AtomicBool::new(false));
+/// stream(&settings, &cancel, &mut |ev| {
 ///     match ev {
 ///         StreamEvent::Data(d) => got.extend(d),
 ///         StreamEvent::Note(n) => notes.push(n),
+///         StreamEvent::Ready => {}
 ///     }
 ///     true
 /// }).unwrap();
@@ -563,13 +794,49 @@ pub enum StreamEvent {
 /// ```
 pub fn stream(
     settings: &GdbSettings,
-    keep_going: &dyn Fn() -> bool,
+    cancel: &Arc<AtomicBool>,
     sink: &mut dyn FnMut(StreamEvent) -> bool,
 ) -> io::Result<()> {
+    let cancelled = || cancel.load(Ordering::Relaxed);
     let (symbol, layout) = settings.control_block()?;
-    let mut reader = RttReader::attach(&settings.address, symbol, layout, settings.attach_timeout)?;
+    let attached = RttReader::attach_until(
+        &settings.address,
+        symbol,
+        layout,
+        settings.attach_timeout,
+        Some(Arc::clone(cancel)),
+    );
+    let mut reader = match attached {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted && cancelled() => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // A buffer outside the control block: the ELF symbol that holds it bounds
+    // it.
+    let buffer = reader.buffer_address();
+    let inside =
+        symbol.size > 0 && buffer >= symbol.address && buffer - symbol.address < symbol.size;
+    if !inside {
+        if let Some(sym) = settings.symbol_at(buffer)? {
+            let room = sym.size - (buffer - sym.address);
+            let why = format!(
+                "what the ELF's symbol at {:#x} ({} bytes) holds after the buffer's start",
+                sym.address, sym.size
+            );
+            if let Err(e) = reader.refuse_beyond(room, &why) {
+                let _ = reader.detach();
+                return Err(e);
+            }
+        }
+    }
+    if !sink(StreamEvent::Ready) {
+        return finish(reader, false);
+    }
     let mut pause = settings.poll_interval;
     loop {
+        if cancelled() {
+            return finish(reader, true);
+        }
         let mut data = Vec::new();
         let polled = reader.poll(&mut data);
         let gone = |what: String| sink_note(&settings.address, what);
@@ -595,19 +862,34 @@ pub fn stream(
                 ));
                 return Ok(());
             }
+            // Cut short by the cancel (what was read before is handed on).
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && cancelled() => {
+                return finish(reader, true);
+            }
             Err(e) => return Err(e),
-        }
-        if !keep_going() {
-            break;
         }
         if !pause.is_zero() {
             std::thread::sleep(pause);
         }
     }
-    match reader.detach() {
+    finish(reader, false)
+}
+
+/// Leaves the target running and ends the session (quickly and whatever state
+/// it is in, after a cancel).
+fn finish(mut reader: RttReader, cancelled: bool) -> io::Result<()> {
+    let done = if cancelled {
+        reader.release()
+    } else {
+        reader.detach()
+    };
+    match done {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(()),
-        Err(e) => Err(e),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("{e} (leaving the target: it may still be halted)"),
+        )),
     }
 }
 

@@ -42,7 +42,8 @@ use std::path::Path;
 
 use flightrec_core::link::trace2::{parse, Str, Trace2, SECTION};
 use flightrec_core::names::elf::{find_section, is_elf};
-use flightrec_core::trace2::{Args, Event, Format, LineCtx, Micros, Msg, RegionStack};
+use flightrec_core::trace2::perf::is_pad_capped;
+use flightrec_core::trace2::{Args, Event, Format, LineCtx, Micros, Msg, RegionStack, Target};
 
 use crate::names::elf::section_addr;
 use crate::read::file::TraceFile;
@@ -182,6 +183,10 @@ pub struct Trace2LinkStats {
     pub unbalanced: u64,
     /// Events written with an id the ELF does not name (as `#<id>`).
     pub unknown_strings: u64,
+    /// Perf lines nested deeper than
+    /// [`MAX_PAD_NESTING`](flightrec_core::trace2::perf::MAX_PAD_NESTING) levels,
+    /// padded for that many (as `trace2 render` pads them).
+    pub pad_capped: u64,
 }
 
 impl Trace2LinkStats {
@@ -380,6 +385,9 @@ impl Trace2Renderer {
                     out.extend_from_slice(&self.line[..n]);
                     if n > 0 {
                         self.stats.lines += 1;
+                        if self.format.target == Target::Perf && is_pad_capped(nesting) {
+                            self.stats.pad_capped += 1;
+                        }
                     }
                     return n;
                 }
