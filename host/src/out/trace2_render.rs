@@ -108,7 +108,7 @@ pub struct RenderReport {
 /// assert_eq!(payload, format!("{}label:deep\n", ".".repeat((MAX_PAD_NESTING as usize - 1) * 2)));
 /// assert!(String::from_utf8(diag).unwrap().starts_with("line 1: warning: region nesting 100000000 "));
 /// ```
-pub const MAX_PAD_NESTING: u32 = 100;
+pub use flightrec_core::trace2::perf::MAX_PAD_NESTING;
 
 /// Reads Trace2 JSON lines from `input`, writes them in `opts`' format to `output`
 /// and reports every line it cannot convert on `diag` as `line N: reason`.
