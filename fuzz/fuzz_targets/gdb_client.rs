@@ -112,5 +112,9 @@ fuzz_target!(|data: &[u8]| {
         check(e);
     }
     let _ = server.join();
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 });

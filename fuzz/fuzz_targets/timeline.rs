@@ -9,8 +9,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flightrec_host::names::Names;
 use flightrec_host::convert::{convert_timeline, TimelineFormat};
+use flightrec_host::names::Names;
 use flightrec_host::timeline::TimelineInput;
 use libfuzzer_sys::fuzz_target;
 
