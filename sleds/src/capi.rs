@@ -249,6 +249,7 @@ pub extern "C" fn __xray_log_finalize() -> c_int {
         return LOG_UNINITIALIZED;
     }
     flightrec::xray::stop();
+    crate::objects::report();
     LOG_FINALIZED
 }
 
@@ -257,6 +258,9 @@ pub extern "C" fn __xray_log_finalize() -> c_int {
 #[no_mangle]
 pub extern "C" fn __xray_log_flushLog() -> c_int {
     // flightrec reports the file's name itself (verbosity=1).
+    if flightrec::xray::frequency().is_some() {
+        crate::objects::report();
+    }
     match flightrec::xray::shutdown() {
         Ok(_) => LOG_FLUSHED,
         Err(_) => LOG_NOT_FLUSHING,

@@ -135,6 +135,10 @@ pub fn patch() -> Result<usize, Error> {
     let map = sleds_or_report()?;
     let n = patch::set_patched(map.sleds().iter(), true).map_err(Error::Patch)?;
     flightrec::xray::start();
+    // Objects `dlopen`ed since the last look.
+    if flightrec::xray::frequency().is_some() {
+        objects::report();
+    }
     Ok(n)
 }
 

@@ -1,9 +1,10 @@
 //! Shared objects with sleds that this runtime leaves unpatched: it reads the
 //! executable's instrumentation map only (`map`), so a library built with
-//! `-fxray-instrument`, linked or loaded, runs untraced. At initialisation one
-//! line names each such object loaded then (compiler-rt 14 patches none
-//! either, and says nothing). An object loaded later with `dlopen` is not
-//! seen.
+//! `-fxray-instrument`, linked or loaded, runs untraced. One line names each
+//! such object (compiler-rt 14 patches none either, and says nothing): those
+//! loaded at initialisation then, and one loaded later with `dlopen` when the
+//! sleds are patched, when the program finalises or flushes its log through
+//! the C API, or at exit, whichever comes first after it was loaded.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::os::unix::fs::FileExt;
@@ -88,15 +89,33 @@ fn has_sleds(path: &str) -> bool {
     })
 }
 
-/// Says, once per object (and once per process), that its sleds stay
-/// unpatched.
+/// Says, once per object, that its sleds stay unpatched: every object loaded
+/// now not named before. The first call also registers a last look at exit
+/// (an object `dlopen`ed after the program's last patch or flush).
 pub(crate) fn report() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| for path in with_unpatched_sleds() {
+    static NAMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        extern "C" fn at_exit() {
+            report();
+        }
+        // SAFETY: `at_exit` is a plain `extern "C"` function that lives for
+        // the whole program. Registered after the runtime's own exit hook, it
+        // runs before it (exit runs them in reverse), so the names come before
+        // the trace's line.
+        unsafe { libc::atexit(at_exit) };
+    });
+    let found = with_unpatched_sleds();
+    let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+    for path in found {
+        if named.contains(&path) {
+            continue;
+        }
         eprintln!(
             "XRay: flightrec-sleds: '{path}' has XRay sleds, which stay unpatched (only the executable's are patched)"
         );
-    });
+        named.push(path);
+    }
 }
 
 #[cfg(test)]

@@ -513,21 +513,7 @@ fn a_refused_reservation_gets_fewer_rings_and_says_so() {
 fn shared_library_sleds_left_unpatched_are_named_at_init() {
     let Some(xray) = tools() else { return };
     let dir = work_dir("shared");
-    let lib = dir.join("libshared_lib.so");
-    let o = Command::new(CLANG)
-        .args([
-            "-O2",
-            "-fPIC",
-            "-shared",
-            "-fxray-instrument",
-            "-fxray-instruction-threshold=1",
-        ])
-        .arg(source("shared_lib.c"))
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .expect("clang-14 runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lib = instrumented_shared_lib(&dir);
     let prog = dir.join("shared_main");
     let libdir = format!("-L{}", dir.display());
     let rpath = format!("-Wl,-rpath,{}", dir.display());
@@ -562,6 +548,79 @@ fn shared_library_sleds_left_unpatched_are_named_at_init() {
         account.lines().any(|l| l.ends_with(" local_add")),
         "{account}"
     );
+}
+
+/// Builds `shared_lib.c` into `dir` as an instrumented shared library.
+fn instrumented_shared_lib(dir: &Path) -> PathBuf {
+    let lib = dir.join("libshared_lib.so");
+    let o = Command::new(CLANG)
+        .args([
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+        ])
+        .arg(source("shared_lib.c"))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .expect("clang-14 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    lib
+}
+
+/// A library `dlopen`ed after init, whose sleds stay unpatched, is named
+/// once: when the program patches again (before `__xray_patch` returns), or
+/// else at exit; the executable's own sleds are traced either way.
+#[test]
+fn a_dlopened_library_with_unpatched_sleds_is_named_once() {
+    let Some(xray) = tools() else { return };
+    let dir = work_dir("dlopen");
+    let lib = instrumented_shared_lib(&dir);
+    let prog = dir.join("dlopen_main");
+    build(&source("dlopen_main.c"), &prog, true);
+    let line = format!(
+        "XRay: flightrec-sleds: '{}' has XRay sleds, which stay unpatched (only the executable's are patched)",
+        lib.display()
+    );
+    for (i, patch) in [false, true].into_iter().enumerate() {
+        let base = format!("d{i}-");
+        let opts = format!(
+            "patch_premain=true xray_mode=xray-fdr xray_logfile_base={}/{base}",
+            dir.display()
+        );
+        let mut args = vec![lib.to_str().unwrap()];
+        if patch {
+            args.push("patch");
+        }
+        let out = run(&prog, &args, &opts);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "41\n");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.iter().filter(|l| **l == line).count(), 1, "{err}");
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("stay unpatched"))
+                .count(),
+            1,
+            "{err}"
+        );
+        if patch {
+            let named = lines.iter().position(|l| *l == line).unwrap();
+            let patched = lines.iter().position(|l| l.starts_with("patch: "));
+            assert!(patched.is_some_and(|p| named < p), "{err}");
+        }
+        let trace = only_trace(&dir, &base);
+        let t = trace.to_str().unwrap();
+        let account = xray_ok(&xray, &["account", "-m", prog.to_str().unwrap(), t]);
+        assert!(
+            account.lines().any(|l| l.ends_with(" local_add")),
+            "{account}"
+        );
+    }
 }
 
 /// The `data` of every YAML record of `kind` (llvm-xray prints it unquoted

@@ -126,6 +126,32 @@ fn spans_become_regions_and_functions_events_become_data() {
     }
 }
 
+/// With the event target's default `eventNesting` (2), `data` deeper than it
+/// is skipped before its fields are formatted, as git skips it; what is not
+/// deeper, and a `printf` at any depth, is written.
+#[test]
+fn data_below_the_event_nesting_is_skipped_and_the_rest_written() {
+    let dir = run_scenario(CHILD, "default_nesting");
+    let events = events(&dir);
+    let keys: Vec<(&str, u64)> = events
+        .iter()
+        .filter(|e| e["event"] == "data_json" || e["event"] == "data")
+        .map(|e| (e["key"].as_str().unwrap(), e["nesting"].as_u64().unwrap()))
+        .collect();
+    // A data event's nesting is its region's plus one: inside `b` it is 3.
+    assert_eq!(keys, [("shallow", 2)], "{events:?}");
+    let printf: Vec<&str> = named(&events, "printf")
+        .iter()
+        .map(|e| e["msg"].as_str().unwrap())
+        .collect();
+    assert_eq!(printf, ["deep printf"]);
+    let labels: Vec<&str> = named(&events, "region_enter")
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["a", "b"]);
+}
+
 fn filtered_spans() {
     tracing::info_span!(target: "tracing_layer::noisy", "hidden").in_scope(|| {
         tracing::info!(target: "tracing_layer::noisy", "hidden event");
@@ -245,6 +271,11 @@ fn child() {
         return;
     };
     let dir = child_dir();
+    if name == "default_nesting" {
+        // git's default `eventNesting` (2) instead of the tests' 100; no
+        // other thread runs yet.
+        std::env::remove_var(format!("{PREFIX}_EVENT_NESTING"));
+    }
     let t2 = start_tracing(&dir);
     match name.as_str() {
         "basic" => {
@@ -279,6 +310,19 @@ fn child() {
                 )
                 .init();
             filtered_spans();
+        }
+        "default_nesting" => {
+            tracing_subscriber::registry()
+                .with(flightrec::layer::layer())
+                .init();
+            let _a = tracing::info_span!("a").entered();
+            tracing::info!(rows = 1, "shallow");
+            let _b = tracing::info_span!("b").entered();
+            tracing::info!(rows = 2, "at the limit");
+            let _c = tracing::info_span!("c").entered();
+            tracing::info!(rows = 3, "deep");
+            tracing::info!(rows = 4);
+            tracing::info!("deep printf");
         }
         other => panic!("unknown scenario {other}"),
     }

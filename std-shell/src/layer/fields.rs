@@ -74,6 +74,19 @@ impl EventFields {
     }
 }
 
+/// Counts an event's fields besides `message`, formatting nothing: an event
+/// with any is a `data` event (see the layer's `on_event`).
+#[derive(Debug, Default)]
+pub(crate) struct OtherFields(pub usize);
+
+impl Visit for OtherFields {
+    fn record_debug(&mut self, field: &Field, _value: &dyn fmt::Debug) {
+        if field.name() != "message" {
+            self.0 += 1;
+        }
+    }
+}
+
 enum JsonValue<'a> {
     /// A number or a boolean, written as it is.
     Literal(&'a str),

@@ -73,7 +73,7 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::trace2::at::{self, At};
 use crate::xray::record_function_on_ring;
 use entered::{pop_through, push, Entered};
-use fields::{EventFields, SpanFields};
+use fields::{EventFields, OtherFields, SpanFields};
 use flightrec_core::fdr::FunctionAction;
 use functions::function_of;
 use spans::SpanFunctions;
@@ -306,6 +306,16 @@ where
             return;
         }
         let meta = event.metadata();
+        if *meta.level() != Level::ERROR {
+            // An event with fields besides its message is a `data` event:
+            // none of its text is built where no target writes data (the
+            // event target below its `eventNesting`, the normal target).
+            let mut others = OtherFields::default();
+            event.record(&mut others);
+            if others.0 > 0 && !at::data_written_here() {
+                return;
+            }
+        }
         let mut fields = EventFields::default();
         event.record(&mut fields);
         let at = at(meta);

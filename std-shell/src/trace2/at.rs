@@ -7,7 +7,7 @@
 
 use flightrec_core::trace2::{Event, Msg};
 
-use super::emit::{emit, emit_at};
+use super::emit::{data_written_in, emit, emit_at};
 use super::region::{enter_raw, leave_raw};
 use super::runtime::{runtime, source_path, Loc};
 use super::tls::with_ctx;
@@ -55,6 +55,14 @@ pub(crate) fn region_leave(at: At<'_>, category: &str, label: &str) {
         None,
         None,
     );
+}
+
+/// Whether a [`data`] event on this thread now may be written (`false` when
+/// Trace2 is off, or every target skips data at this thread's nesting: the
+/// caller need not build its value).
+pub(crate) fn data_written_here() -> bool {
+    let Some(rt) = runtime() else { return false };
+    with_ctx(rt, |c| data_written_in(rt, c)).unwrap_or(false)
 }
 
 /// `data` (`json == false`) or `data_json` (`value` is compact JSON text).

@@ -100,6 +100,23 @@ pub(crate) fn emit_where(
     write_event_where(rt, buf, gaps, &ctx, ev, pick);
 }
 
+/// Whether some output may write a `data` event from thread context `c` at
+/// its current nesting (`false`: every target skips it unformatted, see
+/// [`writes_nothing`]), so that a caller can skip building its value.
+#[inline]
+pub(crate) fn data_written_in(rt: &Runtime, c: &ThreadCtx) -> bool {
+    let nesting = c.state.nesting();
+    let probe = Event::Data {
+        t_rel: 0,
+        category: b"",
+        key: b"",
+        value: b"",
+    };
+    !rt.outputs
+        .iter()
+        .all(|o| writes_nothing(&o.format, nesting, &probe))
+}
+
 /// Whether `f` surely writes nothing for `ev` at `nesting`, told without
 /// formatting: a region or data event in the normal target, or deeper than
 /// the event target's nesting limit (`false` when in doubt: the formatter
