@@ -2,7 +2,10 @@
 # Cortex-M cost (benches/cortex-m): builds the bench firmware for thumbv6m-none-eabi
 # and thumbv7em-none-eabihf (opt-level "s", fat LTO), executes its hot paths in
 # Unicorn (as a Cortex-M0 and a Cortex-M4), counts instructions and modelled cycles,
-# and fails when one rose more than 3 % above benches/cortex-m/baseline.txt; prints
+# and fails when one rose more than 3 % above benches/cortex-m/baseline.txt (the
+# user's-path rows `user_*` too: a build with feature `user-path`, src/user.rs, of
+# `#[flightrec::instrument]` with the firmware guide's clocks and 4 x 512 B rings,
+# and the link onto a UART data register beside the DMA hand-off); prints
 # each entry's stack high-water mark (lowest SP of its run) and the stack bounds
 # of the record path and the link from the machine code (stack.py), which fail
 # if the runs went deeper than them or if they rose above the baseline. Then
@@ -55,12 +58,19 @@ echo "--- build the bench firmware (with and without flightrec)"
   t=thumbv7em-none-eabihf
   cargo build -q --release --target $t --target-dir target/one-core \
     --features unsafe-assume-single-core
+  # The user's path (src/user.rs): `#[flightrec::instrument]`, the guide's clocks
+  # and rings, with its own global recorder.
+  for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+    cargo build -q --release --target $t --target-dir target/user --features user-path
+  done
 )
 
 echo "--- instructions and cycles per operation against $bench/baseline.txt"
 "$py" "$bench/run.py" "$bench/target/thumbv6m-none-eabi/$elf" \
   "$bench/target/thumbv7em-none-eabihf/$elf" \
-  --one-core-v7em "$bench/target/one-core/thumbv7em-none-eabihf/release/flightrec-cortex-m-bench" "$@"
+  --one-core-v7em "$bench/target/one-core/thumbv7em-none-eabihf/release/flightrec-cortex-m-bench" \
+  --user-v6m "$bench/target/user/thumbv6m-none-eabi/$elf" \
+  --user-v7em "$bench/target/user/thumbv7em-none-eabihf/$elf" "$@"
 
 echo "--- build the firmware example (with and without flightrec)"
 (

@@ -7,6 +7,10 @@ checks them against baseline.txt.
     run.py ELF_V6M ELF_V7EM --update     # rewrite baseline.txt
     run.py ELF_V6M ELF_V7EM --profile bench_flush_one_dma
                                          # where one entry's counted cycles go
+    run.py ELF_V6M ELF_V7EM --user-v6m U6 --user-v7em U7
+                                         # the user's-path rows too (src/user.rs,
+                                         # feature user-path); --profile bench_user_*
+                                         # takes U6 and U7 as ELF_V6M and ELF_V7EM
 
 Each ELF is the bench firmware (src/) built for thumbv6m-none-eabi (run as a
 Cortex-M0) or thumbv7em-none-eabihf (run as a Cortex-M4). Every run starts from a
@@ -52,6 +56,9 @@ MMIO, MMIO_SIZE = 0x4000_0000, 0x1000
 # The System Control Space, as plain memory: the context source reads an
 # exception's priority from SHPR1-3 or the NVIC's IPR there.
 SCS, SCS_SIZE = 0xE000_E000, 0x1000
+# The DWT (its cycle counter CYCCNT at +4, the M4's clock on the user's path):
+# CYCCNT returns a value COUNTER_STEP higher at every read; the rest is memory.
+DWT, DWT_SIZE = 0xE000_1000, 0x1000
 SHPR3 = 0xE000_ED20  # priorities of exceptions 12 to 15, a byte each
 # Entries run as the handler of an exception: IPSR and the priority SHPR3 gives it
 # (`HANDLER_PRIORITY` of the bench firmware).
@@ -81,6 +88,11 @@ class Machine:
         self.uc.mem_map(RAM, RAM_SIZE)
         self.uc.mmio_map(MMIO, MMIO_SIZE, self._read, None, self._write, None)
         self.uc.mem_map(SCS, SCS_SIZE)
+        self.uc.mmio_map(DWT, DWT_SIZE, self._dwt_read, None, self._dwt_write, None)
+        self.dwt = {}
+        self.cyccnt = 0
+        self.timer16 = 0
+        self.captured = 0
         with open(elf_path, "rb") as f:
             elf = ELFFile(f)
             for seg in elf.iter_segments():
@@ -112,7 +124,18 @@ class Machine:
         if offset == 0:
             self.counter = (self.counter + COUNTER_STEP) & 0xFFFF_FFFF
             return self.counter
+        if offset == 0x1C:
+            return self.captured
         return 0
+
+    def _dwt_read(self, uc, offset, size, _):
+        if offset == 4:
+            self.cyccnt = (self.cyccnt + COUNTER_STEP) & 0xFFFF_FFFF
+            return self.cyccnt
+        return self.dwt.get(offset, 0)
+
+    def _dwt_write(self, uc, offset, size, value, _):
+        self.dwt[offset] = value
 
     def _write(self, uc, offset, size, value, _):
         if offset == 4 and self.marked:
@@ -126,6 +149,10 @@ class Machine:
             self.dma += bytes(uc.mem_read(self.dma_addr, value))
         elif offset == 20:
             self.counter = value & 0xFFFF_FFFF
+        elif offset == 0x18 and value:
+            # The 16-bit timer's capture task: CC[0] takes the counter.
+            self.timer16 = (self.timer16 + COUNTER_STEP) & 0xFFFF
+            self.captured = self.timer16
 
     def _code(self, uc, address, size, _):
         self.executed += 1
@@ -256,7 +283,7 @@ def tally(machine, cs):
 
 
 class Target:
-    def __init__(self, name, elf, cpu):
+    def __init__(self, name, elf, cpu, probes=PROBES):
         self.name, self.elf, self.cpu = name, elf, cpu
         self.stack = {}
         self.depth = {}  # probe -> the deepest measured in the runs
@@ -269,12 +296,12 @@ class Target:
                               if s["st_info"]["type"] == "STT_FUNC" and s["st_size"]}
         # The machine code's stack analysis, and the probed paths' entries.
         self.image = stack.Image(elf)
-        for probe in PROBES:
+        for probe in probes:
             self.symbols[probe] = self.image.find(probe)
 
     def run(self, entry, n, marked=False):
         m = Machine(self.elf, self.cpu)
-        m.probes = {self.symbols[p]: p for p in PROBES}
+        m.probes = {self.symbols[p]: p for p in PROBES if p in self.symbols}
         ret = m.call(self.symbols[entry], n, marked, HANDLER_ENTRIES.get(entry))
         for p, d in m.probe_depth.items():
             self.depth[p] = max(self.depth.get(p, 0), d)
@@ -407,6 +434,61 @@ def measure(t, one_core=None):
     return out, per_buffer, len(wire) / records
 
 
+def measure_user(t, out):
+    """The user's-path rows (the bench built with feature `user-path`: src/user.rs)
+    into `out`: `#[flightrec::instrument]`, the guide's clocks (M0: a 16-bit timer
+    read by a capture, extended by `TimerClock`; M4: `DwtClock`) and rings (4 × 512 B)."""
+    core = 1 if t.name == "thumbv6m" else 2
+    clock = ("a 16-bit timer read by a capture (store, load), extended to 64 bits"
+             if core == 1 else "the DWT cycle counter (`DwtClock`), extended to 64 bits")
+
+    def put(key, vals, what):
+        out[key] = (vals[0], vals[core], what)
+
+    def calls(entry, n, steady):
+        ops, _, (r1, r2) = t.per_op(entry, n)
+        if steady:
+            assert r1 == r2 == 0, f"the steady-state run of {entry} switched buffers or lost records"
+        else:
+            assert 0 < r1 < r2 and r2 != 0xFFFF_FFFF, f"{entry} lost records or did not switch"
+        return ops, r2 - r1
+
+    n = 256
+    plain, _ = calls("bench_user_plain", n, True)
+    attr, _ = calls("bench_user_attribute", n, True)
+    attribute = tuple((a - p) / 2 for a, p in zip(attr, plain))
+    put("user_attribute_record", attribute,
+        "user's path: per record through `#[flightrec::instrument]` (a marked function "
+        "called from a loop minus the same function unmarked, / 2: call site, entry "
+        f"points, global recorder, context, clock, record), {clock}, steady state")
+    pairs, _ = calls("bench_user_direct", n, True)
+    direct = tuple(v / 2 for v in pairs)
+    put("user_direct_record", direct,
+        f"user's path: per record, a recorder called directly, {clock}, steady state")
+    n = 1024
+    plain, _ = calls("bench_user_plain_512", n, True)
+    attr, switches = calls("bench_user_attribute_512", n, False)
+    put("user_attribute_switch_per_record",
+        tuple((a - p) / 2 - s for a, p, s in zip(attr, plain, attribute)),
+        f"user's path: buffer switch amortised per record through the attribute, the "
+        f"guide's 4 × 512 B ring ({switches} switches counted)")
+    pairs, switches = calls("bench_user_direct_512", n, False)
+    put("user_direct_switch_per_record", tuple(v / 2 - s for v, s in zip(pairs, direct)),
+        f"user's path: the same for a recorder called directly ({switches} switches counted)")
+    per_buffer = t.run("bench_user_fill_512", 0)[1]
+    buffers = 32
+    flush, records = t.run("bench_user_flush_one", buffers, marked=True)
+    wire = t.sent
+    put("user_flush_one_per_record", tuple(v / records for v in flush),
+        f"user's path: link onto a UART data register (a store per byte), the guide's "
+        f"streaming 4 × 512 B ring ({per_buffer} records a buffer), per function record "
+        f"({records} records, {len(wire) / records:.2f} wire bytes each)")
+    flush, dma_records = t.run("bench_user_flush_one_dma", buffers, marked=True)
+    assert dma_records == records and t.sent == wire, "the two sinks got different bytes"
+    put("user_flush_one_dma_per_record", tuple(v / records for v in flush),
+        "user's path: the same onto a DMA channel (two stores per block)")
+
+
 def read_baseline():
     base = {}
     if os.path.exists(BASELINE):
@@ -426,15 +508,21 @@ def main():
     p.add_argument("--tolerance", type=float, default=3.0, help="percent (default 3)")
     p.add_argument("--one-core-v7em", metavar="ELF",
                    help="the thumbv7em bench built with feature unsafe-assume-single-core")
+    p.add_argument("--user-v6m", metavar="ELF",
+                   help="the thumbv6m bench built with feature user-path")
+    p.add_argument("--user-v7em", metavar="ELF",
+                   help="the thumbv7em bench built with feature user-path")
     p.add_argument("--profile", metavar="ENTRY",
                    help="print where ENTRY's counted cycles go, by function, and exit")
     args = p.parse_args()
     if args.profile:
-        marked = args.profile.startswith("bench_flush_one")
+        marked = args.profile.startswith(("bench_flush_one", "bench_user_flush_one"))
+        # The user's-path build (feature user-path) has its link inlined.
+        probes = (RECORD_ENTRY,) if args.profile.startswith("bench_user") else PROBES
         unit = "function record sent" if marked else "operation"
         for name, elf, cpu in (("thumbv6m", args.v6m_elf, A.UC_CPU_ARM_CORTEX_M0),
                                ("thumbv7em", args.v7em_elf, A.UC_CPU_ARM_CORTEX_M4)):
-            prof = Target(name, elf, cpu).profile(args.profile, 16 if marked else 256, marked)
+            prof = Target(name, elf, cpu, probes).profile(args.profile, 16 if marked else 256, marked)
             core = "M0" if name == "thumbv6m" else "M4"
             col = 1 if core == "M0" else 2
             print(f"\n{name}: {args.profile}, per {unit}\n")
@@ -457,6 +545,10 @@ def main():
         if name == "thumbv7em" and args.one_core_v7em:
             one_core = Target(name, args.one_core_v7em, cpu)
         figures, per_buffer, wire = measure(target, one_core)
+        user_elf = args.user_v6m if name == "thumbv6m" else args.user_v7em
+        if user_elf:
+            # (Its link is inlined into its two entries: the record path is probed.)
+            measure_user(Target(name, user_elf, cpu, probes=(RECORD_ENTRY,)), figures)
         floor_pair = figures["floor_pair"]
         print(f"\n{name}-none-eabi{'hf' if name == 'thumbv7em' else ''} on a Cortex-{core} "
               f"(1 KiB buffer = {per_buffer} function records)\n")

@@ -15,9 +15,13 @@
 #![no_std]
 #![no_main]
 
-#[cfg(feature = "flightrec")]
+#[cfg(all(feature = "flightrec", not(feature = "user-path")))]
 mod embassy;
-#[cfg(feature = "flightrec")]
+#[cfg(all(feature = "flightrec", not(feature = "user-path")))]
+mod paths;
+// The user's path replaces the library's paths: a firmware has one global recorder.
+#[cfg(feature = "user-path")]
+#[path = "user.rs"]
 mod paths;
 
 use core::ptr::{addr_of_mut, read_volatile, write_volatile};
