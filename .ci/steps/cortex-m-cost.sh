@@ -94,6 +94,38 @@ echo "--- build the firmware example (with and without flightrec)"
   cp target/$t/release/flightrec-firmware-qemu "$work/fw6-fdr-nibble.elf"
 )
 
+nm=$(command -v llvm-nm)
+echo "--- the examples as a user builds them (release profile, default features; llvm-size)"
+# firmware-microbit is the firmware guide's Cortex-M0 example (thumbv6m, 4 x 512 B
+# rings, a 16-bit timer as the clock); firmware-qemu's default build was made above.
+(cd examples/firmware-microbit && cargo build -q --release)
+ub=examples/firmware-microbit/target/thumbv6m-none-eabi/release/flightrec-firmware-microbit
+size=$(command -v llvm-size)
+"$size" "$ub" "$work/fw-full.elf" "$work/fw6-fdr.elf" "$work/fw6-none.elf" "$work/fw-none.elf" |
+  sed "s|$work/||; s|$ub|firmware-microbit (thumbv6m, default)|"
+# The size of function $2 (a code symbol named $2 or ending in ::$2::h<hash>) in
+# ELF $1, in bytes, or "-" (inlined into its callers).
+fn_size() {
+  local hex
+  hex=$("$nm" -S -C "$1" |
+    awk -v f="$2" '$3 ~ /^[tT]$/ && ($4 == f || $4 ~ ("::" f "::h[0-9a-f]+$")) { print $2; exit }')
+  if [[ -n $hex ]]; then echo $((16#$hex)); else echo -; fi
+}
+echo "flash per instrumented function (its symbol's size; firmware-qemu with and without"
+echo "the feature trace, which adds the attribute; '-' where the compiler inlined it):"
+while read -r target none traced; do
+  for f in sensor_read filter checksum fib on_tick; do
+    echo "  $target $f: $(fn_size "$work/$none.elf" "$f") B untraced, $(fn_size "$work/$traced.elf" "$f") B instrumented"
+  done
+done <<'LIST'
+thumbv6m fw6-none fw6-fdr
+thumbv7m fw-none fw-fdr
+LIST
+echo "firmware-microbit's instrumented functions (thumbv6m, default build):"
+for f in sensor_read filter checksum fib TIMER0; do
+  echo "  $f: $(fn_size "$ub" "$f") B"
+done
+
 echo "--- the trace statics are zero-initialised (.bss, no flash image)"
 for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
   "$py" "$bench/zero_init.py" "$bench/target/$t/$elf" CONTEXT_RING CONTEXTS

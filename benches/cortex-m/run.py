@@ -472,6 +472,11 @@ def measure_user(t, out):
         tuple((a - p) / 2 - s for a, p, s in zip(attr, plain, attribute)),
         f"user's path: buffer switch amortised per record through the attribute, the "
         f"guide's 4 × 512 B ring ({switches} switches counted)")
+    plain, _ = calls("bench_user_plain_1k", n, True)
+    attr, switches = calls("bench_user_attribute_1k", n, False)
+    put("user_attribute_switch_1k_per_record",
+        tuple((a - p) / 2 - s for a, p, s in zip(attr, plain, attribute)),
+        f"user's path: the same with 4 × 1 KiB buffers ({switches} switches counted)")
     pairs, switches = calls("bench_user_direct_512", n, False)
     put("user_direct_switch_per_record", tuple(v / 2 - s for v, s in zip(pairs, direct)),
         f"user's path: the same for a recorder called directly ({switches} switches counted)")

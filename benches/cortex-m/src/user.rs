@@ -26,7 +26,7 @@ use flightrec_core::link::{LinkWriter, Source};
 use crate::{mark, DMA_ADDR, DMA_LEN, UART_DATA};
 
 /// The number of entries in [`ENTRIES`].
-pub const COUNT: usize = 10;
+pub const COUNT: usize = 12;
 /// Every user's-path entry.
 pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_user_plain,
@@ -39,6 +39,8 @@ pub const ENTRIES: [extern "C" fn(u32) -> u32; COUNT] = [
     bench_user_flush_one_dma,
     bench_user_fill_512,
     bench_user_other,
+    bench_user_plain_1k,
+    bench_user_attribute_1k,
 ];
 
 #[cfg(not(target_has_atomic = "32"))]
@@ -92,6 +94,9 @@ static STEADY: StaticRing<2, { 16 * 1024 }, FlightRecorder> =
 /// The guide's ring, 4 × 512 B, keeping the newest buffers (nothing drains it in
 /// a run, so it switches buffers as it goes).
 static GUIDE: StaticRing<4, 512, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
+/// 4 × 1 KiB, keeping the newest buffers: the buffer size at which the switch
+/// share is compared with 512 B.
+static GUIDE_1K: StaticRing<4, 1024, FlightRecorder> = StaticRing::new(Policy::FlightRecorder);
 /// The guide's ring as the example streams it, 4 × 512 B, for the link entries.
 static STREAM: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
@@ -221,6 +226,19 @@ pub extern "C" fn bench_user_plain_512(n: u32) -> u32 {
 #[no_mangle]
 pub extern "C" fn bench_user_attribute_512(n: u32) -> u32 {
     traced_calls(&GUIDE, n)
+}
+
+/// [`bench_user_plain`] with a 4 × 1 KiB ring installed.
+#[no_mangle]
+pub extern "C" fn bench_user_plain_1k(n: u32) -> u32 {
+    plain_calls(&GUIDE_1K, n)
+}
+
+/// `n` calls of the marked function into a 4 × 1 KiB ring. Returns the buffers
+/// finished.
+#[no_mangle]
+pub extern "C" fn bench_user_attribute_1k(n: u32) -> u32 {
+    traced_calls(&GUIDE_1K, n)
 }
 
 /// `n` enter + exit pairs through a recorder called directly, each record's time
