@@ -339,6 +339,9 @@ fn finish_ends_while_a_context_records_faster_than_the_sink() {
     assert!(got.buffers[&1] as u32 <= buffers);
     let last = got.stats[&1].ring;
     let unsent = last.buffers_finished - last.buffers_consumed;
-    assert!((left..=pending).contains(&unsent), "{left} <= {unsent} <= {pending}");
+    assert!(
+        (left..=pending).contains(&unsent),
+        "{left} <= {unsent} <= {pending}"
+    );
     verify(&got.files[&1]).unwrap();
 }
