@@ -8,6 +8,7 @@ use embedded_io::Write;
 use super::compact::compact_to;
 use super::fast_stuffer::{Stuffer, OUT};
 use super::frame::{FrameHead, FrameKind, LinkStats};
+use super::no_ring::NoRing;
 use super::trace2::{emit, Trace2Event};
 use crate::fdr::header::FileHeader;
 use crate::fdr::ring::Consumer;
@@ -36,6 +37,9 @@ pub struct Source {
     compact: bool,
     /// The compact form with metadata packed.
     packed: bool,
+    /// The counts of records made in contexts without a ring, which the
+    /// source's counters frames carry.
+    no_ring: Option<&'static NoRing>,
 }
 
 impl Source {
@@ -51,7 +55,34 @@ impl Source {
             since_header: None,
             compact: true,
             packed: true,
+            no_ring: None,
         }
+    }
+
+    /// Has the source's counters frames carry `counts`, the records made in
+    /// contexts without a ring, so the receiver names each such context.
+    /// `ContextRecorders::install_ring` does it for the sources it makes; a
+    /// source made by hand beside `ContextRecorders::install` takes
+    /// `TRACE.no_ring()`.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::link::{NoRing, Source};
+    /// static LOST: NoRing = NoRing::new();
+    /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 256);
+    /// let source = Source::new(1, header).with_no_ring(&LOST);
+    /// assert!(source.no_ring().is_some());
+    /// ```
+    pub const fn with_no_ring(mut self, counts: &'static NoRing) -> Self {
+        self.no_ring = Some(counts);
+        self
+    }
+
+    /// The counts of records without a ring that the source's counters frames
+    /// carry. Example on [`with_no_ring`](Self::with_no_ring).
+    pub const fn no_ring(&self) -> Option<&'static NoRing> {
+        self.no_ring
     }
 
     /// Whether [`LinkWriter::flush_one`] sends a buffer in its compact form
@@ -592,7 +623,13 @@ impl<W: Write> LinkWriter<W> {
             ring: consumer.stats(),
             frames_failed: self.frames_failed,
         };
-        self.send_stats(source.id, &stats)?;
+        // The counters, then the records of contexts without a ring (none for
+        // a source without the table: the old payload).
+        let mut payload = [0u8; LinkStats::LEN + NoRing::WIRE_MAX];
+        let (base, rest) = payload.split_at_mut(LinkStats::LEN);
+        base.copy_from_slice(&stats.to_bytes());
+        let n = source.no_ring.map_or(0, |t| t.emit(rest));
+        self.send(FrameKind::Stats, source.id, &payload[..LinkStats::LEN + n])?;
         source.since_header = Some(0);
         Ok(())
     }
