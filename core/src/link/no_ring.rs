@@ -146,29 +146,35 @@ impl NoRing {
     /// [`NoRing`].
     pub fn emit(&self, out: &mut [u8]) -> usize {
         let mut at = 0;
-        let entries = self
+        self.each(|entry| {
+            if let Some(slot) = out.get_mut(at..at + NoRingCount::LEN) {
+                slot.copy_from_slice(entry);
+                at += NoRingCount::LEN;
+            }
+        });
+        at
+    }
+
+    /// Calls `f` with each non-zero count in its wire form, so that a frame
+    /// takes them one at a time (8 bytes on the stack, not the whole table).
+    pub(super) fn each(&self, mut f: impl FnMut(&[u8; NoRingCount::LEN])) {
+        let named = self
             .contexts
             .iter()
             .zip(&self.records)
             .map(|(c, n)| (c.load(Ordering::Relaxed), n.load(Ordering::Relaxed)))
             .filter(|&(c, _)| c != 0)
-            .map(|(c, n)| (c - 1, n))
-            .chain(core::iter::once((
-                OTHERS,
-                self.others.load(Ordering::Relaxed),
-            )));
-        for (context, records) in entries {
+            .map(|(c, n)| (c - 1, n));
+        let others = (OTHERS, self.others.load(Ordering::Relaxed));
+        for (context, records) in named.chain(core::iter::once(others)) {
             if records == 0 {
                 continue;
             }
-            let Some(slot) = out.get_mut(at..at + NoRingCount::LEN) else {
-                break;
-            };
-            slot[..4].copy_from_slice(&context.to_le_bytes());
-            slot[4..].copy_from_slice(&records.to_le_bytes());
-            at += NoRingCount::LEN;
+            let mut entry = [0u8; NoRingCount::LEN];
+            entry[..4].copy_from_slice(&context.to_le_bytes());
+            entry[4..].copy_from_slice(&records.to_le_bytes());
+            f(&entry);
         }
-        at
     }
 }
 

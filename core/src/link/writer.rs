@@ -346,6 +346,9 @@ impl<W: Write> LinkWriter<W> {
     }
 
     /// Sends a source's file header. Example on [`LinkWriter`].
+    // Out of line: the header's bytes then take no room in the frame of
+    // `send_source_status`, which the idle loop's `flush_one` calls.
+    #[inline(never)]
     pub fn send_file_header(&mut self, source: u32, header: &FileHeader) -> Result<(), W::Error> {
         self.send(FrameKind::FileHeader, source, &header.to_bytes())
     }
@@ -619,19 +622,40 @@ impl<W: Write> LinkWriter<W> {
         consumer: &Consumer<'_, '_>,
     ) -> Result<(), W::Error> {
         self.send_file_header(source.id, &source.header)?;
+        self.send_counters(source, consumer)?;
+        source.since_header = Some(0);
+        Ok(())
+    }
+
+    /// A source's counters frame: the ring's and the writer's counters, then
+    /// the records of contexts without a ring (none for a source without the
+    /// table: the old payload), stuffed as they come. Out of line, for the
+    /// stack of `flush_one`, as [`send_file_header`](Self::send_file_header).
+    #[inline(never)]
+    fn send_counters(
+        &mut self,
+        source: &Source,
+        consumer: &Consumer<'_, '_>,
+    ) -> Result<(), W::Error> {
         let stats = LinkStats {
             ring: consumer.stats(),
             frames_failed: self.frames_failed,
         };
-        // The counters, then the records of contexts without a ring (none for
-        // a source without the table: the old payload).
-        let mut payload = [0u8; LinkStats::LEN + NoRing::WIRE_MAX];
-        let (base, rest) = payload.split_at_mut(LinkStats::LEN);
-        base.copy_from_slice(&stats.to_bytes());
-        let n = source.no_ring.map_or(0, |t| t.emit(rest));
-        self.send(FrameKind::Stats, source.id, &payload[..LinkStats::LEN + n])?;
-        source.since_header = Some(0);
-        Ok(())
+        let head = FrameHead {
+            kind: FrameKind::Stats,
+            source: source.id,
+            seq: self.seq,
+        };
+        self.seq = self.seq.wrapping_add(1);
+        // Its own frame, not `send_frame`'s: one level less on the way to the
+        // sink, so the counts add nothing to the stack of `flush_one`.
+        let mut frame = Stuffer::with_head(&mut self.sink, &mut self.out, self.resync, &head);
+        frame.push(&stats.to_bytes());
+        if let Some(table) = source.no_ring {
+            table.each(|entry| frame.push(entry));
+        }
+        let result = frame.finish();
+        self.count(result)
     }
 }
 
