@@ -150,6 +150,32 @@ diff <(grep -v ::on_tick "$work/expected-counts.txt") <(grep -v ::on_tick "$work
   { echo "small ids: counts differ"; exit 1; }
 grep -qE '^flightrec_firmware_qemu::on_tick [1-9][0-9]*$' "$work/counts-small.txt" ||
   { echo "small ids: no SysTick entry named"; exit 1; }
+[[ ! -e $work/out/no-ring.txt && ! -e $work/small/no-ring.txt ]] ||
+  { echo "recv wrote no-ring.txt for a firmware whose every context has a ring"; exit 1; }
+
+echo "--- SysTick's ring installed for the wrong priority (feature wrong-priority): recv names"
+echo "    the context whose records found no ring, none charged to thread mode"
+(cd "$fw" && cargo build -q --release --features wrong-priority)
+cp "$elf" "$work/wrong.elf"
+timeout 300 qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
+  -serial stdio -semihosting-config enable=on,target=native -icount shift=4 -kernel "$work/wrong.elf" \
+  2>"$work/qemu-wrong.err" | "$flightrec" recv - -q -o "$work/wrong" --elf "$work/wrong.elf" 2>"$work/recv-wrong.txt" ||
+  { cat "$work/recv-wrong.txt" "$work/qemu-wrong.err"; exit 1; }
+cat "$work/recv-wrong.txt"
+# Every SysTick entry and exit (an even count), by the ordinary drain: the
+# firmware's idle loop never calls flush_all.
+line='^interrupt priority 0x00 has no ring: [1-9][0-9]*[02468] records$'
+[[ $(wc -l <"$work/wrong/no-ring.txt") -eq 1 ]] && grep -qE "$line" "$work/wrong/no-ring.txt" ||
+  { echo "no-ring.txt does not name SysTick's priority:"; cat "$work/wrong/no-ring.txt"; exit 1; }
+grep -qE "^flightrec recv: ${line#^}" "$work/recv-wrong.txt" || { echo "recv did not name the context on stderr"; exit 1; }
+# Thread mode's trace is whole and carries no loss marker for them.
+llvm-xray convert --output-format=yaml "$work/wrong/source-1.xray" >"$work/wrong.yaml"
+[[ $(grep -c 'kind: function-' "$work/wrong.yaml") -eq 138000 ]] || { echo "wrong priority: main's records differ"; exit 1; }
+"$flightrec" dump "$work/wrong/source-1.xray" >"$work/wrong.dump"
+if grep -q 'lost' "$work/wrong.dump"; then
+  echo "the records without a ring were charged to thread mode"; exit 1
+fi
+[[ ! -e $work/wrong/source-2.xray ]] || { echo "SysTick's ring got buffers at the wrong priority"; exit 1; }
 (cd "$fw" && cargo build -q --release)
 
 echo "--- what flightrec adds to the firmware (llvm-size, release build)"

@@ -22,11 +22,14 @@
 //! recorder is in use (an instrumented clock), the second record is refused and
 //! counted instead of corrupting the ring.
 //!
-//! Nothing is lost silently: a record for a context that has no recorder (or
-//! before its recorder is installed) and a refused record are counted
-//! ([`ContextRecorders::stats`]), and [`ContextRecorders::flush_all`] hands those
-//! counts to a recorder, which writes them into the trace as a loss marker, like
-//! its own drops.
+//! Nothing is lost silently. A record for a context that has no recorder (or
+//! before its recorder is installed) is counted per context
+//! ([`ContextRecorders::no_ring`]), and the counters frame of every source made
+//! by [`ContextRecorders::install_ring`] carries those counts, so the receiver
+//! names the context that had no ring with the ordinary drain. A refused record
+//! is counted ([`ContextRecorders::stats`]), and [`ContextRecorders::flush_all`]
+//! hands that count to a recorder, which writes it into the trace as a loss
+//! marker, like its own drops.
 //!
 //! ```
 //! use core::sync::atomic::{AtomicU16, Ordering};
@@ -65,8 +68,12 @@
 //! TRACE.record_function(FunctionAction::Enter, f); // no recorder: counted
 //! assert_eq!(TRACE.stats().unrouted, 1);
 //!
-//! TRACE.flush_all(); // the count becomes a loss marker in TASK_A's trace
-//! assert_eq!(TRACE.stats().unrouted, 0);
+//! TRACE.flush_all(); // not charged to another context's trace
+//! assert_eq!(TRACE.stats().unrouted, 1);
+//! let mut counts = [0u8; flightrec_core::link::NoRing::WIRE_MAX];
+//! let n = TRACE.no_ring().emit(&mut counts); // what the counters frames carry
+//! let got: Vec<_> = flightrec_core::link::NoRingCount::parse_all(&counts[..n]).unwrap().collect();
+//! assert_eq!((got[0].context, got[0].records), (Some(Context::new(7)), 1));
 //! let mut a = TASK_A.take_consumer().unwrap();
 //! let mut b = TASK_B.take_consumer().unwrap();
 //! assert!(a.pop().is_some() && b.pop().is_some());
@@ -91,7 +98,7 @@ use crate::fdr::writer::Tried;
 use crate::fdr::writer::WriterConfig;
 use crate::fdr::{FunctionAction, FunctionId};
 use crate::global::GlobalRecorder;
-use crate::link::{Outlet, Source};
+use crate::link::{NoRing, Outlet, Source};
 use crate::one_core::{after_load, before_store, ONE_CORE, STORE};
 
 /// A preemption context: what a [`ContextSource`] says is running, and what a
@@ -166,6 +173,29 @@ impl Context {
     /// ```
     pub const fn get(self) -> u16 {
         self.0
+    }
+}
+
+/// The context as a person reads it, in the Cortex-M source's numbering:
+/// thread mode, an interrupt priority, NMI, HardFault, or the number of any
+/// other context.
+///
+/// ```
+/// use flightrec_core::context::Context;
+/// assert_eq!(Context::priority(0x40).to_string(), "interrupt priority 0x40");
+/// assert_eq!(Context::THREAD_MODE.to_string(), "thread mode");
+/// assert_eq!(Context::NMI.to_string(), "NMI");
+/// assert_eq!(Context::new(0x1234).to_string(), "context 0x1234");
+/// ```
+impl fmt::Display for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Context::THREAD_MODE => f.write_str("thread mode"),
+            Context::NMI => f.write_str("NMI"),
+            Context::HARD_FAULT => f.write_str("HardFault"),
+            Context(raw) if raw >> 8 == 1 => write!(f, "interrupt priority {:#04x}", raw & 0xff),
+            Context(raw) => write!(f, "context {raw:#x}"),
+        }
     }
 }
 
@@ -254,8 +284,10 @@ impl fmt::Display for ContextError {
     }
 }
 
-/// Records lost before they reached a recorder, since the last
-/// [`flush_all`](ContextRecorders::flush_all) handed them over.
+/// Records lost before they reached a recorder: those of contexts without a
+/// recorder since the start (per context in [`ContextRecorders::no_ring`]), and
+/// those refused since the last [`flush_all`](ContextRecorders::flush_all)
+/// handed them over.
 ///
 /// ```
 /// use flightrec_core::context::ContextStats;
@@ -264,7 +296,7 @@ impl fmt::Display for ContextError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ContextStats {
-    /// Records made in a context that has no recorder.
+    /// Records made in a context that has no recorder, since the start.
     pub unrouted: u32,
     /// Records refused because the context's recorder was in use.
     pub refused: u32,
@@ -523,7 +555,9 @@ pub struct ContextRecorders<const N: usize, S, C> {
     slots: [RecorderSlot; N],
     /// 1 while an install is under way.
     installing: AtomicU32,
-    unrouted: LossCounter,
+    /// Records of contexts without a recorder, per context: every counters
+    /// frame of a source from `install_ring` carries them.
+    no_ring: NoRing,
     refused: LossCounter,
 }
 
@@ -562,7 +596,7 @@ where
             clock,
             slots: [RecorderSlot::NEW; N],
             installing: AtomicU32::new(0),
-            unrouted: LossCounter::new(),
+            no_ring: NoRing::new(),
             refused: LossCounter::new(),
         }
     }
@@ -658,7 +692,8 @@ where
         let config = RecorderConfig::new(WriterConfig::new(id), ticks_per_second);
         let (recorder, consumer) = ring.split(config).map_err(|_| ContextError::RingTaken)?;
         self.install(context, recorder)?;
-        let source = Source::new(id, config.file_header(ring.buffer_size()));
+        let source =
+            Source::new(id, config.file_header(ring.buffer_size())).with_no_ring(&self.no_ring);
         Ok(Outlet::new(source, consumer))
     }
 
@@ -759,7 +794,7 @@ where
         // not before each, so the first slot, thread mode's in firmware that
         // installs it first, is one load and one compare away.
         let Some((mut slot, mut rest)) = self.slots.split_first() else {
-            return Err(self.unroute());
+            return Err(self.unroute(context));
         };
         loop {
             let w = slot.word.load(Ordering::Relaxed);
@@ -812,7 +847,7 @@ where
         if self.slots.iter().any(ours) {
             self.refuse()
         } else {
-            self.unroute()
+            self.unroute(context)
         }
     }
 
@@ -872,8 +907,8 @@ where
 
     #[cold]
     #[inline(never)]
-    fn unroute(&self) -> Lost {
-        self.unrouted.add_one();
+    fn unroute(&self, context: Context) -> Lost {
+        self.no_ring.count(context);
         Lost::Unrouted
     }
 
@@ -914,9 +949,11 @@ where
         Err(ContextError::NotInstalled)
     }
 
-    /// Flushes every recorder (see [`Recorder::flush`]), after handing the records
-    /// lost outside them ([`stats`](Self::stats)) to the first recorder that is
-    /// free, which marks them in its trace like its own drops. Call it from the
+    /// Flushes every recorder (see [`Recorder::flush`]), after handing the
+    /// refused records ([`stats`](Self::stats)) to the first recorder that is
+    /// free, which marks them in its trace like its own drops. The records of a
+    /// context without a ring are not charged to another context: the counters
+    /// frames carry them by context ([`no_ring`](Self::no_ring)). Call it from the
     /// lowest-priority context (the idle loop): a recorder whose context it
     /// preempted is skipped.
     ///
@@ -937,34 +974,32 @@ where
     /// let f = FunctionId::new(2).unwrap();
     /// let _ = TRACE.record_in(Context::NMI, FunctionAction::Enter, f); // no ring: counted
     /// TRACE.flush_all();
-    /// // The count went into the thread-mode recorder, as a loss marker.
-    /// assert_eq!(TRACE.stats().unrouted, 0);
-    /// assert_eq!(TRACE.with_recorder(Context::THREAD_MODE, |r| r.records_dropped()), Ok(1));
+    /// // Counted for the NMI, not charged to thread mode's trace.
+    /// assert_eq!(TRACE.stats().unrouted, 1);
+    /// assert_eq!(TRACE.no_ring().total(), 1);
+    /// assert_eq!(TRACE.with_recorder(Context::THREAD_MODE, |r| r.records_dropped()), Ok(0));
     /// ```
     pub fn flush_all(&'static self) {
-        let mut lost = [self.unrouted.take(), self.refused.take()];
+        let mut lost = self.refused.take();
         for slot in &self.slots {
             let w = slot.word.load(Ordering::Relaxed);
             if w & STATE_MASK != READY {
                 continue;
             }
             slot.with(w, |r| {
-                let n = u64::from(lost[0]) + u64::from(lost[1]);
-                if n > 0 {
+                if lost > 0 {
                     let mut clock = self.clock;
-                    r.count_lost(n, clock.now());
-                    lost = [0, 0];
+                    r.count_lost(u64::from(lost), clock.now());
+                    lost = 0;
                 }
                 r.flush();
             });
         }
         // No recorder could take them: they stay counted for the next call.
-        self.unrouted.give_back(lost[0]);
-        self.refused.give_back(lost[1]);
+        self.refused.give_back(lost);
     }
 
-    /// Records lost outside the recorders since the last
-    /// [`flush_all`](Self::flush_all).
+    /// Records lost outside the recorders (see [`ContextStats`]).
     ///
     /// ```
     /// # use flightrec_core::clock::TimerClock;
@@ -980,9 +1015,30 @@ where
     /// ```
     pub fn stats(&self) -> ContextStats {
         ContextStats {
-            unrouted: self.unrouted.get(),
+            unrouted: self.no_ring.total(),
             refused: self.refused.get(),
         }
+    }
+
+    /// The records made in contexts without a recorder, per context, since the
+    /// start: what the counters frames of the sources from
+    /// [`install_ring`](Self::install_ring) carry. A source made by hand takes
+    /// it with [`Source::with_no_ring`].
+    ///
+    /// ```
+    /// # use flightrec_core::clock::TimerClock;
+    /// # use flightrec_core::context::{Context, ContextRecorders};
+    /// use flightrec_core::fdr::{FunctionAction, FunctionId};
+    /// # fn src() -> Context { Context::THREAD_MODE }
+    /// # static CLOCK: TimerClock = TimerClock::new(|| 0, 32, 1_000);
+    /// static TRACE: ContextRecorders<1, fn() -> Context, &TimerClock> =
+    ///     ContextRecorders::new(src, &CLOCK);
+    /// let f = FunctionId::new(2).unwrap();
+    /// let _ = TRACE.record_in(Context::priority(0x40), FunctionAction::Enter, f);
+    /// assert_eq!(TRACE.no_ring().total(), 1);
+    /// ```
+    pub fn no_ring(&'static self) -> &'static NoRing {
+        &self.no_ring
     }
 }
 

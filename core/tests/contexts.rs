@@ -131,8 +131,15 @@ fn each_record_reaches_the_ring_of_its_context() {
     }
 }
 
+/// A context without a ring (a ring installed for the wrong priority): its
+/// records are counted by context, not charged to thread mode's trace, and the
+/// ordinary drain (`flush_one`, no `flush_all`) brings the counts to the
+/// receiver in the counters frame, which names the context.
 #[test]
-fn a_context_without_a_ring_is_counted_then_marked_in_a_trace() {
+fn a_context_without_a_ring_is_counted_per_context_and_drained_to_the_host() {
+    use flightrec_core::link::{FrameKind, LinkStats, LinkWriter, NoRingCount};
+    use flightrec_testkit::link_wire::decode_frames;
+
     static TRACE: Recorders<2> = ContextRecorders::new(running, &CLOCK);
     static MAIN: StaticRing<4, 512> = StaticRing::new(Policy::Streaming);
 
@@ -145,25 +152,49 @@ fn a_context_without_a_ring_is_counted_then_marked_in_a_trace() {
     TRACE.flush_all(); // no recorder: the count stays
     assert_eq!(TRACE.stats().unrouted, 1);
 
-    TRACE
-        .install(Context::THREAD_MODE, MAIN.take_recorder(cfg(0)).unwrap())
-        .unwrap();
+    let mut outlet = TRACE.install_ring(Context::THREAD_MODE, 1, &MAIN).unwrap();
     set_running(Context::priority(0xe0)); // a handler nobody gave a ring
-    for _ in 0..5 {
+    for _ in 0..540 {
         TRACE.record_function(FunctionAction::Enter, f(2));
     }
-    assert_eq!(TRACE.stats().unrouted, 6);
+    assert_eq!(TRACE.stats().unrouted, 541);
     set_running(Context::THREAD_MODE);
     TRACE.record_function(FunctionAction::Enter, f(1));
+    // The idle loop's drain, after the recorder handed its buffer over (a
+    // `flush_all` only for the buffer: the counts do not need it).
+    TRACE
+        .with_recorder(Context::THREAD_MODE, |r| r.flush())
+        .unwrap();
+    let mut link = LinkWriter::new(Vec::new());
+    assert_eq!(
+        link.flush_one(&mut outlet.source, &mut outlet.consumer),
+        Ok(true)
+    );
 
-    TRACE.flush_all();
-    assert_eq!(TRACE.stats().unrouted, 0);
-    let (calls, lost) = drain(0, &mut MAIN.take_consumer().unwrap(), 512);
-    assert_eq!(calls, [(FunctionAction::Enter, 1)]);
-    assert_eq!(lost, 6);
+    // Not charged to thread mode.
     assert_eq!(
         TRACE.with_recorder(Context::THREAD_MODE, |r| r.records_dropped()),
-        Ok(6)
+        Ok(0)
+    );
+    let stats: Vec<_> = decode_frames(&link.into_inner())
+        .0
+        .into_iter()
+        .filter(|(head, _)| head.kind == FrameKind::Stats)
+        .map(|(_, payload)| payload)
+        .collect();
+    assert_eq!(stats.len(), 1);
+    let counters = LinkStats::parse(&stats[0]).unwrap();
+    assert_eq!(counters.ring.records_dropped, 0);
+    let counts: Vec<_> = NoRingCount::parse_all(&stats[0][LinkStats::LEN..])
+        .unwrap()
+        .map(|c| (c.context.map(|c| c.to_string()), c.records))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (Some("thread mode".to_string()), 1),
+            (Some("interrupt priority 0xe0".to_string()), 540),
+        ]
     );
 }
 

@@ -259,3 +259,89 @@ fn finish_gives_up_on_a_failing_sink() {
         }
     }
 }
+
+/// A sink whose every write records more into the ring it drains: a context
+/// recording faster than the link (an interrupt left running during `finish`).
+struct RecordingSink<'r, 'a> {
+    rec: std::rc::Rc<std::cell::RefCell<Recorder<'r, 'a>>>,
+    tick: u64,
+    writes: u64,
+    bytes: Vec<u8>,
+}
+
+impl embedded_io::ErrorType for RecordingSink<'_, '_> {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_io::Write for RecordingSink<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        let f = FunctionId::new(4).unwrap();
+        // Enough to fill a 256-byte buffer on every write.
+        for _ in 0..40 {
+            self.tick += 1;
+            let ts = Timestamp {
+                tsc: self.tick,
+                cpu: 0,
+            };
+            let _ = self.rec.borrow_mut().enter(f, ts);
+        }
+        self.writes += 1;
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// `LinkWriter::finish` while a context keeps recording faster than the sink
+/// drains: it returns (within a time limit), having sent at most the buffers
+/// waiting at the start of each of its two rounds, and says how many it left,
+/// which the final counters carry too. Before the bound it never returned.
+#[test]
+fn finish_ends_while_a_context_records_faster_than_the_sink() {
+    const BUFFERS: u32 = 4;
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut storage = vec![0u8; BUFFERS as usize * 256];
+        let slots = [Slot::NEW; BUFFERS as usize];
+        let mut ring = Ring::new(&mut storage, &slots, Policy::Streaming).unwrap();
+        let (rec, mut outlets) = recorded_outlet(&mut ring, 200);
+        let rec = std::rc::Rc::new(std::cell::RefCell::new(rec));
+        let sink = RecordingSink {
+            rec: rec.clone(),
+            tick: 1_000,
+            writes: 0,
+            bytes: Vec::new(),
+        };
+        let mut link = LinkWriter::new(sink);
+        let left = link.finish(&mut outlets, || rec.borrow_mut().flush());
+        let pending = outlets[0].consumer.pending();
+        let sent = link.frames_sent();
+        let sink = link.into_inner();
+        let _ = done.send((left, pending, sent, sink.writes, sink.bytes));
+    });
+    let (left, pending, sent, writes, wire) = wait
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("finish returned within 20 s");
+    assert!(writes > 0);
+    // Still recording at the end: buffers were left, and said so (the sink
+    // records on, so the ring may have finished more since).
+    let left = left.unwrap();
+    assert!(left > 0, "the context kept the ring full");
+    assert!(left <= pending);
+    // Two rounds of at most BUFFERS buffers, each after a header and counters
+    // at most, then the final header and counters.
+    let buffers = 2 * BUFFERS;
+    assert!(sent <= 3 * buffers + 2, "{sent} frames sent");
+    let got = receive(&wire);
+    assert!(got.buffers[&1] as u32 <= buffers);
+    let last = got.stats[&1].ring;
+    let unsent = last.buffers_finished - last.buffers_consumed;
+    assert!(
+        (left..=pending).contains(&unsent),
+        "{left} <= {unsent} <= {pending}"
+    );
+    verify(&got.files[&1]).unwrap();
+}

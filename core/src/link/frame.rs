@@ -283,10 +283,14 @@ impl LinkStats {
         out
     }
 
-    /// Reads a stats payload; `None` unless it is exactly [`LinkStats::LEN`] bytes.
-    /// Example on [`LinkStats`].
+    /// Reads a stats payload: [`LinkStats::LEN`] bytes, then the counts of
+    /// records made in contexts without a ring
+    /// ([`NoRingCount::parse_all`](super::NoRingCount::parse_all) reads them from
+    /// `payload[LinkStats::LEN..]`; a writer older than them sends none). `None`
+    /// when either part is malformed. Example on [`LinkStats`].
     pub fn parse(payload: &[u8]) -> Option<Self> {
-        let bytes: &[u8; Self::LEN] = payload.try_into().ok()?;
+        let (bytes, rest) = payload.split_first_chunk::<{ Self::LEN }>()?;
+        super::NoRingCount::parse_all(rest).map(drop)?;
         let mut v = [0u32; 5];
         for (slot, chunk) in v.iter_mut().zip(bytes.chunks_exact(4)) {
             let mut word = [0u8; 4];

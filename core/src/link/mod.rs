@@ -36,6 +36,7 @@ pub mod encoder;
 mod fast_compact;
 mod fast_stuffer;
 pub mod frame;
+pub mod no_ring;
 pub mod outlet;
 #[cfg(feature = "rtt")]
 pub mod rtt;
@@ -49,5 +50,6 @@ pub use frame::{
     Frame, FrameHead, FrameKind, HeadError, LinkStats, CRC_LEN, HEAD_LEN, LINK_VERSION,
     MIN_FRAME_LEN,
 };
+pub use no_ring::{NoRing, NoRingCount, NO_RING_CONTEXTS};
 pub use outlet::Outlet;
 pub use writer::{LinkWriter, Source};

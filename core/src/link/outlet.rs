@@ -30,7 +30,7 @@ use crate::fdr::ring::Consumer;
 /// let mut link = LinkWriter::new(&mut wire);
 /// rec.enter(FunctionId::new(3).unwrap(), Timestamp { tsc: 10, cpu: 0 }).unwrap();
 /// assert_eq!(link.flush_each(&mut outlets), 0); // nothing finished yet
-/// link.finish(&mut outlets, || rec.flush()); // the end of the run
+/// assert_eq!(link.finish(&mut outlets, || rec.flush()), Ok(0)); // the end of the run: nothing left
 /// // Header, counters, the buffer, then the final header and counters.
 /// assert_eq!(link.frames_sent(), 5);
 /// ```
@@ -64,49 +64,68 @@ impl<W: Write> LinkWriter<W> {
         sent
     }
 
-    /// The end of a run, with every recording context stopped: `flush_recorders`
-    /// hands each recorder's current buffer over (e.g. `ContextRecorders::flush_all`
-    /// or `Recorder::flush`), every buffer is sent, and then each outlet's final
-    /// header and counters. The recorders are flushed twice: a loss marker that
-    /// found every buffer waiting for the link the first time goes out the
-    /// second. Returns the first error of the sink (every outlet is still tried).
-    /// A failed buffer frame loses that buffer (counted) and the next one goes
-    /// on; a failure that took no buffer (the header and counters frames before
-    /// it) ends that outlet's round, so a sink that fails every write cannot hold
-    /// the program here: each round sends each outlet's buffers once at most.
+    /// The end of a run: `flush_recorders` hands each recorder's current buffer
+    /// over (e.g. `ContextRecorders::flush_all` or `Recorder::flush`), the
+    /// buffers waiting then are sent, and then each outlet's final header and
+    /// counters. The recorders are flushed twice: a loss marker that found every
+    /// buffer waiting for the link the first time goes out the second.
+    ///
+    /// It ends whatever the contexts do meanwhile: each round sends at most the
+    /// buffers an outlet had waiting when the round began (at most the ring's
+    /// buffer count), so a context that keeps recording faster than the link
+    /// drains (an interrupt left running) cannot hold the program here. What it
+    /// leaves is counted: `Ok` carries the buffers still waiting in the rings,
+    /// and the final counters carry them too (finished but not consumed), so
+    /// the receiver knows how many never came.
+    ///
+    /// Returns the first error of the sink (every outlet is still tried). A
+    /// failed buffer frame loses that buffer (counted) and the next one goes on;
+    /// a failure that took no buffer (the header and counters frames before it)
+    /// ends that outlet's round, since the same frame would fail again.
     /// Example on [`Outlet`].
     pub fn finish(
         &mut self,
         outlets: &mut [Outlet<'_, '_>],
         mut flush_recorders: impl FnMut(),
-    ) -> Result<(), W::Error> {
+    ) -> Result<u32, W::Error> {
         let mut result = Ok(());
         for _ in 0..2 {
             flush_recorders();
             for o in outlets.iter_mut() {
-                loop {
-                    let waiting = o.consumer.pending();
-                    match self.flush_one(&mut o.source, &mut o.consumer) {
-                        Ok(true) => {}
-                        Ok(false) => break,
-                        Err(e) => {
-                            result = result.and(Err(e));
-                            // A lost buffer (counted): go on with the next. No
-                            // buffer taken: the same frame would fail again.
-                            let pending = o.consumer.pending();
-                            if pending == 0 || pending == waiting {
-                                break;
-                            }
-                        }
-                    }
-                }
+                self.drain_waiting(o, &mut result);
             }
         }
+        let mut left = 0u32;
         for o in outlets.iter_mut() {
+            left = left.saturating_add(o.consumer.pending());
             if let Err(e) = self.send_source_status(&mut o.source, &o.consumer) {
                 result = result.and(Err(e));
             }
         }
-        result
+        result.map(|()| left)
+    }
+
+    /// Sends at most the buffers `o` has waiting now; keeps the first error in
+    /// `result`.
+    fn drain_waiting(&mut self, o: &mut Outlet<'_, '_>, result: &mut Result<(), W::Error>) {
+        let mut budget = o.consumer.pending();
+        while budget > 0 {
+            budget -= 1;
+            let consumed = o.consumer.stats().buffers_consumed;
+            match self.flush_one(&mut o.source, &mut o.consumer) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    if result.is_ok() {
+                        *result = Err(e);
+                    }
+                    // A lost buffer (counted): go on with the next. No buffer
+                    // taken: the same frame would fail again.
+                    if o.consumer.stats().buffers_consumed == consumed {
+                        break;
+                    }
+                }
+            }
+        }
     }
 }

@@ -778,7 +778,7 @@ pub fn flush_one<const N: usize>(
     if link.sink_mut().mode() != Mode::Blocking {
         let buffer = usize::try_from(source.header().buffer_size).unwrap_or(usize::MAX);
         let need = frame_room(HEADER_SIZE)
-            .saturating_add(frame_room(LinkStats::LEN))
+            .saturating_add(frame_room(LinkStats::LEN + super::NoRing::WIRE_MAX))
             .saturating_add(frame_room(buffer));
         if need > link.sink_mut().capacity() {
             return Err(RttError::TooSmall);

@@ -8,6 +8,7 @@ use embedded_io::Write;
 use super::compact::compact_to;
 use super::fast_stuffer::{Stuffer, OUT};
 use super::frame::{FrameHead, FrameKind, LinkStats};
+use super::no_ring::NoRing;
 use super::trace2::{emit, Trace2Event};
 use crate::fdr::header::FileHeader;
 use crate::fdr::ring::Consumer;
@@ -36,6 +37,9 @@ pub struct Source {
     compact: bool,
     /// The compact form with metadata packed.
     packed: bool,
+    /// The counts of records made in contexts without a ring, which the
+    /// source's counters frames carry.
+    no_ring: Option<&'static NoRing>,
 }
 
 impl Source {
@@ -51,7 +55,34 @@ impl Source {
             since_header: None,
             compact: true,
             packed: true,
+            no_ring: None,
         }
+    }
+
+    /// Has the source's counters frames carry `counts`, the records made in
+    /// contexts without a ring, so the receiver names each such context.
+    /// `ContextRecorders::install_ring` does it for the sources it makes; a
+    /// source made by hand beside `ContextRecorders::install` takes
+    /// `TRACE.no_ring()`.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use flightrec_core::fdr::FileHeader;
+    /// use flightrec_core::link::{NoRing, Source};
+    /// static LOST: NoRing = NoRing::new();
+    /// let header = FileHeader::new(NonZeroU64::new(1_000).unwrap(), 256);
+    /// let source = Source::new(1, header).with_no_ring(&LOST);
+    /// assert!(source.no_ring().is_some());
+    /// ```
+    pub const fn with_no_ring(mut self, counts: &'static NoRing) -> Self {
+        self.no_ring = Some(counts);
+        self
+    }
+
+    /// The counts of records without a ring that the source's counters frames
+    /// carry. Example on [`with_no_ring`](Self::with_no_ring).
+    pub const fn no_ring(&self) -> Option<&'static NoRing> {
+        self.no_ring
     }
 
     /// Whether [`LinkWriter::flush_one`] sends a buffer in its compact form
@@ -315,6 +346,9 @@ impl<W: Write> LinkWriter<W> {
     }
 
     /// Sends a source's file header. Example on [`LinkWriter`].
+    // Out of line: the header's bytes then take no room in the frame of
+    // `send_source_status`, which the idle loop's `flush_one` calls.
+    #[inline(never)]
     pub fn send_file_header(&mut self, source: u32, header: &FileHeader) -> Result<(), W::Error> {
         self.send(FrameKind::FileHeader, source, &header.to_bytes())
     }
@@ -588,13 +622,40 @@ impl<W: Write> LinkWriter<W> {
         consumer: &Consumer<'_, '_>,
     ) -> Result<(), W::Error> {
         self.send_file_header(source.id, &source.header)?;
+        self.send_counters(source, consumer)?;
+        source.since_header = Some(0);
+        Ok(())
+    }
+
+    /// A source's counters frame: the ring's and the writer's counters, then
+    /// the records of contexts without a ring (none for a source without the
+    /// table: the old payload), stuffed as they come. Out of line, for the
+    /// stack of `flush_one`, as [`send_file_header`](Self::send_file_header).
+    #[inline(never)]
+    fn send_counters(
+        &mut self,
+        source: &Source,
+        consumer: &Consumer<'_, '_>,
+    ) -> Result<(), W::Error> {
         let stats = LinkStats {
             ring: consumer.stats(),
             frames_failed: self.frames_failed,
         };
-        self.send_stats(source.id, &stats)?;
-        source.since_header = Some(0);
-        Ok(())
+        let head = FrameHead {
+            kind: FrameKind::Stats,
+            source: source.id,
+            seq: self.seq,
+        };
+        self.seq = self.seq.wrapping_add(1);
+        // Its own frame, not `send_frame`'s: one level less on the way to the
+        // sink, so the counts add nothing to the stack of `flush_one`.
+        let mut frame = Stuffer::with_head(&mut self.sink, &mut self.out, self.resync, &head);
+        frame.push(&stats.to_bytes());
+        if let Some(table) = source.no_ring {
+            table.each(|entry| frame.push(entry));
+        }
+        let result = frame.finish();
+        self.count(result)
     }
 }
 

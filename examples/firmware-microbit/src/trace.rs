@@ -37,6 +37,8 @@ pub fn start() -> [Outlet<'static, 'static>; 2] {
         let (recorder, consumer) = ring.split(cfg).expect("split once");
         TRACE.install(context, recorder).expect("install");
         let header = cfg.file_header(ring.buffer_size());
-        Outlet::new(Source::new(id, header), consumer)
+        // The counters frames carry the records of contexts without a ring.
+        let source = Source::new(id, header).with_no_ring(TRACE.no_ring());
+        Outlet::new(source, consumer)
     })
 }

@@ -24,7 +24,13 @@ pub static TRACE: ContextRecorders<2, CortexMContexts, Time> =
 flightrec_core::global_recorder!(TRACE);
 
 /// SysTick's context: its priority as the hardware reads it back (the reset value).
+#[cfg(not(feature = "wrong-priority"))]
 const SYSTICK: Context = Context::priority(0);
+/// The mistake the `wrong-priority` build makes on purpose: SysTick's ring
+/// installed for a priority SysTick does not run at, so its records find no ring
+/// (counted for priority 0, which the host names).
+#[cfg(feature = "wrong-priority")]
+const SYSTICK: Context = Context::priority(0x40);
 
 /// Gives thread mode (source 1) and SysTick (source 2) their rings. Call once, in
 /// thread mode.
@@ -47,7 +53,10 @@ fn start_one(
     let (recorder, consumer) = ring.split(cfg).expect("split once");
     TRACE.install(context, recorder).expect("install");
     let header = cfg.file_header(ring.buffer_size());
-    Outlet::new(Source::new(id, header), consumer)
+    // The counters frames carry the records of contexts without a ring
+    // (`install_ring` does this itself).
+    let source = Source::new(id, header).with_no_ring(TRACE.no_ring());
+    Outlet::new(source, consumer)
 }
 
 /// The idle loop's flush: at most one buffer per ring.

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use flightrec_core::fdr::decoder::verify;
 use flightrec_core::fdr::FileHeader;
-use flightrec_core::link::{compact, Frame, FrameKind, LinkStats};
+use flightrec_core::link::{compact, Frame, FrameKind, LinkStats, NoRingCount, NO_RING_CONTEXTS};
 use flightrec_core::trace2::{Format, Target};
 
 use crate::link::trace2::{Trace2LinkStats, Trace2Renderer, Trace2Strings};
@@ -169,6 +169,9 @@ pub struct Collector {
     open_files: usize,
     /// Counts writes, for `last_used`.
     tick: u64,
+    /// The latest count of records the target made in each context without a
+    /// ring (`None`: the contexts its table had no room to name).
+    no_ring: BTreeMap<Option<u16>, u32>,
 }
 
 impl Collector {
@@ -191,6 +194,7 @@ impl Collector {
             waiting_bytes: 0,
             open_files: 0,
             tick: 0,
+            no_ring: BTreeMap::new(),
         })
     }
 
@@ -318,7 +322,16 @@ impl Collector {
             }
             FrameKind::Stats => {
                 match LinkStats::parse(frame.payload) {
-                    Some(s) => self.source(id).report.stats = Some(s),
+                    Some(s) => {
+                        self.source(id).report.stats = Some(s);
+                        let rest = &frame.payload[LinkStats::LEN..];
+                        // Every source carries the same counts, which only
+                        // grow: the latest (the largest) is kept.
+                        for c in NoRingCount::parse_all(rest).into_iter().flatten() {
+                            let n = self.no_ring.entry(c.context.map(|c| c.get())).or_default();
+                            *n = (*n).max(c.records);
+                        }
+                    }
                     None => self.bad_stats += 1,
                 }
                 Ok(())
@@ -525,6 +538,15 @@ impl Collector {
         if let Some(f) = &mut self.trace2 {
             f.sync_data().map_err(|e| named(&self.trace2_path, e))?;
         }
+        let lines = self.no_ring_lines();
+        if !lines.is_empty() {
+            let path = self.dir.join(NO_RING_FILE);
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            std::fs::write(&path, text).map_err(|e| named(&path, e))?;
+            for l in &lines {
+                eprintln!("flightrec recv: {l}");
+            }
+        }
         Ok(())
     }
 
@@ -596,6 +618,63 @@ impl Collector {
                 .any(|s| s.report.invalid_buffers > 0 || s.report.headerless_buffers > 0)
     }
 }
+
+impl Collector {
+    /// What the target counted in contexts without a ring (the latest count of
+    /// each; `None` for the contexts beyond the ones its table names), from the
+    /// counters frames. Example on [`NO_RING_FILE`].
+    pub fn no_ring(&self) -> impl Iterator<Item = NoRingCount> + '_ {
+        self.no_ring.iter().map(|(c, &records)| NoRingCount {
+            context: c.map(flightrec_core::context::Context::new),
+            records,
+        })
+    }
+
+    /// One line per context without a ring that lost records, naming it:
+    /// `interrupt priority 0x40 has no ring: 540 records`. Example on
+    /// [`NO_RING_FILE`].
+    pub fn no_ring_lines(&self) -> Vec<String> {
+        self.no_ring()
+            .filter(|c| c.records > 0)
+            .map(|c| match c.context {
+                Some(context) => format!("{context} has no ring: {} records", c.records),
+                None => format!(
+                    "contexts beyond the first {NO_RING_CONTEXTS} have no ring: {} records",
+                    c.records
+                ),
+            })
+            .collect()
+    }
+}
+
+/// The file in the output directory that names each context whose records
+/// found no ring on the target, and how many (written by
+/// [`Collector::finish`], which also says it on stderr, only when there are
+/// any).
+///
+/// ```
+/// use flightrec_host::collect::{Collector, NO_RING_FILE};
+/// use flightrec_host::core::link::{Frame, FrameHead, FrameKind, LinkStats};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut c = Collector::new(dir.path(), dir.path().join("trace2.txt")).unwrap();
+/// // Counters, then (context 0x140: priority 0x40, 540 records).
+/// let mut payload = LinkStats::default().to_bytes().to_vec();
+/// payload.extend_from_slice(&0x140u32.to_le_bytes());
+/// payload.extend_from_slice(&540u32.to_le_bytes());
+/// let head = FrameHead { kind: FrameKind::Stats, source: 1, seq: 0 };
+/// c.frame(&Frame { head, payload: &payload }).unwrap();
+/// // An old target's counters (no counts) still decode.
+/// c.frame(&Frame { head, payload: &LinkStats::default().to_bytes() }).unwrap();
+/// c.finish().unwrap();
+/// assert_eq!(c.bad_control_frames(), 0);
+/// assert_eq!(c.no_ring_lines(), ["interrupt priority 0x40 has no ring: 540 records"]);
+/// assert_eq!(
+///     std::fs::read_to_string(dir.path().join(NO_RING_FILE)).unwrap(),
+///     "interrupt priority 0x40 has no ring: 540 records\n"
+/// );
+/// ```
+pub const NO_RING_FILE: &str = "no-ring.txt";
 
 /// Whether `e` says the process (EMFILE) or the system (ENFILE) has no file
 /// descriptor left.
