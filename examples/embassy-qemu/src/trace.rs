@@ -5,11 +5,11 @@
 
 use embedded_io::Write;
 use flightrec_core::context::{Context, ContextRecorders, CortexMContexts};
-use flightrec_core::fdr::ring::{Policy, RecorderConfig};
-use flightrec_core::fdr::{static_ring::StaticRing, writer::WriterConfig};
-use flightrec_core::link::{LinkWriter, Outlet, Source};
+use flightrec_core::fdr::ring::Policy;
+use flightrec_core::fdr::static_ring::StaticRing;
+use flightrec_core::link::{LinkWriter, Outlet};
 
-use crate::driver::{CLOCK, CLOCK_HZ};
+use crate::driver::CLOCK;
 
 static MAIN: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
 static FAST: StaticRing<4, 1024> = StaticRing::new(Policy::Streaming);
@@ -41,11 +41,9 @@ fn start_one(
     context: Context,
     ring: &'static StaticRing<4, 1024>,
 ) -> Outlet<'static, 'static> {
-    let cfg = RecorderConfig::new(WriterConfig::new(id), u64::from(CLOCK_HZ));
-    let (recorder, consumer) = ring.split(cfg).expect("split once");
-    TRACE.install(context, recorder).expect("install");
-    let header = cfg.file_header(ring.buffer_size());
-    Outlet::new(Source::new(id, header), consumer)
+    // The outlet's counters frames also carry the records of contexts without
+    // a ring.
+    TRACE.install_ring(context, id, ring).expect("install once")
 }
 
 /// The main loop's flush between the executor's passes: at most one buffer per ring.
