@@ -11,6 +11,7 @@ use flightrec_core::fdr::decoder::{DecodeError, Decoder};
 use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::FunctionAction;
 
+use crate::names::escape::escape;
 use crate::names::Names;
 
 /// Why a dump stopped.
@@ -122,7 +123,7 @@ pub fn dump_reading(
 
 fn function_id(id: u32, names: &Names) -> String {
     match names.get(id) {
-        Some(name) => format!("#{id} ({name})"),
+        Some(name) => format!("#{id} ({})", escape(name)),
         None => format!("#{id}"),
     }
 }
