@@ -140,7 +140,8 @@ pub struct NamesFileArgs {
     /// The names file to write.
     #[arg(short = 'o', long)]
     output: PathBuf,
-    /// Also print `id<TAB>name<TAB>file:line` lines on stdout.
+    /// Also print `id<TAB>name<TAB>file:line` lines on stdout (control bytes of
+    /// names and locations escaped: `\e`, `\n`, `\xNN`).
     #[arg(long)]
     list: bool,
 }

@@ -3,7 +3,9 @@
 //! Without names (`flightrec dump --no-names`, or no `<trace>.names` beside the
 //! trace) the output is byte for byte `llvm-xray fdr-dump`'s (including its
 //! typed-event line, which lacks the closing `>`); with names each function id is
-//! followed by its name in parentheses: `#3 (uart_flush)`.
+//! followed by its name in parentheses: `#3 (uart_flush)`, its control bytes
+//! escaped ([`crate::names::escape`]) so that a name cannot forge a line or
+//! reach the terminal as an escape sequence.
 
 use std::io::{self, Write};
 
@@ -152,6 +154,11 @@ fn function_id(id: u32, names: &Names) -> String {
 ///     line(Record::Walltime { seconds: i64::MIN + 1, micros: 2 }),
 ///     "<Wall Time: seconds = 9223372036854775809.000002>\n"
 /// );
+/// // A name's control bytes are escaped: still one line.
+/// let names = Names::from_map([(3, "red\x1b[31m\nforged".to_string())].into_iter().collect());
+/// let mut out = Vec::new();
+/// write_record(&Record::Function { action: FunctionAction::Exit, id, delta: 1 }, &names, &mut out).unwrap();
+/// assert_eq!(out, b"<Function Exit: #3 (red\\e[31m\\nforged) delta = +1>\n");
 /// assert_eq!(
 ///     line(Record::CallArgument { value: 42 }),
 ///     "<Call Argument: data = 42 (hex = 0x2a)>\n"
