@@ -19,6 +19,7 @@ use flightrec_host::link::collect::Collector;
 use flightrec_host::link::recv::{Input, RecvOptions, RecvReport, SerialSettings};
 use flightrec_host::link::rtt::GdbSettings;
 use flightrec_host::link::trace2::Trace2Strings;
+use flightrec_host::names::escape::escape;
 use flightrec_host::names::firmware::FirmwareNames;
 use flightrec_host::names::{names_beside, Names};
 use flightrec_host::out::dump::{dump_reading, DumpError};
@@ -139,7 +140,8 @@ pub struct NamesFileArgs {
     /// The names file to write.
     #[arg(short = 'o', long)]
     output: PathBuf,
-    /// Also print `id<TAB>name<TAB>file:line` lines on stdout.
+    /// Also print `id<TAB>name<TAB>file:line` lines on stdout (control bytes of
+    /// names and locations escaped: `\e`, `\n`, `\xNN`).
     #[arg(long)]
     list: bool,
 }
@@ -489,7 +491,7 @@ fn names_cmd(a: NamesFileArgs) -> ExitCode {
     if a.list {
         let mut out = io::stdout().lock();
         for (id, e) in &fw.entries {
-            if let Err(e) = writeln!(out, "{id}\t{}\t{}", e.name, e.location) {
+            if let Err(e) = writeln!(out, "{id}\t{}\t{}", escape(&e.name), escape(&e.location)) {
                 if reader_gone(&e) {
                     break;
                 }

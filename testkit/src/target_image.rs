@@ -85,3 +85,48 @@ pub fn elf_with_symbol(name: &str, address: u32, size: u32) -> Vec<u8> {
     elf.extend(section(3, strtab_off, strtab.len() as u32, 0, 0));
     elf
 }
+
+/// A minimal little-endian ELF32 file with one section, `name`, at address 0
+/// holding `data`: a firmware image's `.flightrec` names for tests of `names`
+/// and `dump`.
+pub fn elf_with_section(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut shstrtab = vec![0u8];
+    shstrtab.extend_from_slice(name.as_bytes());
+    shstrtab.push(0);
+    let shstrtab_name = shstrtab.len() as u32;
+    shstrtab.extend_from_slice(b".shstrtab\0");
+    let data_off = 52u32;
+    let shstrtab_off = data_off + data.len() as u32;
+    let shoff = shstrtab_off + shstrtab.len() as u32;
+    let mut elf = vec![0u8; 52];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 1; // ELF32
+    elf[5] = 1; // little-endian
+    elf[6] = 1;
+    elf[16..18].copy_from_slice(&2u16.to_le_bytes()); // executable
+    elf[18..20].copy_from_slice(&40u16.to_le_bytes()); // ARM
+    elf[32..36].copy_from_slice(&shoff.to_le_bytes());
+    elf[40..42].copy_from_slice(&52u16.to_le_bytes());
+    elf[46..48].copy_from_slice(&40u16.to_le_bytes());
+    elf[48..50].copy_from_slice(&3u16.to_le_bytes()); // sections
+    elf[50..52].copy_from_slice(&2u16.to_le_bytes()); // .shstrtab
+    elf.extend_from_slice(data);
+    elf.extend_from_slice(&shstrtab);
+    let section = |name: u32, kind: u32, off: u32, len: u32| {
+        let mut s = vec![0u8; 40];
+        s[..4].copy_from_slice(&name.to_le_bytes());
+        s[4..8].copy_from_slice(&kind.to_le_bytes());
+        s[16..20].copy_from_slice(&off.to_le_bytes());
+        s[20..24].copy_from_slice(&len.to_le_bytes());
+        s
+    };
+    elf.extend(section(0, 0, 0, 0));
+    elf.extend(section(1, 1, data_off, data.len() as u32));
+    elf.extend(section(
+        shstrtab_name,
+        3,
+        shstrtab_off,
+        shstrtab.len() as u32,
+    ));
+    elf
+}

@@ -27,6 +27,7 @@ use flightrec_core::names::elf::{find_section, is_elf, ElfError};
 use flightrec_core::tasks::{poll_id, TaskFunction, KEY_BITS};
 
 use super::elf::section_addr;
+use super::escape::escape;
 use super::statics::object_symbols;
 use super::Names;
 use crate::read::file::TraceFile;
@@ -225,7 +226,7 @@ impl FirmwareNames {
             problems.push(format!(
                 "{} functions in {SECTION} have no id in {MAP_SECTION} (the first: `{}`)",
                 unnamed.len(),
-                unnamed[0]
+                escape(unnamed[0])
             ));
         }
         self.warnings.extend(problems);
@@ -277,7 +278,7 @@ impl FirmwareNames {
                 first_too_large.get_or_insert(id);
                 continue;
             };
-            let text = String::from_utf8_lossy(text);
+            let text = super::escape::text_of(text);
             let (name, location) = text.split_once('\t').unwrap_or((&text, ""));
             fw.entries.insert(
                 id.get(),
@@ -303,9 +304,13 @@ impl FirmwareNames {
             .map(|(name, ids)| {
                 let at: Vec<String> = ids
                     .iter()
-                    .map(|(id, loc)| format!("{id} ({loc})"))
+                    .map(|(id, loc)| format!("{id} ({})", escape(loc)))
                     .collect();
-                format!("`{name}` names several functions: ids {}", at.join(", "))
+                format!(
+                    "`{}` names several functions: ids {}",
+                    escape(name),
+                    at.join(", ")
+                )
             })
             .collect();
         dups.sort();
@@ -466,10 +471,16 @@ impl FirmwareNames {
     pub fn write_names_file(&self, path: &Path) -> std::io::Result<()> {
         use std::io::Write;
         let max_id = self.entries.keys().next_back().copied().unwrap_or(0);
+        // llvm-xray prints these names as they are: escaped here, once.
+        let escaped: BTreeMap<u32, std::borrow::Cow<'_, str>> = self
+            .entries
+            .iter()
+            .map(|(id, e)| (*id, escape(&e.name)))
+            .collect();
         let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
         flightrec_core::names::file::write(
             max_id,
-            |id| self.entries.get(&id).map(|e| e.name.as_bytes()),
+            |id| escaped.get(&id).map(|n| n.as_bytes()),
             |b: &[u8]| out.write_all(b),
         )?;
         out.flush()

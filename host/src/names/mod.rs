@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use yaml_rust2::{Yaml, YamlLoader};
 
 pub mod elf;
+pub mod escape;
 pub mod firmware;
 pub mod program;
 pub mod statics;

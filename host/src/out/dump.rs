@@ -3,7 +3,9 @@
 //! Without names (`flightrec dump --no-names`, or no `<trace>.names` beside the
 //! trace) the output is byte for byte `llvm-xray fdr-dump`'s (including its
 //! typed-event line, which lacks the closing `>`); with names each function id is
-//! followed by its name in parentheses: `#3 (uart_flush)`.
+//! followed by its name in parentheses: `#3 (uart_flush)`, its control bytes
+//! escaped ([`crate::names::escape`]) so that a name cannot forge a line or
+//! reach the terminal as an escape sequence.
 
 use std::io::{self, Write};
 
@@ -11,6 +13,7 @@ use flightrec_core::fdr::decoder::{DecodeError, Decoder};
 use flightrec_core::fdr::records::{CustomEventTime, Record};
 use flightrec_core::fdr::FunctionAction;
 
+use crate::names::escape::escape;
 use crate::names::Names;
 
 /// Why a dump stopped.
@@ -122,7 +125,7 @@ pub fn dump_reading(
 
 fn function_id(id: u32, names: &Names) -> String {
     match names.get(id) {
-        Some(name) => format!("#{id} ({name})"),
+        Some(name) => format!("#{id} ({})", escape(name)),
         None => format!("#{id}"),
     }
 }
@@ -151,6 +154,11 @@ fn function_id(id: u32, names: &Names) -> String {
 ///     line(Record::Walltime { seconds: i64::MIN + 1, micros: 2 }),
 ///     "<Wall Time: seconds = 9223372036854775809.000002>\n"
 /// );
+/// // A name's control bytes are escaped: still one line.
+/// let names = Names::from_map([(3, "red\x1b[31m\nforged".to_string())].into_iter().collect());
+/// let mut out = Vec::new();
+/// write_record(&Record::Function { action: FunctionAction::Exit, id, delta: 1 }, &names, &mut out).unwrap();
+/// assert_eq!(out, b"<Function Exit: #3 (red\\e[31m\\nforged) delta = +1>\n");
 /// assert_eq!(
 ///     line(Record::CallArgument { value: 42 }),
 ///     "<Call Argument: data = 42 (hex = 0x2a)>\n"

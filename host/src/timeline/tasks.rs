@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use flightrec_core::fdr::decoder::DecodeError;
 use flightrec_core::tasks::{key, TaskEvent, TaskEventKind, TaskFunction};
 
+use crate::names::escape::escape;
 use crate::names::statics::object_symbols;
 use crate::read::events::{Kind, XEvent};
 use crate::read::file::TraceFile;
@@ -319,15 +320,15 @@ impl Summary {
     pub fn names_lines(&self, others: &BTreeMap<u32, String>) -> String {
         let mut out = String::new();
         for (id, name) in others {
-            let _ = writeln!(out, "{id} {name}");
+            let _ = writeln!(out, "{id} {}", escape(name));
         }
         for (&k, t) in &self.tasks {
             let id = (flightrec_core::tasks::POLL_KIND << flightrec_core::tasks::KEY_BITS) | k;
-            let _ = writeln!(out, "{id} {}", self.task_name(k, t));
+            let _ = writeln!(out, "{id} {}", escape(&self.task_name(k, t)));
         }
         for &k in self.executors.keys() {
             let id = (flightrec_core::tasks::PASS_KIND << flightrec_core::tasks::KEY_BITS) | k;
-            let _ = writeln!(out, "{id} {}", self.executor_name(k));
+            let _ = writeln!(out, "{id} {}", escape(&self.executor_name(k)));
         }
         out
     }
