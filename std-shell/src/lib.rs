@@ -23,9 +23,11 @@
 //! `.flightrec` ELF section (its id is the static's address, so the firmware
 //! carries no names in flash) and calls the program's global recorder
 //! ([`core::global`]). The build script ships the linker fragment
-//! `flightrec.x` that gathers the statics: add `-C link-arg=-Tflightrec.x` to the
-//! firmware's rustflags. `flightrec recv|dump|convert --elf fw.elf` reads the
-//! names back. docs/firmware-guide.md walks through it.
+//! `flightrec.x` that gathers the statics: the firmware links with
+//! `-Tflightrec.x`, from its build script when tracing is on, so that a build
+//! without flightrec links as well (`examples/firmware-guide/build.rs`).
+//! `flightrec recv|dump|convert --elf fw.elf` reads the names back.
+//! docs/firmware-guide.md walks through it.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 // The Trace2 examples show `fn main` on purpose: the session guard lives until it returns.
