@@ -653,7 +653,7 @@ impl Collector {
 /// any).
 ///
 /// ```
-/// use flightrec_host::collect::{Collector, NO_RING_FILE};
+/// use flightrec_host::link::collect::{Collector, NO_RING_FILE};
 /// use flightrec_host::core::link::{Frame, FrameHead, FrameKind, LinkStats};
 ///
 /// let dir = tempfile::tempdir().unwrap();
