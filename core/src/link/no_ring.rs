@@ -15,6 +15,23 @@ use crate::context::Context;
 
 /// How many contexts [`NoRing`] tells apart; records of any further context are
 /// counted together.
+///
+/// ```
+/// use flightrec_core::context::Context;
+/// use flightrec_core::link::{NoRing, NoRingCount, NO_RING_CONTEXTS};
+/// let lost = NoRing::new();
+/// // One record in each of two more contexts than the table names.
+/// for p in 0..NO_RING_CONTEXTS as u8 + 2 {
+///     lost.count(Context::priority(p * 0x20));
+/// }
+/// let mut bytes = [0u8; NoRing::WIRE_MAX];
+/// let n = lost.emit(&mut bytes);
+/// let counts: Vec<_> = NoRingCount::parse_all(&bytes[..n]).unwrap().collect();
+/// // The first NO_RING_CONTEXTS by name, the other two together.
+/// assert_eq!(counts.len(), NO_RING_CONTEXTS + 1);
+/// assert!(counts[..NO_RING_CONTEXTS].iter().all(|c| c.context.is_some() && c.records == 1));
+/// assert_eq!(counts[NO_RING_CONTEXTS], NoRingCount { context: None, records: 2 });
+/// ```
 pub const NO_RING_CONTEXTS: usize = 4;
 
 /// The context field of the entry that counts the contexts beyond the first
@@ -82,6 +99,19 @@ impl defmt::Format for NoRing {
 impl NoRing {
     /// The most bytes [`emit`](Self::emit) writes: an entry per context and one
     /// for the others.
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// use flightrec_core::link::{NoRing, NoRingCount, NO_RING_CONTEXTS};
+    /// assert_eq!(NoRing::WIRE_MAX, (NO_RING_CONTEXTS + 1) * NoRingCount::LEN);
+    /// // Every entry in use, and the others: the table fills WIRE_MAX bytes.
+    /// let lost = NoRing::new();
+    /// for p in 0..=NO_RING_CONTEXTS as u8 {
+    ///     lost.count(Context::priority(p * 0x20));
+    /// }
+    /// let mut bytes = [0u8; NoRing::WIRE_MAX + 8];
+    /// assert_eq!(lost.emit(&mut bytes), NoRing::WIRE_MAX);
+    /// ```
     pub const WIRE_MAX: usize = (NO_RING_CONTEXTS + 1) * NoRingCount::LEN;
 
     /// Nothing counted. Example on [`NoRing`].
@@ -192,6 +222,22 @@ pub struct NoRingCount {
 
 impl NoRingCount {
     /// Bytes of one count on the wire.
+    ///
+    /// ```
+    /// use flightrec_core::context::Context;
+    /// use flightrec_core::link::{NoRing, NoRingCount};
+    /// assert_eq!(NoRingCount::LEN, 8);
+    /// let lost = NoRing::new();
+    /// lost.count(Context::NMI);
+    /// let mut bytes = [0u8; NoRing::WIRE_MAX];
+    /// let n = lost.emit(&mut bytes);
+    /// // One count: the context's number, then its records, little-endian.
+    /// assert_eq!(n, NoRingCount::LEN);
+    /// assert_eq!(bytes[..4], u32::from(Context::NMI.get()).to_le_bytes());
+    /// assert_eq!(bytes[4..n], 1u32.to_le_bytes());
+    /// // A partial entry is refused.
+    /// assert!(NoRingCount::parse_all(&bytes[..NoRingCount::LEN - 1]).is_none());
+    /// ```
     pub const LEN: usize = 8;
 
     /// The counts in `bytes` (what follows a counters frame's

@@ -669,6 +669,8 @@ impl Collector {
 /// c.finish().unwrap();
 /// assert_eq!(c.bad_control_frames(), 0);
 /// assert_eq!(c.no_ring_lines(), ["interrupt priority 0x40 has no ring: 540 records"]);
+/// let counts: Vec<_> = c.no_ring().map(|n| (n.context.map(|c| c.get()), n.records)).collect();
+/// assert_eq!(counts, [(Some(0x140), 540)]);
 /// assert_eq!(
 ///     std::fs::read_to_string(dir.path().join(NO_RING_FILE)).unwrap(),
 ///     "interrupt priority 0x40 has no ring: 540 records\n"

@@ -112,6 +112,19 @@ const MAX_READ: usize = 4096;
 const RETRIES: u32 = 3;
 /// Longest packet body taken from the server (the reply to the largest `m` the
 /// client sends, 4 KiB, is 8 KiB of hex): a longer one is refused, not buffered.
+///
+/// ```
+/// use flightrec_host::link::gdb::{GdbClient, MAX_PACKET};
+/// use flightrec_testkit::gdb_stub::{Hostile, MemoryStub, StubConfig};
+/// use std::time::Duration;
+/// // A server whose reply to `m` never ends.
+/// let config = StubConfig::new(0, vec![0; 16]).hostile(b"m", Hostile::EndlessReply);
+/// let stub = MemoryStub::spawn_with(config).unwrap();
+/// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+/// gdb.handshake().unwrap();
+/// let err = gdb.read_memory(0, 4).unwrap_err().to_string();
+/// assert!(err.contains(&format!("a reply longer than {MAX_PACKET} bytes")), "{err}");
+/// ```
 pub const MAX_PACKET: usize = 64 * 1024;
 /// Bytes that are neither an acknowledgement nor a packet taken while waiting
 /// for one, before giving up.
@@ -123,6 +136,13 @@ const MAX_CONSOLE: usize = 1 << 20;
 /// How often a wait looks at its deadline and at the cancel flag.
 const SLICE: Duration = Duration::from_millis(20);
 /// Bytes of a reply quoted in a diagnostic at most.
+///
+/// ```
+/// use flightrec_host::link::gdb::{quote, QUOTE_BYTES};
+/// assert_eq!(quote(&[b'a'; QUOTE_BYTES]), format!("\"{}\"", "a".repeat(QUOTE_BYTES)));
+/// let cut = quote(&[b'a'; QUOTE_BYTES + 1]);
+/// assert_eq!(cut, format!("\"{}\"... ({} bytes)", "a".repeat(QUOTE_BYTES), QUOTE_BYTES + 1));
+/// ```
 pub const QUOTE_BYTES: usize = 160;
 
 /// `bytes` for a diagnostic: at most [`QUOTE_BYTES`] of them, escaped (no
@@ -283,6 +303,22 @@ impl GdbClient {
     /// From now on, every wait ends by `budget` from now, and the cancel flag is
     /// no longer looked at: the time to leave the target running after a
     /// cancel.
+    ///
+    /// ```
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use std::net::TcpListener;
+    /// use std::time::{Duration, Instant};
+    /// // A server that accepts and never answers.
+    /// let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let address = silent.local_addr().unwrap().to_string();
+    /// let mut gdb = GdbClient::connect(&address, Duration::from_secs(30)).unwrap();
+    /// gdb.wind_down(Duration::from_millis(100));
+    /// let started = Instant::now();
+    /// let err = gdb.request(b"?").unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    /// assert!(err.to_string().contains("in the 0.1 s given to leave"), "{err}");
+    /// assert!(started.elapsed() < Duration::from_secs(5));
+    /// ```
     pub fn wind_down(&mut self, budget: Duration) {
         self.cancel = None;
         self.hard_deadline = Some((Instant::now() + budget, budget));
@@ -735,6 +771,22 @@ impl GdbClient {
     /// the late replies of the cut request; a stop reply (the target was running
     /// and `D` stopped it, as QEMU does) gets `D` again. Each wait is bounded by
     /// the timeout and [`wind_down`](Self::wind_down).
+    ///
+    /// ```
+    /// use flightrec_host::link::gdb::GdbClient;
+    /// use flightrec_testkit::gdb_stub::{MemoryStub, StubConfig};
+    /// use std::time::Duration;
+    /// // No-ack mode, as OpenOCD and probe-rs offer it.
+    /// let stub = MemoryStub::spawn_with(StubConfig::new(0, vec![0; 16]).terse()).unwrap();
+    /// let mut gdb = GdbClient::connect(&stub.address(), Duration::from_secs(5)).unwrap();
+    /// gdb.handshake().unwrap();
+    /// // Running: the first `D` stops the target (a stop reply; the stub, as
+    /// // QEMU, drops that packet), the second detaches.
+    /// gdb.resume().unwrap();
+    /// gdb.detach_any().unwrap();
+    /// let packets = stub.packets();
+    /// assert!(packets.ends_with(&[b"c".to_vec(), b"D".to_vec()]), "{packets:?}");
+    /// ```
     pub fn detach_any(&mut self) -> io::Result<()> {
         let deadline = self.deadline();
         for _ in 0..2 {

@@ -606,6 +606,20 @@ impl RttReader {
     }
 
     /// The address of the up-channel's buffer (the control block's word).
+    ///
+    /// ```
+    /// use flightrec_testkit::gdb_stub::MemoryStub;
+    /// use flightrec_host::link::rtt::{RttReader, Symbol, Layout};
+    /// use flightrec_testkit::target_image::{control_block_image, Layout as ImageLayout};
+    /// use std::time::Duration;
+    /// let layout = Layout { pointer_size: 4, big_endian: false };
+    /// let ram = control_block_image(0x2000_0000, 64, ImageLayout { pointer_size: 4, big_endian: false });
+    /// let stub = MemoryStub::spawn(0x2000_0000, ram).unwrap();
+    /// let symbol = Symbol { address: 0x2000_0000, size: 0 };
+    /// let rtt = RttReader::attach(&stub.address(), symbol, layout, Duration::from_secs(5)).unwrap();
+    /// // Right after the control block (48 bytes with four-byte pointers).
+    /// assert_eq!(rtt.buffer_address(), 0x2000_0030);
+    /// ```
     pub fn buffer_address(&self) -> u64 {
         self.channel.buffer
     }

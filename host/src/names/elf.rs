@@ -194,7 +194,7 @@ pub fn parse_table(table: &[u8]) -> Result<HashMap<u32, String>, ElfNamesError> 
 pub const FIRMWARE_SECTION: &str = ".flightrec";
 
 /// The address of the section whose bytes are `data` (a slice of `image` that
-/// [`find_section`](flightrec_core::names::elf::find_section) returned): the `sh_addr` of the section header whose file
+/// [`find_section`] returned): the `sh_addr` of the section header whose file
 /// offset and size are `data`'s.
 pub(crate) fn section_addr(image: &[u8], data: &[u8]) -> Option<u64> {
     let offset = (data.as_ptr() as usize).checked_sub(image.as_ptr() as usize)? as u64;

@@ -36,7 +36,18 @@ use crate::read::file::TraceFile;
 pub const SECTION: &str = super::elf::FIRMWARE_SECTION;
 
 /// How many poll ids [`FirmwareNames::names`] names at most (the words of
-/// the task pools). Example on [`FirmwareNames::task_name`].
+/// the task pools).
+///
+/// ```
+/// use flightrec_host::names::firmware::{FirmwareNames, MAX_POLL_NAMES};
+/// // A pool of more four-byte words than that: the first ones are named.
+/// let words = MAX_POLL_NAMES as u64 + 16;
+/// let fw = FirmwareNames {
+///     statics: vec![(0x2000_0000, 4 * words, "app::big::POOL".into())],
+///     ..FirmwareNames::default()
+/// };
+/// assert_eq!(fw.names().len(), MAX_POLL_NAMES);
+/// ```
 pub const MAX_POLL_NAMES: usize = 1 << 16;
 
 /// The ELF section that pairs small ids with names (feature `small-ids`).

@@ -3,22 +3,24 @@
 //! function, whose path names the task) and executors (the `static` that
 //! holds one). The records themselves are [`flightrec_core::tasks`].
 //!
-//! ```
-//! use flightrec_host::names::statics::object_symbols;
-//! // This example's own program has statics, with names demangled.
-//! let image = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-//! let symbols = object_symbols(&image).unwrap();
-//! assert!(!symbols.is_empty());
-//! assert!(symbols.windows(2).all(|w| w[0].0 <= w[1].0));
-//! assert!(object_symbols(b"not an ELF").is_err());
-//! ```
+//! Example on [`object_symbols`].
 
 use flightrec_core::names::elf::find_section;
 
 use super::program::demangle;
 
 /// The object symbols (`STT_OBJECT`) of an ELF image: (address, size,
-/// demangled name), sorted by address. Example on [the module](self).
+/// demangled name), sorted by address.
+///
+/// ```
+/// use flightrec_host::names::statics::object_symbols;
+/// // This example's own program has statics, with names demangled.
+/// let image = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+/// let symbols = object_symbols(&image).unwrap();
+/// assert!(!symbols.is_empty());
+/// assert!(symbols.windows(2).all(|w| w[0].0 <= w[1].0));
+/// assert!(object_symbols(b"not an ELF").is_err());
+/// ```
 pub fn object_symbols(image: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
     let symtab = find_section(image, ".symtab")
         .map_err(|e| format!("not a readable ELF: {e:?}"))?

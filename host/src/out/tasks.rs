@@ -12,7 +12,40 @@ use crate::timeline::tasks::{Summary, TaskSummary};
 impl Summary {
     /// The summary as text: one line per executor, one row per task, and one
     /// line per task that blocked its executor longer than `threshold_us`.
-    /// Example on [`Summary`].
+    ///
+    /// ```
+    /// use flightrec_host::timeline::tasks::{ExecutorSummary, Summary, TaskSummary};
+    /// let mut s = Summary { frequency: 1_000_000, ..Summary::default() };
+    /// let exec = ExecutorSummary {
+    ///     passes: 2,
+    ///     busy: 2_500,
+    ///     span: Some((0, 10_000)),
+    ///     id: Some(0x2000_0100),
+    ///     name: Some("app::EXECUTOR".into()),
+    /// };
+    /// s.executors.insert(0x40, exec);
+    /// let hog = TaskSummary {
+    ///     id: Some(0x2000_0a48),
+    ///     executor: Some(0x2000_0100),
+    ///     polls: 2,
+    ///     longest: 2_000,
+    ///     name: Some("app::hog".into()),
+    ///     ..TaskSummary::default()
+    /// };
+    /// s.tasks.insert(0x292, hog);
+    /// let mut text = Vec::new();
+    /// s.write_text(&mut text, 1_000.0).unwrap();
+    /// let text = String::from_utf8(text).unwrap();
+    /// let lines: Vec<_> = text.lines().collect();
+    /// assert_eq!(lines[0], "executor app::EXECUTOR: 2 passes, busy 2500 us, idle 75.0 %");
+    /// assert!(lines[1].starts_with("task     executor      spawns"), "{text}");
+    /// assert!(lines[2].starts_with("app::hog app::EXECUTOR"), "{text}");
+    /// assert_eq!(lines[3], "blocking: app::hog held its executor for 2000 us in one poll (over 1000 us)");
+    /// // Over a higher threshold it blocked nothing.
+    /// let mut text = Vec::new();
+    /// s.write_text(&mut text, 5_000.0).unwrap();
+    /// assert!(!String::from_utf8(text).unwrap().contains("blocking:"));
+    /// ```
     pub fn write_text(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
         for (&k, e) in &self.executors {
             writeln!(
@@ -76,8 +109,35 @@ impl Summary {
     }
 
     /// The summary as CSV, one row per task (times in microseconds), and the
-    /// `blocking` column set for the tasks over `threshold_us`. Example on
-    /// [`Summary`].
+    /// `blocking` column set for the tasks over `threshold_us`.
+    ///
+    /// ```
+    /// use flightrec_host::timeline::tasks::{ExecutorSummary, Summary, TaskSummary};
+    /// let mut s = Summary { frequency: 1_000_000, ..Summary::default() };
+    /// let exec = ExecutorSummary {
+    ///     passes: 2,
+    ///     busy: 2_500,
+    ///     span: Some((0, 10_000)),
+    ///     id: Some(0x2000_0100),
+    ///     name: Some("app::EXECUTOR".into()),
+    /// };
+    /// s.executors.insert(0x40, exec);
+    /// let hog = TaskSummary {
+    ///     id: Some(0x2000_0a48),
+    ///     executor: Some(0x2000_0100),
+    ///     polls: 2,
+    ///     longest: 2_000,
+    ///     name: Some("app::hog".into()),
+    ///     ..TaskSummary::default()
+    /// };
+    /// s.tasks.insert(0x292, hog);
+    /// let mut csv = Vec::new();
+    /// s.write_csv(&mut csv, 1_000.0).unwrap();
+    /// let csv = String::from_utf8(csv).unwrap();
+    /// let lines: Vec<_> = csv.lines().collect();
+    /// assert!(lines[0].starts_with("task,executor,spawns,"), "{csv}");
+    /// assert_eq!(lines[1], "app::hog,app::EXECUTOR,0,0,2,0,0.0,2000.0,0.0,0.0,0.0,1,0.7500");
+    /// ```
     pub fn write_csv(&self, out: &mut dyn Write, threshold_us: f64) -> io::Result<()> {
         writeln!(
             out,

@@ -92,6 +92,14 @@ struct ThreadBlocks {
 /// let mut again = index.merged_releasing(bytes, &mut |n| read += n);
 /// assert_eq!(again.next_event().unwrap().tsc, 1_000_000);
 /// assert_eq!(tscs, [1_000_000, 1_000_050, 1_000_100, 1_000_650, 1_000_700, 1_000_900]);
+/// // Each thread's blocks in file order (what the timeline reads): the same
+/// // events, as this file's wall-time markers grow.
+/// let mut in_file = index.merged_in_file_order(bytes, &mut |_| {});
+/// let mut file_tscs = Vec::new();
+/// while let Some(e) = in_file.next_event() {
+///     file_tscs.push(e.tsc);
+/// }
+/// assert_eq!(file_tscs, tscs);
 ///
 /// // A file the verifier rejects is not indexed.
 /// let bad = scan(include_bytes!("../../../testdata/xray/bad-fn-action5.xray"), &mut |_| {});

@@ -171,6 +171,21 @@ pub struct Verifier<'a> {
 impl<'a> Verifier<'a> {
     /// Reads the header of the file in `bytes` (an error if it is not an FDR
     /// file's).
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::{DecodeErrorKind, Verifier};
+    /// use flightrec_core::fdr::header::HEADER_SIZE;
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    ///
+    /// let header = RecorderConfig::new(WriterConfig::new(1), 1_000).file_header(256).to_bytes();
+    /// // A header alone is read (the verdict on its missing blocks is `finish`'s).
+    /// assert!(Verifier::new(&header).is_ok());
+    /// // A cut header, or bytes that are no FDR header, are refused at once.
+    /// let err = Verifier::new(&header[..HEADER_SIZE - 1]).unwrap_err();
+    /// assert!(matches!(err.kind, DecodeErrorKind::Header(_)));
+    /// assert!(Verifier::new(&[0xAB; HEADER_SIZE]).is_err());
+    /// ```
     pub fn new(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let decoder = Decoder::new(bytes)?;
         let header = *decoder.header();
@@ -186,17 +201,89 @@ impl<'a> Verifier<'a> {
     }
 
     /// The file header.
+    ///
+    /// ```
+    /// use flightrec_core::fdr::decoder::Verifier;
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::WriterConfig;
+    ///
+    /// let header = RecorderConfig::new(WriterConfig::new(1), 48_000_000).file_header(1024);
+    /// let bytes = header.to_bytes();
+    /// let verifier = Verifier::new(&bytes).unwrap();
+    /// assert_eq!(verifier.header(), &header);
+    /// assert_eq!((verifier.header().cycle_frequency.get(), verifier.header().buffer_size), (48_000_000, 1024));
+    /// ```
     pub const fn header(&self) -> &FileHeader {
         self.decoder.header()
     }
 
     /// The offset after the last record yielded (its length is this less its
     /// offset).
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::Verifier;
+    /// use flightrec_core::fdr::header::HEADER_SIZE;
+    /// use flightrec_core::fdr::records::{Record, METADATA_RECORD_SIZE};
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// let mut file = [0u8; HEADER_SIZE + 256];
+    /// file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(256).to_bytes());
+    /// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(7).unwrap(), Timestamp::default()).unwrap();
+    /// let len = HEADER_SIZE + w.len();
+    ///
+    /// let mut verifier = Verifier::new(&file[..len]).unwrap();
+    /// // Nothing yielded yet: right after the header.
+    /// assert_eq!(verifier.offset(), HEADER_SIZE);
+    /// while let Some(item) = verifier.next() {
+    ///     let decoded = item.unwrap();
+    ///     let size = verifier.offset() - decoded.offset;
+    ///     match decoded.record {
+    ///         Record::Function { .. } => assert_eq!(size, 8),
+    ///         _ => assert!(size >= METADATA_RECORD_SIZE),
+    ///     }
+    /// }
+    /// // Every record yielded: the end of the file.
+    /// assert_eq!(verifier.offset(), len);
+    /// ```
     pub const fn offset(&self) -> usize {
         self.decoder.offset()
     }
 
     /// The counts of the records yielded so far.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::Verifier;
+    /// use flightrec_core::fdr::header::HEADER_SIZE;
+    /// use flightrec_core::fdr::records::Record;
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// let mut file = [0u8; HEADER_SIZE + 256];
+    /// file[..HEADER_SIZE].copy_from_slice(&cfg.file_header(256).to_bytes());
+    /// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..], &cfg.writer, Walltime::default()).unwrap();
+    /// let t = Timestamp::default();
+    /// w.enter(FunctionId::new(1).unwrap(), t).unwrap();
+    /// w.enter(FunctionId::new(2).unwrap(), t).unwrap();
+    /// let len = HEADER_SIZE + w.len();
+    ///
+    /// let mut verifier = Verifier::new(&file[..len]).unwrap();
+    /// assert_eq!(verifier.summary().function_records, 0);
+    /// // Up to the first function record: it is counted, the second is not yet.
+    /// while !matches!(verifier.next().unwrap().unwrap().record, Record::Function { .. }) {}
+    /// assert_eq!((verifier.summary().buffers, verifier.summary().function_records), (1, 1));
+    /// verifier.by_ref().for_each(|item| assert!(item.is_ok()));
+    /// assert_eq!(verifier.summary().function_records, 2);
+    /// let so_far = *verifier.summary();
+    /// assert_eq!(verifier.finish().unwrap().0, so_far);
+    /// ```
     pub const fn summary(&self) -> &Summary {
         &self.summary
     }
@@ -206,6 +293,46 @@ impl<'a> Verifier<'a> {
     /// promises an end block it does not end with (whole but for that: a
     /// crashed trace's reader may use its records). Any other error, as the
     /// iteration's, is the `Err`.
+    ///
+    /// ```
+    /// use flightrec_core::clock::Timestamp;
+    /// use flightrec_core::fdr::decoder::{DecodeErrorKind, Verifier, VerifyError};
+    /// use flightrec_core::fdr::end::{EndBlock, END_BLOCK_SIZE};
+    /// use flightrec_core::fdr::header::{HeaderFlags, HEADER_SIZE};
+    /// use flightrec_core::fdr::ring::RecorderConfig;
+    /// use flightrec_core::fdr::writer::{BufferWriter, Walltime, WriterConfig};
+    /// use flightrec_core::fdr::FunctionId;
+    ///
+    /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
+    /// let header = cfg.file_header(256);
+    /// let mut file = [0u8; HEADER_SIZE + 256 + END_BLOCK_SIZE];
+    /// file[..HEADER_SIZE].copy_from_slice(&header.with_flags(HeaderFlags::END_BLOCK).to_bytes());
+    /// let mut w = BufferWriter::new(&mut file[HEADER_SIZE..][..256], &cfg.writer, Walltime::default()).unwrap();
+    /// w.enter(FunctionId::new(7).unwrap(), Timestamp::default()).unwrap();
+    /// let len = HEADER_SIZE + w.len();
+    ///
+    /// // The header promises an end block the file lacks: its records are whole,
+    /// // but it was cut short at its end.
+    /// let mut verifier = Verifier::new(&file[..len]).unwrap();
+    /// verifier.by_ref().for_each(|item| assert!(item.is_ok()));
+    /// let (summary, cut_short) = verifier.finish().unwrap();
+    /// let cut_short = cut_short.unwrap();
+    /// assert_eq!((summary.function_records, summary.end_block), (1, false));
+    /// assert_eq!((cut_short.offset, cut_short.kind), (len, DecodeErrorKind::CutShort { buffers: 1 }));
+    ///
+    /// // With its end block (one buffer before it), the file is whole.
+    /// let end = EndBlock { buffers: 1, pid: 7, closed: Walltime::default() };
+    /// let end_len = end.encode(header.version, &mut file[len..]).unwrap();
+    /// let mut verifier = Verifier::new(&file[..len + end_len]).unwrap();
+    /// verifier.by_ref().for_each(|item| assert!(item.is_ok()));
+    /// let (summary, cut_short) = verifier.finish().unwrap();
+    /// assert_eq!((summary.buffers, summary.end_block, cut_short), (1, true, None));
+    ///
+    /// // A header and no block at all: no buffers, an error.
+    /// let bytes = header.to_bytes();
+    /// let err = Verifier::new(&bytes).unwrap().finish().unwrap_err();
+    /// assert_eq!(err.kind, DecodeErrorKind::Grammar(VerifyError::NoBuffers));
+    /// ```
     pub fn finish(mut self) -> Result<(Summary, Option<DecodeError>), DecodeError> {
         let end = self.end;
         let len = self.len;
