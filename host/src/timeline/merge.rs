@@ -234,7 +234,7 @@ pub(super) fn merge(
         let stale = state
             .pending
             .iter()
-            .take_while(|p| p.ns + SPAN_TOLERANCE_NS < ns)
+            .take_while(|p| p.ns.saturating_add(SPAN_TOLERANCE_NS) < ns)
             .count();
         flush_pending(sink, state, stale, report)?;
         match e.what {
