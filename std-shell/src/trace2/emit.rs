@@ -10,15 +10,13 @@ use flightrec_core::trace2::{Event, Format, LineCtx, Micros, Target, WallTime};
 
 use super::clock;
 use super::gap::Gaps;
+use super::line::format_into;
 use super::outputs::Output;
 use super::runtime::{Loc, Runtime};
 use super::target::Pushed;
 use super::tls::{with_ctx, ThreadCtx};
 use super::warning::warn;
 use super::write_mark::while_writing;
-
-/// Longest line the runtime formats (a line that does not fit is dropped).
-const MAX_LINE: usize = 16 << 20;
 
 /// Emits `ev` on this thread at the current nesting.
 #[inline]
@@ -272,29 +270,6 @@ fn write_event_where(
     if let Some(q) = queue {
         if matches!(ev, Event::ChildStart { .. } | Event::Exec { .. }) {
             q.flush();
-        }
-    }
-}
-
-/// Formats one line, growing `buf` until it fits (up to [`MAX_LINE`]); 0 when
-/// the target writes nothing or the line is too long.
-pub(crate) fn format_into(
-    f: &Format,
-    ctx: &LineCtx<'_>,
-    ev: &Event<'_>,
-    buf: &mut Vec<u8>,
-) -> usize {
-    if buf.len() < 512 {
-        buf.resize(512, 0);
-    }
-    loop {
-        match f.write_line(ctx, ev, buf) {
-            Ok(n) => return n,
-            Err(_) if buf.len() < MAX_LINE => {
-                let len = (buf.len() * 2).min(MAX_LINE);
-                buf.resize(len, 0);
-            }
-            Err(_) => return 0,
         }
     }
 }

@@ -22,7 +22,7 @@
 
 use flightrec_core::trace2::{Event, LineCtx, Micros, Msg, WallTime};
 
-use super::emit::format_into;
+use super::line::format_into;
 use super::outputs::Output;
 use super::target::{BackgroundWriter, Pushed};
 

@@ -64,10 +64,10 @@
 //! list and checks every `super::` and `crate::trace2::` path against it.
 //!
 //! 1. Leaves: `clock`, [`sid`], `ancestry`, `warning`, `write_mark`,
-//!    [`target`], [`config`], `stat_defs`, `config_param`.
+//!    [`target`], [`config`], `stat_defs`, `config_param`, `line`.
 //! 2. Runtime state (settings, outputs, session id, the on/off flag):
 //!    `outputs`, `runtime`.
-//! 3. Thread context: `tls`.
+//! 3. Thread context: `gap` (what a full background queue dropped), `tls`.
 //! 4. Emit (line inputs, formatting, writing to the outputs): `emit`,
 //!    `redact`.
 //! 5. Public API: `repo`, `region`, `data`, `message`, `params`, `command`,
@@ -86,6 +86,7 @@ mod data;
 mod emit;
 mod gap;
 mod lifecycle;
+mod line;
 mod message;
 mod outputs;
 mod params;
