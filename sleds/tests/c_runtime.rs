@@ -466,8 +466,13 @@ fn default_buffers_keep_at_least_what_compiler_rt_keeps() {
         let kept = function_records(&xray, &only_trace(&dir, &format!("ours-{name}-")));
         eprintln!("{name}: flightrec-sleds kept {kept} function records, compiler-rt {kept_crt}");
         assert!(kept_crt > 10_000, "{name}: compiler-rt kept {kept_crt}");
+        // The same 100 buffers of 16 KiB hold the same calls up to the metadata
+        // records a run writes into them (a TSC wrap or a CPU change takes the
+        // room of two function records, and how many there are depends on the
+        // run): "at least" is checked up to two records a buffer.
+        let slack = 2 * 100;
         assert!(
-            kept >= kept_crt,
+            kept + slack >= kept_crt,
             "{name}: flightrec-sleds kept {kept} records, compiler-rt {kept_crt}"
         );
     }
