@@ -752,7 +752,7 @@ const fn frame_room(payload_len: usize) -> usize {
 /// use flightrec_core::link::{LinkWriter, Source};
 ///
 /// static RING: StaticRing<2, 128> = StaticRing::new(Policy::Streaming);
-/// static RTT: ControlBlock<256> = ControlBlock::new();
+/// static RTT: ControlBlock<320> = ControlBlock::new();
 /// let cfg = RecorderConfig::new(WriterConfig::new(1), 1_000);
 /// let (mut rec, mut consumer) = RING.split(cfg).unwrap();
 /// let mut source = Source::new(1, cfg.file_header(RING.buffer_size()));
