@@ -89,9 +89,9 @@ impl<W: Write> Tokens for Stuffer<'_, W> {
                 self.put_nonzero(w, hi)
             };
             // The non-zero bytes, found from the mask's set bits: a metadata
-            // record has few (1.2 a record in a buffer's preamble), so this
-            // skips its zeros at no cost each (a word at a time, each word's
-            // bytes up to its last that is not 0, took about twice the cycles).
+            // record has few, so this skips its zeros at no cost each (a word
+            // at a time, each word's bytes up to its last that is not 0, was
+            // slower on the bench's link rows).
             let mut bits = mask;
             while bits != 0 {
                 // Bit i is byte 1 + i, i < 15.

@@ -44,7 +44,7 @@ pub(super) const GATHER: usize = 128;
 /// it. Once more than [`GATHER`] bytes of finished blocks are in `out`, they go to
 /// the sink and the next block starts at the front. The CRC follows the bytes. The
 /// first sink error ends the frame (nothing more is written). Nothing is copied
-/// or moved within `out`, which would link a `memmove` (1.5 KiB on Cortex-M).
+/// or moved within `out`, which would link a `memmove` into the firmware.
 pub(super) struct Stuffer<'w, W: Write> {
     pub(super) sink: &'w mut W,
     /// Finished blocks, then the current block: its code byte at `code_at`, its

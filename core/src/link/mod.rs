@@ -6,8 +6,8 @@
 //!   core, task, interrupt level) and a sequence number.
 //! * [`encoder`]: COBS byte stuffing into caller memory, a chunk at a time; every
 //!   frame ends with `0x00` and carries a CRC-32C ([`crc32`]).
-//! * [`compact`]: the compact form of an FDR buffer (varint function records), about
-//!   a third of the bytes, and its packed form (metadata records packed too),
+//! * [`compact`]: the compact form of an FDR buffer (varint function records; its
+//!   wire bytes a record are in `docs/performance.md`), and its packed form (metadata records packed too),
 //!   which [`LinkWriter::flush_one`] sends unless told not to.
 //! * [`trace2`]: compact Trace2 events (kind, clock reading, varints and interned
 //!   string ids), which the receiver formats as git's lines;
