@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use flightrec_host::link::gdb::GdbClient;
 use flightrec_host::link::rtt::{Layout, RttReader, Symbol, MAX_POLL_BYTES};
 use flightrec_testkit::gdb_stub::{Hostile, MemoryStub, StubConfig};
-use flightrec_testkit::target_image::{control_block_image, Layout as ImageLayout};
+use flightrec_testkit::target_image::{
+    control_block_image, elf_with_symbols, Layout as ImageLayout,
+};
 
 const BASE: u64 = 0x2000_0000;
 const LAYOUT: Layout = Layout {
@@ -292,50 +294,6 @@ fn one_poll_reads_at_most_its_cap() {
         assert!(got == expected, "the bytes differ");
         assert!(largest_read(&stub) <= 4096);
     });
-}
-
-/// A little-endian ELF32 file whose symbol table holds `symbols` (name,
-/// address, size): `target_image::elf_with_symbol`'s layout with more symbols.
-fn elf_with_symbols(symbols: &[(&str, u32, u32)]) -> Vec<u8> {
-    let mut strtab = vec![0u8];
-    let mut symtab = vec![0u8; 16]; // the null symbol
-    for (name, address, size) in symbols {
-        symtab.extend_from_slice(&(strtab.len() as u32).to_le_bytes());
-        symtab.extend_from_slice(&address.to_le_bytes());
-        symtab.extend_from_slice(&size.to_le_bytes());
-        symtab.extend_from_slice(&[0x11, 0, 1, 0]); // global object, section 1
-        strtab.extend_from_slice(name.as_bytes());
-        strtab.push(0);
-    }
-    let symtab_off = 52u32;
-    let strtab_off = symtab_off + symtab.len() as u32;
-    let shoff = strtab_off + strtab.len() as u32;
-    let mut elf = vec![0u8; 52];
-    elf[..4].copy_from_slice(b"\x7fELF");
-    elf[4] = 1; // ELF32
-    elf[5] = 1; // little-endian
-    elf[6] = 1;
-    elf[16..18].copy_from_slice(&2u16.to_le_bytes());
-    elf[18..20].copy_from_slice(&40u16.to_le_bytes());
-    elf[32..36].copy_from_slice(&shoff.to_le_bytes());
-    elf[40..42].copy_from_slice(&52u16.to_le_bytes());
-    elf[46..48].copy_from_slice(&40u16.to_le_bytes());
-    elf[48..50].copy_from_slice(&3u16.to_le_bytes());
-    elf.extend_from_slice(&symtab);
-    elf.extend_from_slice(&strtab);
-    let section = |kind: u32, off: u32, len: u32, link: u32, entsize: u32| {
-        let mut s = vec![0u8; 40];
-        s[4..8].copy_from_slice(&kind.to_le_bytes());
-        s[16..20].copy_from_slice(&off.to_le_bytes());
-        s[20..24].copy_from_slice(&len.to_le_bytes());
-        s[24..28].copy_from_slice(&link.to_le_bytes());
-        s[36..40].copy_from_slice(&entsize.to_le_bytes());
-        s
-    };
-    elf.extend(section(0, 0, 0, 0, 0));
-    elf.extend(section(2, symtab_off, symtab.len() as u32, 2, 16));
-    elf.extend(section(3, strtab_off, strtab.len() as u32, 0, 0));
-    elf
 }
 
 #[test]

@@ -47,14 +47,22 @@ pub fn control_block_image(address: u64, size: u32, layout: Layout) -> Vec<u8> {
 /// A minimal little-endian ELF32 file whose symbol table holds one symbol: for
 /// tests and examples of `flightrec_host::link::rtt::find_symbol` and `recv --gdb`.
 pub fn elf_with_symbol(name: &str, address: u32, size: u32) -> Vec<u8> {
+    elf_with_symbols(&[(name, address, size)])
+}
+
+/// [`elf_with_symbol`] with several symbols, each `(name, address, size)`: a
+/// control block and the buffer of its channel, for example.
+pub fn elf_with_symbols(symbols: &[(&str, u32, u32)]) -> Vec<u8> {
     let mut strtab = vec![0u8];
-    strtab.extend_from_slice(name.as_bytes());
-    strtab.push(0);
     let mut symtab = vec![0u8; 16]; // the null symbol
-    symtab.extend_from_slice(&1u32.to_le_bytes()); // name
-    symtab.extend_from_slice(&address.to_le_bytes());
-    symtab.extend_from_slice(&size.to_le_bytes());
-    symtab.extend_from_slice(&[0x11, 0, 1, 0]); // global object, section 1
+    for (name, address, size) in symbols {
+        symtab.extend_from_slice(&(strtab.len() as u32).to_le_bytes()); // name
+        symtab.extend_from_slice(&address.to_le_bytes());
+        symtab.extend_from_slice(&size.to_le_bytes());
+        symtab.extend_from_slice(&[0x11, 0, 1, 0]); // global object, section 1
+        strtab.extend_from_slice(name.as_bytes());
+        strtab.push(0);
+    }
     let symtab_off = 52u32;
     let strtab_off = symtab_off + symtab.len() as u32;
     let shoff = strtab_off + strtab.len() as u32;
